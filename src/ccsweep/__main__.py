@@ -1,0 +1,3 @@
+from ccsweep.cli import main
+
+main()

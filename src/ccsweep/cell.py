@@ -1,0 +1,210 @@
+"""One experiment cell: fully resolved parameters and a content-addressed id.
+
+A cell is what one runner executes: every value needed to reproduce it is here, already
+resolved (percentages turned into fractions, BDP multiples into bytes, trace names pinned by
+content hash).  The id is a hash of these parameters alone, so the same cell gets the same id on
+any machine and in any sweep: a stored result is found again whichever sweep asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CELL_SCHEMA_VERSION = 1
+
+QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
+LossPosition = Literal["after", "before"]
+
+#: Mahimahi's TUN framing: a 1500-byte IP packet uses one 1504-byte delivery opportunity.
+MAHIMAHI_OPPORTUNITY_BYTES = 1504
+
+
+class Frozen(BaseModel):
+    """Base for resolved parameters: immutable and strict, so a hash stays a hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class QueueParams(Frozen):
+    """A bottleneck queue with mm-link's names and arguments (limits already in bytes/packets)."""
+
+    kind: QueueKind = "infinite"
+    packets: int | None = Field(default=None, ge=1)
+    bytes: int | None = Field(default=None, ge=1)
+    target_ms: float | None = Field(default=None, gt=0)
+    interval_ms: float | None = Field(default=None, gt=0)
+    qdelay_ref_ms: float | None = Field(default=None, gt=0)
+    max_burst_ms: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _arguments_fit_kind(self) -> "QueueParams":
+        limited = self.packets is not None or self.bytes is not None
+        if self.kind == "infinite" and limited:
+            raise ValueError("queue.kind infinite takes no packets/bytes limit")
+        if self.kind != "infinite" and not limited:
+            raise ValueError(f"queue.kind {self.kind} needs packets or bytes (or bdp)")
+        if self.kind != "codel" and (self.target_ms or self.interval_ms):
+            raise ValueError("queue.target_ms/interval_ms apply to codel only")
+        if self.kind != "pie" and (self.qdelay_ref_ms or self.max_burst_ms):
+            raise ValueError("queue.qdelay_ref_ms/max_burst_ms apply to pie only")
+        return self
+
+    def emulator_spec(self) -> str:
+        """The queue in ccsweep-link's (and mm-link's) argument syntax."""
+        args = {
+            "packets": self.packets,
+            "bytes": self.bytes,
+            "target": self.target_ms if self.kind == "codel" else None,
+            "interval": self.interval_ms if self.kind == "codel" else None,
+            "qdelay_ref": self.qdelay_ref_ms if self.kind == "pie" else None,
+            "max_burst": self.max_burst_ms if self.kind == "pie" else None,
+        }
+        if self.kind == "codel":
+            args["target"] = self.target_ms or 5
+            args["interval"] = self.interval_ms or 100
+        if self.kind == "pie":
+            args["qdelay_ref"] = self.qdelay_ref_ms or 15
+            args["max_burst"] = self.max_burst_ms or 150
+        parts = [f"{k}={_num(v)}" for k, v in args.items() if v is not None]
+        return " ".join([self.kind, ",".join(parts)]) if parts else self.kind
+
+    def label(self) -> str:
+        """Short human label for tables and figure legends."""
+        if self.kind == "infinite":
+            return "infinite"
+        limits = []
+        if self.bytes is not None:
+            limits.append(f"{self.bytes / 1000:g} kB")
+        if self.packets is not None:
+            limits.append(f"{self.packets} pkts")
+        return f"{self.kind} {' / '.join(limits)}"
+
+
+class TraceRef(Frozen):
+    """A Mahimahi trace file, named for people and pinned by content for the cell id."""
+
+    name: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class RateStep(Frozen):
+    """From `at_s` seconds into the flow on, the bottleneck runs at `factor` x its base rate."""
+
+    at_s: float = Field(ge=0)
+    factor: float = Field(gt=0)
+
+
+class DirectionParams(Frozen):
+    """One direction of the emulated path: bottleneck, queue, loss and one-way delay."""
+
+    rate_mbps: float | None = Field(default=None, gt=0)
+    trace: TraceRef | None = None
+    rate_schedule: tuple[RateStep, ...] = ()
+    delay_ms: float = Field(ge=0)
+    loss: float = Field(ge=0, le=1, description="Bernoulli loss probability (a fraction)")
+    queue: QueueParams = QueueParams()
+
+    @model_validator(mode="after")
+    def _one_bottleneck(self) -> "DirectionParams":
+        if (self.rate_mbps is None) == (self.trace is None):
+            raise ValueError("a direction needs exactly one of rate_mbps and trace")
+        if self.rate_schedule and self.rate_mbps is None:
+            raise ValueError("rate_schedule applies to a constant rate, not a trace")
+        return self
+
+
+class FlowParams(Frozen):
+    """One TCP flow from the sender namespace to the receiver namespace."""
+
+    cc: str = Field(pattern=r"^[a-z0-9_]+$")
+    start_s: float = Field(default=0, ge=0)
+
+
+class BufferParams(Frozen):
+    """Socket-buffer sysctls set inside the cell's namespaces (min, default, max bytes)."""
+
+    tcp_rmem: tuple[int, int, int] = (4096, 87380, 6553600)
+    tcp_wmem: tuple[int, int, int] = (4096, 65536, 6553600)
+
+
+class CellParams(Frozen):
+    """Everything that determines a cell's outcome; hashed into the cell id."""
+
+    flows: tuple[FlowParams, ...] = Field(min_length=1)
+    uplink: DirectionParams
+    downlink: DirectionParams
+    duration_s: float = Field(gt=0)
+    warmup_s: float = Field(ge=0)
+    loss_position: LossPosition = "after"
+    buffers: BufferParams = BufferParams()
+    message_bytes: int = Field(default=1024, ge=1)
+    seed: int = Field(ge=0)
+    repetition: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _warmup_fits(self) -> "CellParams":
+        if self.warmup_s >= self.duration_s:
+            raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
+        return self
+
+    # Summary values used by tables, figures and metric labels.
+    @property
+    def cc_label(self) -> str:
+        """The algorithms of the cell: 'bbr', or 'bbr+cubic' for a mix (sorted, distinct)."""
+        return "+".join(sorted({f.cc for f in self.flows}))
+
+    @property
+    def loss(self) -> float:
+        """Loss on the data direction, the x axis of the goodput-vs-loss figures."""
+        return self.uplink.loss
+
+    @property
+    def rtt_ms(self) -> float:
+        """Base (propagation) round-trip time."""
+        return self.uplink.delay_ms + self.downlink.delay_ms
+
+    @property
+    def bandwidth_mbps(self) -> float | None:
+        """The data direction's base rate; None for a trace-driven link."""
+        return self.uplink.rate_mbps
+
+
+class Cell(BaseModel):
+    """A cell as it travels: id, where it belongs (sweep, experiment) and its parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = CELL_SCHEMA_VERSION
+    id: str
+    sweep: str
+    experiment: str
+    params: CellParams
+
+    @model_validator(mode="after")
+    def _id_matches_params(self) -> "Cell":
+        expected = cell_id(self.params)
+        if self.id != expected:
+            raise ValueError(f"cell id {self.id} does not match its parameters (expected {expected})")
+        return self
+
+    @classmethod
+    def build(cls, sweep: str, experiment: str, params: CellParams) -> "Cell":
+        return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
+
+
+def canonical_json(params: CellParams) -> str:
+    """Sorted, compact JSON of the parameters: the exact bytes that are hashed."""
+    return json.dumps(params.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def cell_id(params: CellParams) -> str:
+    """Content address: the first 16 hex digits of SHA-256 over the canonical JSON."""
+    return hashlib.sha256(canonical_json(params).encode()).hexdigest()[:16]
+
+
+def _num(value: float | int) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

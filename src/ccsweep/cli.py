@@ -1,0 +1,225 @@
+"""The `ccsweep` command line: expand, cell, run, figures, presets.
+
+Errors a user can fix (a bad spec, a missing algorithm, an unknown store) print one line on
+stderr and exit 2; nothing stored is touched when the input is bad.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+
+from ccsweep import __version__
+from ccsweep.cell import Cell
+from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
+from ccsweep.store import DEFAULT_STORE, StoreError, open_store
+
+EXIT_USAGE = 2
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"ccsweep: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _load(spec_ref: str, sweep_name: str | None) -> SweepSpec:
+    try:
+        spec = load_spec(spec_ref)
+    except SpecError as exc:
+        fail(str(exc))
+    return spec.model_copy(update={"name": sweep_name}) if sweep_name else spec
+
+
+store_option = click.option("--store", "store_url", default=DEFAULT_STORE, show_default=True,
+                            help="Where results go: a folder, file://PATH or s3://BUCKET/PREFIX "
+                                 "(S3 endpoint and keys from CCSWEEP_S3_* / AWS_* environment variables).")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="ccsweep")
+def main() -> None:
+    """Batch TCP congestion-control experiments over an emulated link.
+
+    A sweep spec (YAML, or a preset name such as figure8) expands into cells; each cell runs the
+    kernel's TCP over ccsweep-link in network namespaces of its own and stores one result record.
+    """
+
+
+@main.command()
+@click.argument("spec")
+@click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
+@click.option("--format", "fmt", type=click.Choice(["json", "ids", "count"]), default="json", show_default=True,
+              help="json: the cells (what an Argo fan-out consumes); ids: one id per line; count: how many.")
+def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
+    """Print the cells of SPEC (a file or preset name) with their content-addressed ids."""
+    from ccsweep.expand import expand as expand_cells
+
+    sweep = _load(spec, sweep_name)
+    try:
+        cells = expand_cells(sweep)
+    except SpecError as exc:
+        fail(str(exc))
+    if fmt == "count":
+        click.echo(len({c.id for c in cells}))
+    elif fmt == "ids":
+        click.echo("\n".join(dict.fromkeys(c.id for c in cells)))
+    else:
+        click.echo(json.dumps([c.model_dump(mode="json") for c in cells], separators=(",", ":")))
+
+
+@main.command()
+@click.argument("spec")
+def validate(spec: str) -> None:
+    """Check SPEC without running anything; print its experiments and cell counts."""
+    from ccsweep.expand import expand as expand_cells
+
+    sweep = _load(spec, None)
+    try:
+        cells = expand_cells(sweep)
+    except SpecError as exc:
+        fail(str(exc))
+    for exp in sweep.experiments:
+        n = sum(1 for c in cells if c.experiment == exp.name)
+        click.echo(f"{exp.name}: {n} cells of {exp.duration_s:g} s")
+    click.echo(f"{sweep.name}: {len({c.id for c in cells})} cells, valid")
+
+
+@main.command()
+def presets() -> None:
+    """List the sweep presets (spec files on the search path)."""
+    seen = set()
+    for directory in sweep_search_path():
+        for path in sorted(directory.glob("*.yaml")):
+            if path.stem in seen:
+                continue
+            seen.add(path.stem)
+            try:
+                description = load_spec(str(path)).description.strip().splitlines()[0]
+            except (SpecError, IndexError):
+                description = ""
+            click.echo(f"{path.stem:18} {description}  ({path})")
+
+
+@main.command()
+@click.option("--cell", "cell_arg", required=True, metavar="JSON|@FILE|-",
+              help="The cell as printed by `ccsweep expand` (one element), a file (@path) or - for stdin.")
+@store_option
+@click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder (default: a temporary one).")
+@click.option("--pushgateway", help="Push live metrics to this Prometheus Pushgateway (host:port or URL).")
+@click.option("--lateness-threshold-us", default=200.0, show_default=True,
+              help="Flag the result when the emulator's p99 lateness exceeds this.")
+@click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
+def cell(cell_arg: str, store_url: str, workdir: Path | None, pushgateway: str | None,
+         lateness_threshold_us: float, executor: str) -> None:
+    """Run one cell and store its result; print a one-line JSON report.
+
+    Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this kernel.
+    """
+    from ccsweep.executor import EXIT_UNAVAILABLE
+    from ccsweep.runner import CongestionControlUnavailable, run_cell
+
+    text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
+    try:
+        the_cell = Cell.model_validate_json(text)
+    except ValidationError as exc:
+        fail(f"--cell: {one_line(exc)}")
+    store = _open(store_url)
+    report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
+    if store.has_result(the_cell.id):
+        click.echo(json.dumps({**report, "status": "cached"}))
+        return
+    observer = None
+    if pushgateway:
+        from ccsweep.metrics import CellMetrics
+
+        observer = CellMetrics(pushgateway, the_cell)
+    with tempfile.TemporaryDirectory(prefix=f"ccsweep-{the_cell.id}-") as tmp:
+        scratch = workdir or Path(tmp)
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
+                              executor=executor)
+        except CongestionControlUnavailable as exc:
+            click.echo(json.dumps({**report, "status": "unavailable", "error": str(exc)}))
+            sys.exit(EXIT_UNAVAILABLE)
+        except KeyboardInterrupt:
+            click.echo(json.dumps({**report, "status": "interrupted"}))
+            sys.exit(130)
+        result = output.result
+        if observer is not None:
+            observer.finish(result)
+        stored = store.put_cell(result, output.timeseries, output.files)
+    late = bool(result.link and result.link.selfcheck.late)
+    click.echo(json.dumps({**report, "status": result.status, "stored": stored, "goodput_mbps": result.goodput_mbps,
+                           "late": late, "error": result.error}))
+    sys.exit(0 if result.status == "ok" else 1)
+
+
+@main.command()
+@click.argument("spec")
+@store_option
+@click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
+@click.option("--jobs", type=click.IntRange(1, 256), help="Cells at once (default: as many as the CPU budget allows).")
+@click.option("--cpu-budget", type=click.FloatRange(0.1, 1024), help="Cores the cells may use (default: all but half a core).")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder for running cells (default: temporary).")
+@click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
+@click.option("--figures/--no-figures", default=True, show_default=True, help="Build figures and the report at the end.")
+def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
+        workdir: Path | None, pushgateway: str | None, figures: bool) -> None:
+    """Run every cell of SPEC not already stored, then build its figures.
+
+    Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
+    finished result.
+    """
+    from ccsweep.executor import run_sweep, summary_table
+
+    sweep = _load(spec, sweep_name)
+    store = _open(store_url)
+    console = Console(stderr=True)
+    with tempfile.TemporaryDirectory(prefix="ccsweep-run-") as tmp:
+        try:
+            summary = run_sweep(sweep, store, workdir=workdir or Path(tmp), cpu_budget=cpu_budget, jobs=jobs,
+                                pushgateway=pushgateway, console=console)
+        except (SpecError, StoreError) as exc:
+            fail(str(exc))
+    console.print(summary_table(summary))
+    if summary.interrupted:
+        sys.exit(130)
+    if figures:
+        _build_figures(store_url, sweep.name, console)
+    counts = summary.counts()
+    sys.exit(1 if counts["failed"] else 0)
+
+
+@main.command(name="figures")
+@store_option
+@click.option("--sweep", "sweep_name", required=True, help="The sweep whose stored results to draw.")
+def figures_cmd(store_url: str, sweep_name: str) -> None:
+    """Build figures (PNG, SVG), the HTML report and the ReBBR CSV from stored results only."""
+    _build_figures(store_url, sweep_name, Console(stderr=True))
+
+
+def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
+    from ccsweep.figures import build_sweep_outputs
+
+    store = _open(store_url)
+    try:
+        locations = build_sweep_outputs(store, sweep_name)
+    except StoreError as exc:
+        fail(str(exc))
+    for location in locations:
+        console.print(f"wrote {location}")
+
+
+def _open(store_url: str):  # noqa: ANN202 - returns a ResultStore
+    try:
+        return open_store(store_url)
+    except StoreError as exc:
+        fail(str(exc))

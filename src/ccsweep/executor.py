@@ -1,0 +1,228 @@
+"""The local executor: run a sweep's cells on this machine, concurrently within a CPU budget.
+
+Each cell runs as its own `ccsweep cell` process, the very entry point an Argo pod runs, so the
+local and cluster paths share one cell implementation.  A process per cell also isolates
+failures and lets Ctrl-C reach every cell, each of which cleans up its own namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ccsweep import __version__
+from ccsweep.cell import Cell
+from ccsweep.expand import expand
+from ccsweep.spec import SweepSpec
+from ccsweep.store import ManifestCell, ResultStore, SweepManifest
+
+#: Exit status of `ccsweep cell` when the kernel lacks the cell's algorithm.
+EXIT_UNAVAILABLE = 3
+
+
+def available_congestion_controls() -> list[str]:
+    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+
+
+def cell_cpu_cost(cell: Cell) -> float:
+    """Cores one cell keeps busy: kernel TCP through two TUN devices plus the emulator.
+
+    Measured here at 100 Mbit/s: about 0.4 of a core (sender, receiver, softirq and emulator);
+    it scales with the packet rate, with a floor for the Python endpoints and sampling.
+    """
+    rate = cell.params.uplink.rate_mbps or 50.0
+    return 0.1 + min(rate, 2000.0) / 330.0
+
+
+def default_cpu_budget() -> float:
+    """Cores the executor may fill: all but half a core, kept for the executor and the system."""
+    return max(0.5, (os.cpu_count() or 1) - 0.5)
+
+
+@dataclass
+class CellOutcome:
+    cell: Cell
+    status: str  # ok, failed, unavailable, cached, interrupted
+    goodput_mbps: float | None = None
+    late: bool = False
+    error: str | None = None
+
+
+@dataclass
+class SweepSummary:
+    sweep: str
+    store_url: str
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    interrupted: bool = False
+
+    def counts(self) -> Counter[str]:
+        return Counter(o.status for o in self.outcomes)
+
+
+@dataclass
+class _Running:
+    cell: Cell
+    process: subprocess.Popen[str]
+    started: float
+    cost: float
+
+
+def write_manifest(spec: SweepSpec, cells: list[Cell], store: ResultStore) -> None:
+    store.put_manifest(SweepManifest(
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        cells=[ManifestCell(id=c.id, experiment=c.experiment) for c in cells],
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ccsweep_version=__version__,
+    ))
+
+
+def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
+              jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None) -> SweepSummary:
+    """Run every cell of `spec` not yet in `store`; return what happened to each."""
+    console = console or Console(stderr=True)
+    cells = expand(spec)
+    write_manifest(spec, cells, store)
+    summary = SweepSummary(sweep=spec.name, store_url=store.url)
+    available = set(available_congestion_controls())
+    pending: list[Cell] = []
+    seen: set[str] = set()
+    for cell in cells:
+        if cell.id in seen:
+            continue
+        seen.add(cell.id)
+        missing = sorted({f.cc for f in cell.params.flows} - available)
+        if store.has_result(cell.id):
+            summary.outcomes.append(CellOutcome(cell, "cached"))
+        elif missing:
+            summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
+                                                                         f"(available: {' '.join(sorted(available))})"))
+        else:
+            pending.append(cell)
+    unavailable = {o.error for o in summary.outcomes if o.status == "unavailable"}
+    for reason in sorted(unavailable):
+        console.print(f"[yellow]skipping cells: {reason}[/yellow]")
+    cached = summary.counts()["cached"]
+    console.print(f"sweep [bold]{spec.name}[/bold]: {len(seen)} cells, {cached} already stored, "
+                  f"{len(pending)} to run, store {store.url}")
+    if pending:
+        budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
+        summary.interrupted = _run_cells(pending, store, workdir, budget, jobs, pushgateway, summary, console)
+    return summary
+
+
+def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: float, jobs: int | None,
+               pushgateway: str | None, summary: SweepSummary, console: Console) -> bool:
+    """Admit cells while their CPU cost fits the budget; returns True if interrupted."""
+    queue = list(cells)
+    running: list[_Running] = []
+    work_total = sum(c.params.duration_s for c in cells)
+    done_work = 0.0
+    finished = 0
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[cells]}"),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("cells", total=work_total, cells=f"0/{len(cells)}")
+            while queue or running:
+                while queue and _fits(queue[0], running, budget, jobs):
+                    running.append(_start(queue.pop(0), store, workdir, pushgateway))
+                time.sleep(0.2)
+                for item in [r for r in running if r.process.poll() is not None]:
+                    running.remove(item)
+                    outcome = _outcome(item)
+                    summary.outcomes.append(outcome)
+                    done_work += item.cell.params.duration_s
+                    finished += 1
+                    if outcome.status == "failed":
+                        progress.console.print(f"[red]cell {item.cell.id} failed: {outcome.error}[/red]")
+                    elif outcome.late:
+                        progress.console.print(f"[yellow]cell {item.cell.id}: emulator ran late (machine busy?)"
+                                               "; result flagged[/yellow]")
+                in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
+                progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
+        return False
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted: stopping {len(running)} running cell(s); "
+                      "every finished result is kept[/yellow]")
+        for item in running:
+            if item.process.poll() is None:
+                item.process.send_signal(signal.SIGINT)
+        for item in running:
+            try:
+                item.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                item.process.kill()
+                item.process.wait()
+            summary.outcomes.append(CellOutcome(item.cell, "interrupted"))
+        return True
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _fits(cell: Cell, running: list[_Running], budget: float, jobs: int | None) -> bool:
+    if jobs is not None:
+        return len(running) < jobs
+    return not running or sum(r.cost for r in running) + cell_cpu_cost(cell) <= budget
+
+
+def _start(cell: Cell, store: ResultStore, workdir: Path, pushgateway: str | None) -> _Running:
+    cell_dir = workdir / cell.id
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    cell_file = cell_dir / "cell.json"
+    cell_file.write_text(cell.model_dump_json())
+    cmd = [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}", "--store", store.url,
+           "--workdir", str(cell_dir), "--executor", "local"]
+    if pushgateway:
+        cmd += ["--pushgateway", pushgateway]
+    log = open(cell_dir / "cell.log", "w")
+    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    log.close()
+    return _Running(cell, process, time.monotonic(), cell_cpu_cost(cell))
+
+
+def _outcome(item: _Running) -> CellOutcome:
+    """Read the one JSON line `ccsweep cell` prints on stdout."""
+    out = item.process.stdout.read() if item.process.stdout else ""
+    try:
+        report = json.loads(out.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a report "
+                                                      f"(see its cell.log)")
+    return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"),
+                       late=bool(report.get("late")), error=report.get("error"))
+
+
+def summary_table(summary: SweepSummary) -> Table:
+    """Per experiment: how many cells ran, came from the store, failed or were skipped."""
+    table = Table(title=f"sweep {summary.sweep}")
+    statuses = ["ok", "cached", "failed", "unavailable", "interrupted"]
+    table.add_column("experiment")
+    for status in statuses:
+        table.add_column(status, justify="right")
+    table.add_column("late", justify="right")
+    per_exp: dict[str, Counter[str]] = {}
+    for outcome in summary.outcomes:
+        counts = per_exp.setdefault(outcome.cell.experiment, Counter())
+        counts[outcome.status] += 1
+        counts["late"] += int(outcome.late)
+    for exp, counts in per_exp.items():
+        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["late"]))
+    return table

@@ -1,0 +1,154 @@
+"""The result record of one cell, and its time series: the one schema every path writes.
+
+The record is small (parameters, summary measurements, environment, the emulator's self-check)
+so that figures and reports over hundreds of cells load quickly; the 100 ms time series go in
+a separate document next to it.  `schema_version` changes whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ccsweep.cell import Cell
+
+RESULT_SCHEMA_VERSION = 1
+
+CellStatus = Literal["ok", "failed", "unavailable"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FlowResult(Record):
+    """One flow's outcome, measured at the receiver (goodput) and the sender (tcp_info)."""
+
+    index: int
+    cc: str
+    start_s: float
+    bytes_received: int = Field(description="application bytes delivered to the receiver within the flow time")
+    goodput_mbps: float = Field(description="bytes_received over the flow time")
+    goodput_steady_mbps: float = Field(description="the same without the cell's warm-up seconds")
+    throughput_per_s_mbps: list[float] = Field(description="receiver bytes per whole second of the flow")
+    retransmits: int = Field(description="tcpi_total_retrans at the end")
+    rtt_mean_ms: float | None = None
+    rtt_p50_ms: float | None = None
+    rtt_p95_ms: float | None = None
+    min_rtt_ms: float | None = None
+    rwnd_limited_fraction: float | None = Field(default=None, description="tcpi_rwnd_limited / tcpi_busy_time")
+    sndbuf_limited_fraction: float | None = None
+
+
+class DirectionCounters(Record):
+    """The emulator's final counters for one direction (field names as ccsweep-link writes them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    in_packets: int = 0
+    in_bytes: int = 0
+    out_packets: int = 0
+    out_bytes: int = 0
+    bottleneck_packets: int = 0
+    bottleneck_bytes: int = 0
+    capacity_bytes: int = 0
+    drops_loss: int = 0
+    drops_queue: int = 0
+    drops_aqm: int = 0
+    queue_bytes_max: int = 0
+
+
+class SelfCheck(Record):
+    """The emulator's timing self-check: a cell whose link ran late is flagged, not trusted blindly."""
+
+    lateness_p50_us: float
+    lateness_p99_us: float
+    lateness_max_us: float
+    cpu_share: float = Field(description="emulator CPU time / wall time")
+    late: bool = Field(description="p99 lateness above the threshold the runner was given")
+    threshold_us: float
+
+
+class LinkSummary(Record):
+    backend: Literal["ccsweep-link", "mahimahi"] = "ccsweep-link"
+    version: str
+    order: str = Field(description="per-direction order of loss, queue, bottleneck and delay")
+    uplink: DirectionCounters
+    downlink: DirectionCounters
+    selfcheck: SelfCheck
+
+
+class Environment(Record):
+    """Where the cell ran: enough to explain a surprising number later."""
+
+    hostname: str
+    kernel: str
+    available_cc: list[str]
+    ccsweep_version: str
+    python: str
+    rmem_max: int | None = None
+    wmem_max: int | None = None
+    tcp_rmem: list[int] | None = None
+    tcp_wmem: list[int] | None = None
+    executor: str = Field(default="local", description="local, argo or operator")
+
+
+class CellResult(Record):
+    """Everything stored about one finished (or failed) cell."""
+
+    schema_version: Literal[1] = RESULT_SCHEMA_VERSION
+    cell: Cell
+    status: CellStatus
+    error: str | None = None
+    started_at: str
+    finished_at: str
+    goodput_mbps: float | None = Field(default=None, description="all flows' application bytes over the flow time")
+    goodput_steady_mbps: float | None = None
+    bottleneck_throughput_mbps: float | None = Field(
+        default=None, description="ReBBR-compatible: bytes leaving the bottleneck (link log), whole run")
+    capacity_mbps: float | None = Field(default=None, description="delivery opportunity offered over the flow time")
+    flows: list[FlowResult] = Field(default_factory=list)
+    link: LinkSummary | None = None
+    environment: Environment
+    artifacts: list[str] = Field(default_factory=list, description="names of the files stored beside the record")
+
+
+class FlowSeries(Record):
+    """Per-flow samples every 100 ms: sender tcp_info (and BBR's TCP_CC_INFO), receiver bytes."""
+
+    t: list[float] = Field(description="seconds since the cell's flow start")
+    rtt_us: list[int] = Field(default_factory=list)
+    min_rtt_us: list[int] = Field(default_factory=list)
+    cwnd: list[int] = Field(default_factory=list)
+    pacing_rate_bps: list[int] = Field(default_factory=list)
+    delivery_rate_bps: list[int] = Field(default_factory=list)
+    total_retrans: list[int] = Field(default_factory=list)
+    bytes_acked: list[int] = Field(default_factory=list)
+    bbr_bw_bps: list[int] | None = None
+    bbr_min_rtt_us: list[int] | None = None
+    receiver_t: list[float] = Field(default_factory=list)
+    receiver_bytes: list[int] = Field(default_factory=list, description="cumulative bytes received")
+
+
+class LinkSeries(Record):
+    """The emulator's live counters as it wrote them (every 100 ms)."""
+
+    t: list[float]
+    uplink_queue_bytes: list[int]
+    uplink_queue_packets: list[int]
+    uplink_out_bytes: list[int]
+    uplink_bottleneck_bytes: list[int]
+    uplink_capacity_bytes: list[int]
+    uplink_drops_loss: list[int]
+    uplink_drops_queue: list[int]
+    uplink_drops_aqm: list[int]
+    lateness_p99_us: list[float]
+
+
+class TimeSeries(Record):
+    schema_version: Literal[1] = RESULT_SCHEMA_VERSION
+    cell_id: str
+    interval_s: float = 0.1
+    flows: list[FlowSeries]
+    link: LinkSeries | None = None

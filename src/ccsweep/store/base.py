@@ -1,0 +1,154 @@
+"""The result store: one key layout and one set of rules, whatever the backend.
+
+Layout (relative to the store's root or prefix):
+
+    cells/<cell id>/result.json            the CellResult, written last: its presence means "done"
+    cells/<cell id>/timeseries.json.gz     100 ms time series (TimeSeries)
+    cells/<cell id>/<file>                 extra files such as uplink.log.gz
+    cells/<cell id>/failed/<utc>.json      records of failed attempts (never count as done)
+    sweeps/<sweep>/manifest.json           the resolved spec and its cells (id, experiment)
+    sweeps/<sweep>/<file>                  figures/*.png|svg, report.html, rebbr.csv
+
+Cells are stored by content-addressed id, not under a sweep, so a cell shared by two sweeps
+(figure8 inside full-sweep) runs once.  Backends implement five byte-level primitives; the
+rules (write once, record last, manifests never silently replaced) live here only.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+from abc import ABC, abstractmethod
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ccsweep.result import CellResult, TimeSeries
+
+
+class StoreError(RuntimeError):
+    """A store operation that cannot be done as asked; str() is one line."""
+
+
+class ManifestCell(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    experiment: str
+
+
+class SweepManifest(BaseModel):
+    """What a sweep is, so figures and reports can be built from the store alone."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    spec: dict[str, Any]
+    cells: list[ManifestCell]
+    created_at: str
+    ccsweep_version: str
+
+
+class ResultStore(ABC):
+    """Results of cells and the files of sweeps, behind a URL (file://, s3://)."""
+
+    url: str
+
+    # Byte-level primitives each backend provides.
+    @abstractmethod
+    def read_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or None if there is none."""
+
+    @abstractmethod
+    def write_bytes(self, key: str, data: bytes, *, content_type: str = "application/octet-stream",
+                    exclusive: bool = False) -> bool:
+        """Write a whole object atomically (readers never see a part of it).
+
+        With exclusive=True an existing object is left untouched and False is returned.
+        """
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def list_keys(self, prefix: str) -> list[str]:
+        """Keys below a prefix, sorted."""
+
+    # Cells.
+    def has_result(self, cell_id: str) -> bool:
+        return self.exists(f"cells/{cell_id}/result.json")
+
+    def put_cell(self, result: CellResult, timeseries: TimeSeries | None = None,
+                 files: dict[str, Path] | None = None) -> bool:
+        """Store a finished cell: files first, the record last and only once.
+
+        Returns False (and changes nothing) when a record for this cell is already stored.
+        A failed result is kept for diagnosis under failed/ and never marks the cell done.
+        """
+        cell_id = result.cell.id
+        if result.status != "ok":
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+            self.write_bytes(f"cells/{cell_id}/failed/{stamp}.json", result.model_dump_json(indent=1).encode(),
+                             content_type="application/json")
+            return True
+        if self.has_result(cell_id):
+            return False
+        names = []
+        if timeseries is not None:
+            self.write_bytes(f"cells/{cell_id}/timeseries.json.gz", gzip.compress(timeseries.model_dump_json().encode()),
+                             content_type="application/gzip")
+            names.append("timeseries.json.gz")
+        for name, path in (files or {}).items():
+            self.write_bytes(f"cells/{cell_id}/{name}", path.read_bytes(), content_type=_content_type(name))
+            names.append(name)
+        record = result.model_copy(update={"artifacts": names})
+        return self.write_bytes(f"cells/{cell_id}/result.json", record.model_dump_json(indent=1).encode(),
+                                content_type="application/json", exclusive=True)
+
+    def get_result(self, cell_id: str) -> CellResult | None:
+        data = self.read_bytes(f"cells/{cell_id}/result.json")
+        return CellResult.model_validate_json(data) if data is not None else None
+
+    def get_timeseries(self, cell_id: str) -> TimeSeries | None:
+        data = self.read_bytes(f"cells/{cell_id}/timeseries.json.gz")
+        return TimeSeries.model_validate_json(gzip.decompress(data)) if data is not None else None
+
+    def get_cell_file(self, cell_id: str, name: str) -> bytes | None:
+        return self.read_bytes(f"cells/{cell_id}/{name}")
+
+    # Sweeps.
+    def put_manifest(self, manifest: SweepManifest) -> None:
+        """Record a sweep's definition; refuse to replace a different one stored under the same name."""
+        key = f"sweeps/{manifest.name}/manifest.json"
+        stored = self.get_manifest(manifest.name)
+        if stored is not None:
+            if stored.spec != manifest.spec:
+                raise StoreError(f"sweep {manifest.name!r} is already stored in {self.url} with a different spec; "
+                                 "rename the sweep (--sweep NAME) to keep both")
+            return
+        self.write_bytes(key, manifest.model_dump_json(indent=1).encode(), content_type="application/json", exclusive=True)
+
+    def get_manifest(self, sweep: str) -> SweepManifest | None:
+        data = self.read_bytes(f"sweeps/{sweep}/manifest.json")
+        return SweepManifest.model_validate_json(data) if data is not None else None
+
+    def list_sweeps(self) -> list[str]:
+        return sorted({k.split("/")[1] for k in self.list_keys("sweeps/") if k.endswith("/manifest.json")})
+
+    def put_sweep_file(self, sweep: str, name: str, data: bytes) -> str:
+        """Write a figure, report or export of a sweep (these are rebuilt, so they may be replaced)."""
+        key = f"sweeps/{sweep}/{name}"
+        self.write_bytes(key, data, content_type=_content_type(name))
+        return self.location(key)
+
+    def location(self, key: str) -> str:
+        """Where a key can be found by a person (a path or an s3:// URL)."""
+        return f"{self.url.rstrip('/')}/{key}"
+
+
+def _content_type(name: str) -> str:
+    types = {".json": "application/json", ".gz": "application/gzip", ".png": "image/png", ".svg": "image/svg+xml",
+             ".html": "text/html", ".csv": "text/csv", ".yaml": "application/yaml", ".md": "text/markdown"}
+    return types.get(Path(name).suffix, "application/octet-stream")
+
+

@@ -1,0 +1,62 @@
+"""The default store: a local folder (file://PATH or a plain path)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ccsweep.store.base import ResultStore
+
+
+class FileStore(ResultStore):
+    """Objects are files; writes go to a temporary file renamed (or hard-linked) into place."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.url = f"file://{self.root}"
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def read_bytes(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write_bytes(self, key: str, data: bytes, *, content_type: str = "application/octet-stream",
+                    exclusive: bool = False) -> bool:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if exclusive:
+                try:
+                    os.link(tmp, path)  # fails if the file exists: never replaces a stored object
+                except FileExistsError:
+                    return False
+            else:
+                os.replace(tmp, path)
+            return True
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self._path(prefix)
+        start = base if base.is_dir() else base.parent
+        if not start.is_dir():
+            return []
+        keys = (p.relative_to(self.root).as_posix() for p in start.rglob("*") if p.is_file() and not p.name.startswith("."))
+        return sorted(k for k in keys if k.startswith(prefix))
+
+    def location(self, key: str) -> str:
+        return str(self._path(key))
