@@ -122,14 +122,14 @@ def cell(cell_arg: str, store_url: str, workdir: Path | None, pushgateway: str |
 
     Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this kernel.
     """
-    from ccsweep.executor import EXIT_UNAVAILABLE
-    from ccsweep.runner import CongestionControlUnavailable, run_cell
-
     text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
     try:
         the_cell = Cell.model_validate_json(text)
     except ValidationError as exc:
         fail(f"--cell: {one_line(exc)}")
+    from ccsweep.executor import EXIT_UNAVAILABLE
+    from ccsweep.runner import CongestionControlUnavailable, run_cell
+
     store = _open(store_url)
     report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
     if store.has_result(the_cell.id):

@@ -1,0 +1,104 @@
+# ccsweep: `make help` lists every target. A fresh machine needs only `make demo` or `make test`:
+# both install what they use (apt, pip into .venv, cargo, go) and reuse caches outside the clone.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+CACHE        ?= $(HOME)/.cache/ccsweep
+VENV         ?= .venv
+PY           := $(VENV)/bin/python
+PYTEST       := $(VENV)/bin/pytest
+CCSWEEP      := $(VENV)/bin/ccsweep
+CARGO_TARGET ?= $(CACHE)/cargo-target
+LINK_BIN     := $(CARGO_TARGET)/release/ccsweep-link
+# Link traces for tests and local runs are read from the shared folder beside the clone.
+CCSWEEP_TRACES ?= $(abspath ../shared/traces)
+DEMO_SPEC    ?= quick
+DEMO_STORE   ?= results
+
+export CCSWEEP_CACHE := $(CACHE)
+export CCSWEEP_LINK  := $(LINK_BIN)
+export CCSWEEP_TRACES
+export CARGO_TARGET_DIR := $(CARGO_TARGET)
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} \
+	  /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Main
+
+.PHONY: demo
+demo: deps ## Set up, run the quick sweep on this machine and build its figure (a few minutes).
+	$(CCSWEEP) run $(DEMO_SPEC) --store $(DEMO_STORE)
+	@echo "figure: $(abspath $(DEMO_STORE))/sweeps/$(DEMO_SPEC)/figures/$(DEMO_SPEC).png"
+	@echo "report: $(abspath $(DEMO_STORE))/sweeps/$(DEMO_SPEC)/report.html"
+
+.PHONY: test
+test: deps ## Set up and run every test: unit, emulator, integration, services, end-to-end cluster.
+	cargo test --release --locked --manifest-path emulator/Cargo.toml
+	$(PYTEST) -q tests
+
+##@ Setup
+
+.PHONY: deps
+deps: apt venv emulator ## Install everything the demo and the tests need (idempotent).
+
+.PHONY: apt
+apt: ## Debian packages (iproute2, iperf3, ping, Prometheus, Pushgateway), only those missing.
+	hack/deps.sh
+
+.PHONY: venv
+venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and its pinned dependencies.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+.PHONY: emulator
+emulator: ## Build the link emulator (cargo; target dir in the cache, outside the clone).
+	cargo build --release --locked --manifest-path emulator/Cargo.toml
+	mkdir -p bin && ln -sf $(LINK_BIN) bin/ccsweep-link
+
+##@ Test
+
+.PHONY: test-unit
+test-unit: venv ## Fast tests: schemas, expansion, stores, figures from recorded results.
+	$(PYTEST) -q tests -m "not integration and not services and not e2e"
+
+.PHONY: test-emulator
+test-emulator: deps ## The emulator against real TUN devices and the kernel's TCP (root).
+	cargo test --release --locked --manifest-path emulator/Cargo.toml
+	$(PYTEST) -q tests/emulator
+
+.PHONY: test-integration
+test-integration: deps ## Real cells: namespaces, emulator, kernel TCP (root).
+	$(PYTEST) -q tests -m integration
+
+.PHONY: test-services
+test-services: deps ## Real MinIO, Prometheus and Pushgateway on 127.0.0.1.
+	$(PYTEST) -q tests -m services
+
+.PHONY: test-e2e
+test-e2e: deps ## A real single-node Kubernetes cluster with Argo (builds tools into the cache).
+	$(PYTEST) -q tests -m e2e
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: bench-emulator ## All benchmarks (print tables of ratios and figures).
+
+.PHONY: bench-emulator
+bench-emulator: deps ## Emulator: max rate on one core, CPU per 100 Mbit/s, lateness p99.
+	$(PY) benchmarks/emulator/bench.py
+
+##@ Clean
+
+.PHONY: clean
+clean: ## Remove local build outputs (not the caches in ~/.cache/ccsweep, nor results/).
+	rm -rf bin $(VENV) .pytest_cache

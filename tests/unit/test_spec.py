@@ -1,0 +1,84 @@
+"""Spec validation: every bad field gives one line naming the field and the allowed range."""
+
+from pathlib import Path
+
+import pytest
+
+from ccsweep.expand import expand
+from ccsweep.spec import SpecError, load_spec, parse_spec
+
+BASE = {"name": "t", "experiments": [{"name": "e", "cc": ["bbr"], "loss_percent": [1], "rtt_ms": [100],
+                                      "bandwidth_mbps": [100], "duration_s": 10}]}
+
+
+def with_exp(**changes):
+    exp = {**BASE["experiments"][0], **changes}
+    return {"name": "t", "experiments": [{k: v for k, v in exp.items() if v is not None}]}
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"loss_percent": [150]}, "experiments[e].loss_percent: 150.0 is outside [0, 100] (percent)"),
+    ({"loss_percent": None, "loss": [1.5]}, "experiments[e].loss: 1.5 is outside [0, 1]"),
+    ({"rtt_ms": [-1]}, "experiments[e].rtt_ms: -1.0 is outside [0, 20000] ms"),
+    ({"bandwidth_mbps": [0]}, "experiments[e].bandwidth_mbps: 0.0 is outside (0, 100000] Mbit/s"),
+    ({"cc": ["BBR"]}, "experiments[e].cc: congestion control 'BBR' is not a kernel algorithm name"),
+    ({"repetitions": 0}, "experiments[e].repetitions: Input should be greater than or equal to 1"),
+    ({"warmup_s": 10}, "warmup_s 10.0 must be below duration_s 10.0"),
+    ({"loss": [0.1]}, "give exactly one of loss (fraction) and loss_percent"),
+    ({"queue": [{"kind": "fifo"}]}, "experiments[e].queue[0].kind: 'fifo': Input should be 'infinite', 'droptail'"),
+    ({"colour": "red"}, "experiments[e].colour: unknown field"),
+])
+def test_bad_field_is_one_line_naming_it(changes, expected):
+    with pytest.raises(SpecError) as info:
+        parse_spec(with_exp(**changes), origin="t.yaml")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("t.yaml: ")
+    assert expected in message
+
+
+def test_percent_and_fraction_give_the_same_cells():
+    by_percent = expand(parse_spec(with_exp(loss_percent=[0.1])))
+    by_fraction = expand(parse_spec(with_exp(loss_percent=None, loss=[0.001])))
+    assert [c.id for c in by_percent] == [c.id for c in by_fraction]
+
+
+def test_defaults_merge_into_experiments():
+    spec = parse_spec({"name": "t", "defaults": {"duration_s": 7, "rtt_ms": [20]},
+                       "experiments": [{"name": "a", "cc": ["bbr"], "loss": [0], "bandwidth_mbps": [10]}]})
+    assert spec.experiments[0].duration_s == 7
+    assert spec.experiments[0].rtt_ms == [20]
+
+
+def test_duplicate_experiment_names_are_refused():
+    data = {"name": "t", "experiments": [BASE["experiments"][0], BASE["experiments"][0]]}
+    with pytest.raises(SpecError, match="repeated: e"):
+        parse_spec(data)
+
+
+def test_include_pulls_in_other_files(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text("name: a\nexperiments:\n  - {name: ea, cc: [bbr], loss: [0], rtt_ms: [10], "
+                                     "bandwidth_mbps: [10], duration_s: 5}\n")
+    (tmp_path / "all.yaml").write_text("name: all\ninclude: [a.yaml]\n")
+    spec = load_spec(str(tmp_path / "all.yaml"))
+    assert [e.name for e in spec.experiments] == ["ea"]
+    assert spec.name == "all"
+
+
+def test_include_cycle_is_reported(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text("name: a\ninclude: [b.yaml]\n")
+    (tmp_path / "b.yaml").write_text("name: b\ninclude: [a.yaml]\n")
+    with pytest.raises(SpecError, match="include cycle"):
+        load_spec(str(tmp_path / "a.yaml"))
+
+
+def test_unknown_preset_names_the_search_path():
+    with pytest.raises(SpecError, match="not a spec file and not a preset"):
+        load_spec("no-such-preset")
+
+
+@pytest.mark.parametrize("preset", ["figure8", "quick"])
+def test_repository_presets_validate(preset):
+    spec = load_spec(preset)
+    assert spec.name == preset
+    assert expand(spec)

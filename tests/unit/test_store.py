@@ -1,0 +1,61 @@
+"""The file store: write-once records, manifests never silently replaced, atomic files."""
+
+from pathlib import Path
+
+import pytest
+
+from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
+from ccsweep.result import CellResult, Environment, FlowSeries, TimeSeries
+from ccsweep.store import StoreError, SweepManifest, open_store
+
+
+def make_result(status="ok", goodput=90.0, seed=1) -> CellResult:
+    params = CellParams(flows=(FlowParams(cc="bbr"),), uplink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0),
+                        downlink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0), duration_s=5, warmup_s=1, seed=seed)
+    env = Environment(hostname="h", kernel="6.18", available_cc=["bbr"], ccsweep_version="0", python="3.11")
+    return CellResult(cell=Cell.build("s", "e", params), status=status, started_at="t0", finished_at="t1",
+                      goodput_mbps=goodput, environment=env, error=None if status == "ok" else "boom")
+
+
+def test_plain_path_and_file_url_are_the_same_store(tmp_path: Path):
+    assert open_store(str(tmp_path)).url == open_store(f"file://{tmp_path}").url
+
+
+def test_unknown_scheme_is_one_line():
+    with pytest.raises(StoreError, match=r"--store ftp://x: unknown scheme \(allowed: file://PATH, s3://"):
+        open_store("ftp://x")
+
+
+def test_record_is_written_once_and_never_overwritten(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    first = make_result(goodput=90.0)
+    log = tmp_path / "uplink.log.gz"
+    log.write_bytes(b"log")
+    series = TimeSeries(cell_id=first.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[100])])
+    assert store.put_cell(first, series, {"uplink.log.gz": log}) is True
+    assert store.put_cell(make_result(goodput=1.0)) is False
+    stored = store.get_result(first.cell.id)
+    assert stored.goodput_mbps == 90.0
+    assert stored.artifacts == ["timeseries.json.gz", "uplink.log.gz"]
+    assert store.get_timeseries(first.cell.id).flows[0].rtt_us == [100]
+    assert store.get_cell_file(first.cell.id, "uplink.log.gz") == b"log"
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()], "no temporary file is left behind"
+
+
+def test_failed_result_is_kept_but_does_not_mark_the_cell_done(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    failed = make_result(status="failed")
+    store.put_cell(failed)
+    assert not store.has_result(failed.cell.id)
+    assert store.list_keys(f"cells/{failed.cell.id}/failed/")
+
+
+def test_manifest_with_another_spec_is_refused(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    manifest = SweepManifest(name="s", spec={"a": 1}, cells=[], created_at="t", ccsweep_version="0")
+    store.put_manifest(manifest)
+    store.put_manifest(manifest)  # the same spec again is fine (a resumed run)
+    with pytest.raises(StoreError, match="already stored .* with a different spec"):
+        store.put_manifest(manifest.model_copy(update={"spec": {"a": 2}}))
+    assert store.get_manifest("s").spec == {"a": 1}
+    assert store.list_sweeps() == ["s"]
