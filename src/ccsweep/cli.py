@@ -19,7 +19,7 @@ from rich.console import Console
 from ccsweep import __version__
 from ccsweep.cell import Cell
 from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
-from ccsweep.store import DEFAULT_STORE, StoreError, open_store
+from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, open_store
 
 EXIT_USAGE = 2
 
@@ -76,6 +76,28 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 
 @main.command()
 @click.argument("spec")
+@store_option
+@click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
+def plan(spec: str, store_url: str, sweep_name: str | None) -> None:
+    """Record SPEC's manifest in the store; print the cells still to run as JSON [{id, experiment}].
+
+    This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
+    finds its cell again with `ccsweep cell --sweep NAME --id ID`.
+    """
+    from ccsweep.plan import plan_sweep
+
+    sweep = _load(spec, sweep_name)
+    try:
+        the_plan = plan_sweep(sweep, _open(store_url))
+    except (SpecError, StoreError) as exc:
+        fail(str(exc))
+    click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
+               f"{len(the_plan.pending)} to run", err=True)
+    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment} for c in the_plan.pending]))
+
+
+@main.command()
+@click.argument("spec")
 def validate(spec: str) -> None:
     """Check SPEC without running anything; print its experiments and cell counts."""
     from ccsweep.expand import expand as expand_cells
@@ -108,29 +130,27 @@ def presets() -> None:
 
 
 @main.command()
-@click.option("--cell", "cell_arg", required=True, metavar="JSON|@FILE|-",
+@click.option("--cell", "cell_arg", metavar="JSON|@FILE|-",
               help="The cell as printed by `ccsweep expand` (one element), a file (@path) or - for stdin.")
+@click.option("--sweep", "sweep_name", help="With --id: the planned sweep whose stored manifest holds the cell.")
+@click.option("--id", "cell_id", help="With --sweep: the cell's id (as printed by `ccsweep plan`).")
 @store_option
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder (default: a temporary one).")
 @click.option("--pushgateway", help="Push live metrics to this Prometheus Pushgateway (host:port or URL).")
 @click.option("--lateness-threshold-us", default=200.0, show_default=True,
               help="Flag the result when the emulator's p99 lateness exceeds this.")
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
-def cell(cell_arg: str, store_url: str, workdir: Path | None, pushgateway: str | None,
-         lateness_threshold_us: float, executor: str) -> None:
+def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store_url: str, workdir: Path | None,
+         pushgateway: str | None, lateness_threshold_us: float, executor: str) -> None:
     """Run one cell and store its result; print a one-line JSON report.
 
     Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this kernel.
     """
-    text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
-    try:
-        the_cell = Cell.model_validate_json(text)
-    except ValidationError as exc:
-        fail(f"--cell: {one_line(exc)}")
+    store = _open(store_url)
+    the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
     from ccsweep.executor import EXIT_UNAVAILABLE
     from ccsweep.runner import CongestionControlUnavailable, run_cell
 
-    store = _open(store_url)
     report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
     if store.has_result(the_cell.id):
         click.echo(json.dumps({**report, "status": "cached"}))
@@ -160,6 +180,23 @@ def cell(cell_arg: str, store_url: str, workdir: Path | None, pushgateway: str |
     click.echo(json.dumps({**report, "status": result.status, "stored": stored, "goodput_mbps": result.goodput_mbps,
                            "late": late, "error": result.error}))
     sys.exit(0 if result.status == "ok" else 1)
+
+
+def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store: ResultStore) -> Cell:
+    if (cell_arg is None) == (cell_id is None) or (cell_id is None) != (sweep_name is None):
+        fail("give --cell, or --sweep with --id")
+    if cell_arg is None:
+        from ccsweep.plan import cell_from_manifest
+
+        try:
+            return cell_from_manifest(store, sweep_name or "", cell_id or "")
+        except (SpecError, StoreError) as exc:
+            fail(str(exc))
+    text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
+    try:
+        return Cell.model_validate_json(text)
+    except ValidationError as exc:
+        fail(f"--cell: {one_line(exc)}")
 
 
 @main.command()
@@ -218,7 +255,7 @@ def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
         console.print(f"wrote {location}")
 
 
-def _open(store_url: str):  # noqa: ANN202 - returns a ResultStore
+def _open(store_url: str) -> ResultStore:
     try:
         return open_store(store_url)
     except StoreError as exc:

@@ -15,18 +15,16 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.expand import expand
 from ccsweep.spec import SweepSpec
-from ccsweep.store import ManifestCell, ResultStore, SweepManifest
+from ccsweep.plan import plan_sweep
+from ccsweep.store import ResultStore
 
 #: Exit status of `ccsweep cell` when the kernel lacks the cell's algorithm.
 EXIT_UNAVAILABLE = 3
@@ -79,47 +77,29 @@ class _Running:
     cost: float
 
 
-def write_manifest(spec: SweepSpec, cells: list[Cell], store: ResultStore) -> None:
-    store.put_manifest(SweepManifest(
-        name=spec.name,
-        spec=spec.model_dump(mode="json"),
-        cells=[ManifestCell(id=c.id, experiment=c.experiment) for c in cells],
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        ccsweep_version=__version__,
-    ))
-
-
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
-    cells = expand(spec)
-    write_manifest(spec, cells, store)
-    summary = SweepSummary(sweep=spec.name, store_url=store.url)
+    plan = plan_sweep(spec, store)
+    summary = SweepSummary(sweep=spec.name, store_url=store.url,
+                           outcomes=[CellOutcome(c, "cached") for c in plan.cached])
     available = set(available_congestion_controls())
-    pending: list[Cell] = []
-    seen: set[str] = set()
-    for cell in cells:
-        if cell.id in seen:
-            continue
-        seen.add(cell.id)
+    runnable: list[Cell] = []
+    for cell in plan.pending:
         missing = sorted({f.cc for f in cell.params.flows} - available)
-        if store.has_result(cell.id):
-            summary.outcomes.append(CellOutcome(cell, "cached"))
-        elif missing:
+        if missing:
             summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
                                                                          f"(available: {' '.join(sorted(available))})"))
         else:
-            pending.append(cell)
-    unavailable = {o.error for o in summary.outcomes if o.status == "unavailable"}
-    for reason in sorted(unavailable):
+            runnable.append(cell)
+    for reason in sorted({o.error for o in summary.outcomes if o.status == "unavailable"}):
         console.print(f"[yellow]skipping cells: {reason}[/yellow]")
-    cached = summary.counts()["cached"]
-    console.print(f"sweep [bold]{spec.name}[/bold]: {len(seen)} cells, {cached} already stored, "
-                  f"{len(pending)} to run, store {store.url}")
-    if pending:
+    console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
+                  f"{len(runnable)} to run, store {store.url}")
+    if runnable:
         budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
-        summary.interrupted = _run_cells(pending, store, workdir, budget, jobs, pushgateway, summary, console)
+        summary.interrupted = _run_cells(runnable, store, workdir, budget, jobs, pushgateway, summary, console)
     return summary
 
 

@@ -1,0 +1,103 @@
+"""The local executor with real cells: resume, Ctrl-C, unavailable algorithms, concurrency.
+
+Cells here are short and slow (3 s at 10 Mbit/s, 20 ms RTT) so the suite stays quick; the
+measurement quality of cells is tested in tests/integration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccsweep.store import open_store
+
+pytestmark = pytest.mark.integration
+
+SPEC = """
+name: tiny
+experiments:
+  - name: tiny
+    cc: [bbr, cubic, vegas]
+    loss_percent: [0, 1]
+    rtt_ms: [20]
+    bandwidth_mbps: [10]
+    queue: [{kind: droptail, bdp: 2, min_bytes: 30000}]
+    duration_s: 3
+    warmup_s: 1
+"""
+
+
+def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ccsweep", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("ccs-")}
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_path: Path):
+    store_dir = tmp_path / "store"
+    first = run("run", str(spec_file), "--store", str(store_dir), "--no-figures")
+    assert first.returncode == 0, first.stderr
+    store = open_store(str(store_dir))
+    manifest = store.get_manifest("tiny")
+    ids = {c.id for c in manifest.cells}
+    assert len(ids) == 6
+    stored = {i for i in ids if store.has_result(i)}
+    # vegas is not in this kernel: its two cells are reported and skipped, the others stored.
+    assert len(stored) == 4
+    assert "vegas not in this kernel" in first.stderr
+    for cell_id in stored:
+        result = store.get_result(cell_id)
+        assert result.status == "ok"
+        assert 0 < result.goodput_mbps <= 10.5  # never above the 10 Mbit/s bottleneck (+5% for rounding)
+    mtimes = {p: p.stat().st_mtime_ns for p in store_dir.rglob("result.json")}
+
+    second = run("run", str(spec_file), "--store", str(store_dir), "--no-figures")
+    assert second.returncode == 0, second.stderr
+    assert "4 already stored, 0 to run" in second.stderr
+    assert {p: p.stat().st_mtime_ns for p in store_dir.rglob("result.json")} == mtimes
+    assert not namespaces()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
+    spec = tmp_path / "long.yaml"
+    spec.write_text(SPEC.replace("name: tiny\n", "name: long\n", 1).replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
+                    .replace("loss_percent: [0, 1]", "loss_percent: [0, 0.5, 1, 2]")
+                    .replace("duration_s: 3", "duration_s: 6"))
+    store_dir = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
+                             "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not list(store_dir.rglob("result.json")):
+        time.sleep(0.5)
+    assert list(store_dir.rglob("result.json")), "the first cell should finish within 90 s"
+    time.sleep(2)  # the second cell is now mid-flow
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "every finished result is kept" in err
+    kept = list(store_dir.rglob("result.json"))
+    assert 1 <= len(kept) < 4
+    for path in kept:
+        assert json.loads(path.read_text())["status"] == "ok"
+    assert not namespaces()
+    resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    assert f"{len(kept)} already stored, {4 - len(kept)} to run" in resumed.stderr
+    assert resumed.returncode == 0, resumed.stderr

@@ -1,0 +1,42 @@
+"""Planning: the manifest in the store, stored cells skipped, a pod finding its cell by id."""
+
+from pathlib import Path
+
+import pytest
+
+from ccsweep.plan import cell_from_manifest, plan_sweep
+from ccsweep.result import CellResult, Environment
+from ccsweep.spec import parse_spec
+from ccsweep.store import StoreError, open_store
+
+SPEC = {"name": "p", "experiments": [
+    {"name": "a", "cc": ["bbr", "cubic"], "loss": [0, 0.01], "rtt_ms": [10], "bandwidth_mbps": [10], "duration_s": 5},
+    # the same cells again under another experiment: planned once
+    {"name": "b", "cc": ["bbr"], "loss": [0], "rtt_ms": [10], "bandwidth_mbps": [10], "duration_s": 5},
+]}
+
+
+def test_plan_records_manifest_and_skips_stored_cells(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    spec = parse_spec(SPEC)
+    first = plan_sweep(spec, store)
+    assert len(first.cells) == 4 and len(first.pending) == 4 and not first.cached
+    manifest = store.get_manifest("p")
+    assert [c.experiment for c in manifest.cells].count("b") == 1
+    done = first.pending[0]
+    env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
+    store.put_cell(CellResult(cell=done, status="ok", started_at="a", finished_at="b", environment=env))
+    second = plan_sweep(spec, store)
+    assert [c.id for c in second.cached] == [done.id]
+    assert done.id not in {c.id for c in second.pending}
+
+
+def test_cell_from_manifest_rebuilds_the_same_cell(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    planned = plan_sweep(parse_spec(SPEC), store)
+    for cell in planned.cells:
+        assert cell_from_manifest(store, "p", cell.id) == cell
+    with pytest.raises(StoreError, match="is not part of sweep 'p'"):
+        cell_from_manifest(store, "p", "0" * 16)
+    with pytest.raises(StoreError, match="has no manifest"):
+        cell_from_manifest(store, "nope", "0" * 16)
