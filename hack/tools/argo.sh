@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Build Argo Workflows' argo CLI, workflow-controller and argoexec, pinned, from the Go module
+# proxy only, plus the module's api/jsonschema/schema.json (for offline Workflow validation):
+#   $CCSWEEP_CACHE/tools/argo-v3.7.18/{argo,workflow-controller,argoexec,schema.json}
+# `go install ...@v3.7.18` fails (its go.mod has replace directives), so: copy the module source
+# out of the module cache, patch the two things the module zip lacks, and build it from a
+# wrapper module that replaces argo-workflows with that copy. Cold ~5 min + downloads; warm ~1 min.
+set -euo pipefail
+shopt -s inherit_errexit
+source "$(dirname "$0")/lib.sh"
+
+ARGO_VERSION=${ARGO_VERSION:-v3.7.18}
+MODULE=github.com/argoproj/argo-workflows/v3
+BINARIES=(argo workflow-controller argoexec)
+DEST=$TOOLS_CACHE/argo-$ARGO_VERSION
+WORK=$TOOLS_CACHE/build/argo-$ARGO_VERSION
+
+prepare_source() {
+  local dir
+  dir=$(go_mod_field "$MODULE@$ARGO_VERSION" Dir)
+  log "copying module source from $dir"
+  rm -rf "$WORK/src"; mkdir -p "$WORK"
+  cp -r "$dir" "$WORK/src"; chmod -R u+w "$WORK/src"
+  # The UI is //go:embed-ed from ui/dist/app, which is not in the module zip: a placeholder page.
+  mkdir -p "$WORK/src/ui/dist/app"
+  echo '<html><body>argo UI not built (ccsweep uses the CLI)</body></html>' > "$WORK/src/ui/dist/app/index.html"
+  # signal_linux.go is a symlink to signal_darwin.go upstream; the zip drops symlinks.
+  cp "$WORK/src/workflow/executor/osspecific/signal_darwin.go" "$WORK/src/workflow/executor/osspecific/signal_linux.go"
+}
+
+write_wrapper_module() {
+  cat > "$WORK/go.mod" <<EOM
+module local/ccsweep-argobuild
+
+go 1.25.7
+
+require $MODULE $ARGO_VERSION
+
+replace $MODULE => ./src
+
+// argo's CLI needs the pre-1.0 tablewriter API.
+replace github.com/olekukonko/tablewriter => github.com/olekukonko/tablewriter v0.0.5
+EOM
+  cat > "$WORK/tools.go" <<EOM
+//go:build tools
+
+package tools
+
+import (
+	_ "$MODULE/cmd/argo/commands"
+	_ "$MODULE/cmd/argoexec/commands"
+	_ "$MODULE/workflow/controller"
+)
+EOM
+  log "go mod tidy (resolves argo's dependencies once)"
+  (cd "$WORK" && heavy go mod tidy)
+}
+
+build_binaries() {
+  local out=$1 b pkgs=()
+  for b in "${BINARIES[@]}"; do pkgs+=("$MODULE/cmd/$b"); done
+  log "go build ${BINARIES[*]} (nice 19; cold ~5 min)"
+  (cd "$WORK" && heavy go build -trimpath -ldflags "-s -w -X $MODULE.version=$ARGO_VERSION" -o "$out/" "${pkgs[@]}")
+  cp "$WORK/src/api/jsonschema/schema.json" "$out/schema.json"
+}
+
+main() {
+  if have_all "$DEST" "${BINARIES[@]}" && [[ -s $DEST/schema.json ]]; then
+    log "cached: $DEST"
+  else
+    log "building Argo Workflows $ARGO_VERSION into $DEST"
+    prepare_source
+    write_wrapper_module
+    local staging=$DEST.partial
+    rm -rf "$staging"; mkdir -p "$staging"
+    build_binaries "$staging"
+    publish "$staging" "$DEST"
+  fi
+  "$DEST/argo" version --short
+  link_into_bin "$DEST" "${BINARIES[@]}"
+  ln -sfn "$DEST/schema.json" "$REPO_BIN/argo-workflows-schema.json"
+  done_msg "Argo Workflows $ARGO_VERSION"
+}
+main "$@"
