@@ -79,12 +79,15 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 def plan(spec: str, store_url: str, sweep_name: str | None) -> None:
-    """Record SPEC's manifest in the store; print the cells still to run as JSON [{id, experiment}].
+    """Record SPEC's manifest in the store; print the cells still to run as JSON.
+
+    Each item: {id, experiment, node_selector}; node_selector (a JSON string) asks for nodes whose
+    kernel offers the cell's algorithms, as labelled by the chart's node probe.
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`.
     """
-    from ccsweep.plan import plan_sweep
+    from ccsweep.plan import node_selector, plan_sweep
 
     sweep = _load(spec, sweep_name)
     try:
@@ -93,7 +96,8 @@ def plan(spec: str, store_url: str, sweep_name: str | None) -> None:
         fail(str(exc))
     click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
                f"{len(the_plan.pending)} to run", err=True)
-    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment} for c in the_plan.pending]))
+    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": json.dumps(node_selector(c))}
+                           for c in the_plan.pending]))
 
 
 @main.command()

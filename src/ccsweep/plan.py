@@ -45,6 +45,15 @@ def plan_sweep(spec: SweepSpec, store: ResultStore) -> SweepPlan:
                      pending=[c for c in distinct.values() if c.id not in done])
 
 
+#: Node label prefix the chart's node probe sets for each algorithm the node's kernel offers.
+CC_LABEL_PREFIX = "ccsweep.io/cc-"
+
+
+def node_selector(cell: Cell) -> dict[str, str]:
+    """Labels a node must carry to run `cell`: one per algorithm, so no node lacking one gets it."""
+    return {f"{CC_LABEL_PREFIX}{cc}": "true" for cc in sorted({f.cc for f in cell.params.flows})}
+
+
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
     """The cell `cell_id` of a planned sweep, rebuilt from the spec stored in its manifest."""
     manifest = store.get_manifest(sweep)

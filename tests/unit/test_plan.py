@@ -40,3 +40,12 @@ def test_cell_from_manifest_rebuilds_the_same_cell(tmp_path: Path):
         cell_from_manifest(store, "p", "0" * 16)
     with pytest.raises(StoreError, match="has no manifest"):
         cell_from_manifest(store, "nope", "0" * 16)
+
+
+def test_node_selector_names_every_algorithm_of_a_cell():
+    from ccsweep.expand import expand
+    from ccsweep.plan import node_selector
+
+    spec = parse_spec({"name": "m", "experiments": [{"name": "m", "mixes": [[{"cc": "bbr"}, {"cc": "cubic", "count": 2}]],
+                                                     "loss": [0], "rtt_ms": [10], "bandwidth_mbps": [10], "duration_s": 5}]})
+    assert node_selector(expand(spec)[0]) == {"ccsweep.io/cc-bbr": "true", "ccsweep.io/cc-cubic": "true"}
