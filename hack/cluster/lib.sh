@@ -1,0 +1,78 @@
+# shellcheck shell=bash
+# Shared by up.sh and down.sh (sourced). A cluster is a BASE folder (outside the clone) plus a
+# network namespace NS. Layout of BASE:
+#   pids/<daemon>.pid   one file per daemon we started (down.sh kills exactly these)
+#   state/              what up.sh created on the host (netns marker, cni netns list)
+#   logs/<daemon>.log   daemon logs;  pki/  kubeconfigs  containerd/  etcd/  kubelet/
+#   kubectl, ctr        wrappers that run inside NS with this cluster's credentials
+#   env                 KUBECONFIG, CONTAINERD_ADDRESS, NS, ... for other scripts and tests
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}
+REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
+
+BASE=${1:-${CCSWEEP_CLUSTER_BASE:-$CCSWEEP_CACHE/cluster}}
+NS=${2:-${CCSWEEP_CLUSTER_NS:-ccsweep-k8s}}
+NODE_NAME=${CCSWEEP_NODE_NAME:-ccsweep-node}
+NODE_IP=10.200.0.1          # only exists inside NS: a veth pair there carries it
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+DAEMONS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+IN_NS=(nsenter "--net=/run/netns/$NS")   # not `ip netns exec`: it remounts /sys and hides cgroups
+SOCK=$BASE/containerd/containerd.sock
+
+_T0=$(date +%s)
+log() { printf '[%s %3ss] %s\n' "$(basename "$0" .sh)" "$(($(date +%s) - _T0))" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+trap 'log "ERROR: line $LINENO: $BASH_COMMAND exited $?"' ERR
+
+guard_base() {
+  BASE=$(realpath -m "$BASE")
+  case "$BASE/" in
+    "$REPO_ROOT"/*) die "BASE ($BASE) must be outside the clone ($REPO_ROOT)";;
+    /|//) die "BASE must not be /";;
+  esac
+  [[ $NS =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad netns name: $NS"
+}
+
+pidfile() { echo "$BASE/pids/$1.pid"; }
+
+# pid_of DAEMON: its recorded PID if that process is still alive AND still that program.
+pid_of() {
+  local f pid
+  f=$(pidfile "$1")
+  [[ -f $f ]] || return 1
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/cmdline ]] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- "$1" || return 1
+  echo "$pid"
+}
+
+ns_exists() { [[ -e /run/netns/$NS ]]; }
+
+# rss_mb PID...: summed resident memory in MB.
+rss_mb() {
+  local total=0 p kb
+  for p in "$@"; do
+    kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    total=$((total + ${kb:-0}))
+  done
+  echo $((total / 1024))
+}
+
+# Shims are not our children (they daemonize); they are ours when they serve our socket.
+our_shim_pids() {
+  local d
+  for d in /proc/[0-9]*; do
+    [[ -r $d/cmdline ]] || continue
+    if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q -- "containerd-shim.*-address $SOCK"; then
+      echo "${d#/proc/}"
+    fi
+  done
+}
+
+our_pids() {
+  local d
+  for d in "${DAEMONS[@]}"; do pid_of "$d" || true; done
+  our_shim_pids
+}
