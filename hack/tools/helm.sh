@@ -8,7 +8,9 @@ source "$(dirname "$0")/lib.sh"
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 
 main() {
-  go_install_pinned helm "$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" helm
+  # Without the -X flag `helm version` says only "v3.22" (the source's default).
+  go_install_pinned helm "$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" helm \
+    "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
   "$REPO_BIN/helm" version --short
   done_msg "helm $HELM_VERSION"
 }

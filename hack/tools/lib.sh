@@ -44,10 +44,11 @@ publish() {
 
 done_msg() { log "done in $(($(date +%s) - _T0))s: $*"; }
 
-# go_install_pinned NAME VERSION PACKAGE@VERSION BINARY: `go install` into the cache folder
-# $TOOLS_CACHE/NAME-VERSION (GOBIN), skipped when the binary is there; then linked into ./bin.
+# go_install_pinned NAME VERSION PACKAGE@VERSION BINARY [LDFLAGS]: `go install` into the cache
+# folder $TOOLS_CACHE/NAME-VERSION (GOBIN), skipped when the binary is there; then linked into
+# ./bin. LDFLAGS adds to "-s -w" (e.g. -X flags that stamp the version).
 go_install_pinned() {
-  local name=$1 version=$2 pkg=$3 binary=$4
+  local name=$1 version=$2 pkg=$3 binary=$4 ldflags="-s -w ${5:-}"
   local dest=$TOOLS_CACHE/$name-$version
   if have_all "$dest" "$binary"; then
     log "cached: $dest/$binary"
@@ -55,7 +56,7 @@ go_install_pinned() {
     log "go install $pkg (nice 19)"
     local staging=$dest.partial
     rm -rf "$staging"; mkdir -p "$staging"
-    GOBIN=$staging heavy go install -trimpath -ldflags "-s -w" "$pkg"
+    GOBIN=$staging heavy go install -trimpath -ldflags "$ldflags" "$pkg"
     publish "$staging" "$dest"
   fi
   link_into_bin "$dest" "$binary"

@@ -103,15 +103,12 @@ TUN_HOSTPATH = {
 TUN_MOUNT = {"volumeMounts": [{"name": "tun", "mountPath": "/dev/net/tun"}]}
 
 
-def least_privilege_pod(cluster: "Cluster", name: str, caps: list[str]) -> str:
-    return cluster.run_pod(
-        name,
-        container_extra={**TUN_MOUNT, "securityContext": {
-            "privileged": False, "allowPrivilegeEscalation": False, "runAsUser": 0,
-            "capabilities": {"add": caps, "drop": ["ALL"]},
-        }},
-        pod_extra=TUN_HOSTPATH,
-    )
+def least_privilege_pod(cluster: "Cluster", name: str, caps: list[str], seccomp: str | None = None) -> str:
+    security = {"privileged": False, "allowPrivilegeEscalation": False, "runAsUser": 0,
+                "capabilities": {"add": caps, "drop": ["ALL"]}}
+    if seccomp:
+        security["seccompProfile"] = {"type": seccomp}
+    return cluster.run_pod(name, container_extra={**TUN_MOUNT, "securityContext": security}, pod_extra=TUN_HOSTPATH)
 
 
 def test_net_admin_alone_is_not_enough_for_netns(cluster: "Cluster", cell_image: str, pod_name: str):
@@ -132,9 +129,15 @@ def test_tun_needs_the_device_mounted(cluster: "Cluster", cell_image: str, pod_n
     assert result["netns_add"] == "ok"
 
 
-def test_net_admin_and_sys_admin_suffice_for_a_cell(cluster: "Cluster", cell_image: str, pod_name: str):
+# Kubernetes runs pods Unconfined unless told otherwise; many clusters default to RuntimeDefault,
+# whose filter allows unshare/mount/setns only to holders of CAP_SYS_ADMIN.
+@pytest.mark.parametrize("seccomp", [None, "RuntimeDefault"])
+def test_net_admin_and_sys_admin_suffice_for_a_cell(cluster: "Cluster", cell_image: str, pod_name: str, seccomp):
     """NET_ADMIN + SYS_ADMIN + /dev/net/tun: everything a cell needs, without privileged."""
-    result = run_probes(cluster, least_privilege_pod(cluster, pod_name, ["NET_ADMIN", "SYS_ADMIN"]))
+    pod = least_privilege_pod(cluster, pod_name, ["NET_ADMIN", "SYS_ADMIN"], seccomp)
+    assert cluster.get_json("pod", "-n", "ccsweep-e2e", pod)["spec"]["containers"][0]["securityContext"].get(
+        "seccompProfile", {}).get("type") == seccomp
+    result = run_probes(cluster, pod)
     assert result["netns_add"] == "ok"
     assert result["netns_exec"] == "ok"
     assert result["veth"] == "ok"
