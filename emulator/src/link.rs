@@ -1,0 +1,454 @@
+//! One direction of the emulated link: Bernoulli loss, the bottleneck queue and its server (a
+//! constant rate or a Mahimahi trace), then a fixed one-way delay.
+//!
+//! Order (documented, recorded in every summary): with loss "after" (the default, as in
+//! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
+//! the bottleneck, then maybe lost, then delayed; lost packets used link capacity and appear as
+//! departures in the link log. With loss "before", a packet is maybe lost before it is queued.
+//!
+//! Time is integer nanoseconds since the emulator started. Work is done lazily: `advance(now)`
+//! plays every bottleneck event up to `now` at its exact scheduled time, so a late wake-up delays
+//! packets on the wire but never changes the link's arithmetic.
+
+use crate::lateness::Lateness;
+use crate::linklog::LinkLog;
+use crate::queue::{DropCause, Packet, Queue};
+use crate::trace::{Trace, OPPORTUNITY_BYTES};
+use rand::Rng;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+/// Where Bernoulli loss sits relative to the bottleneck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossPosition {
+    Before,
+    After,
+}
+
+impl LossPosition {
+    pub fn order(self) -> &'static str {
+        match self {
+            LossPosition::After => "queue>bottleneck>loss>delay",
+            LossPosition::Before => "loss>queue>bottleneck>delay",
+        }
+    }
+}
+
+/// The bottleneck's service: a constant IP-layer rate, or Mahimahi's trace of opportunities.
+pub enum Server {
+    Rate { bps: f64, link_free_ns: f64, in_service: Option<(Packet, u64)>, next_opportunity: u64 },
+    Trace { trace: Trace, next_k: u64, in_transit: Option<(Packet, u64)> },
+}
+
+impl Server {
+    pub fn rate(bps: f64) -> Self {
+        Server::Rate { bps, link_free_ns: 0.0, in_service: None, next_opportunity: 0 }
+    }
+
+    pub fn trace(trace: Trace) -> Self {
+        Server::Trace { trace, next_k: 0, in_transit: None }
+    }
+
+    /// Bytes the link accounts beyond the IP packet: Mahimahi's 4-byte TUN header in trace mode,
+    /// so a trace delivers exactly what it delivers under mm-link.
+    fn header_bytes(&self) -> u32 {
+        match self {
+            Server::Rate { .. } => 0,
+            Server::Trace { .. } => 4,
+        }
+    }
+}
+
+/// Running totals of one direction, reported in stats lines and the summary.
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    pub in_packets: u64,
+    pub in_bytes: u64,
+    pub out_packets: u64,
+    pub out_bytes: u64,
+    pub bottleneck_packets: u64,
+    pub bottleneck_bytes: u64,
+    pub drops_loss: u64,
+    pub drops_queue: u64,
+    pub drops_aqm: u64,
+    pub write_errors: u64,
+    pub queue_bytes_max: u64,
+}
+
+pub struct Direction {
+    pub name: &'static str,
+    loss: f64,
+    loss_position: LossPosition,
+    rng: Pcg64Mcg,
+    queue: Queue,
+    server: Server,
+    delay_ns: u64,
+    delay_line: VecDeque<(u64, Packet)>,
+    pub counters: Counters,
+    pub lateness: Lateness,
+    log: Option<LinkLog>,
+    dropped: Vec<(Packet, DropCause)>,
+    /// Buffers of packets that left the link, for reuse by the reader.
+    pub spare: Vec<Vec<u8>>,
+}
+
+impl Direction {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: &'static str,
+        server: Server,
+        queue: Queue,
+        delay_ns: u64,
+        loss: f64,
+        loss_position: LossPosition,
+        seed: u64,
+        log: Option<LinkLog>,
+    ) -> Self {
+        Self {
+            name,
+            loss,
+            loss_position,
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            queue,
+            server,
+            delay_ns,
+            delay_line: VecDeque::new(),
+            counters: Counters::default(),
+            lateness: Lateness::default(),
+            log,
+            dropped: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    fn lost(&mut self) -> bool {
+        self.loss > 0.0 && self.rng.random::<f64>() < self.loss
+    }
+
+    /// A packet read from this direction's input device at `now_ns`.
+    pub fn arrive(&mut self, now_ns: u64, data: Vec<u8>) {
+        self.advance(now_ns);
+        self.counters.in_packets += 1;
+        self.counters.in_bytes += data.len() as u64;
+        if self.loss_position == LossPosition::Before && self.lost() {
+            self.counters.drops_loss += 1;
+            self.spare.push(data);
+            return;
+        }
+        let packet = Packet { size: data.len() as u32 + self.server.header_bytes(), data, arrival_ns: now_ns };
+        self.log_capacity_until(now_ns);
+        if let Some(log) = self.log.as_mut() {
+            log.arrival(now_ns, packet.size);
+        }
+        self.queue.enqueue(packet, now_ns, &mut self.dropped);
+        self.counters.queue_bytes_max = self.counters.queue_bytes_max.max(self.queue.bytes());
+        self.settle_drops(now_ns);
+        self.advance(now_ns);
+    }
+
+    fn settle_drops(&mut self, t_ns: u64) {
+        for (packet, cause) in self.dropped.drain(..) {
+            match cause {
+                DropCause::Queue => self.counters.drops_queue += 1,
+                DropCause::Aqm => self.counters.drops_aqm += 1,
+            }
+            if let Some(log) = self.log.as_mut() {
+                log.drop(t_ns, 1, packet.size as u64);
+            }
+            self.spare.push(packet.data);
+        }
+    }
+
+    /// Plays every bottleneck event scheduled at or before `now_ns`.
+    pub fn advance(&mut self, now_ns: u64) {
+        loop {
+            let progressed = match &mut self.server {
+                Server::Rate { bps, link_free_ns, in_service, .. } => {
+                    if let Some((_, depart)) = in_service {
+                        if *depart <= now_ns {
+                            let (packet, depart) = in_service.take().expect("a packet in service");
+                            self.depart(packet, depart);
+                            true
+                        } else {
+                            false
+                        }
+                    } else if let Some(head_arrival) = self.queue.front_arrival_ns() {
+                        let start = link_free_ns.max(head_arrival as f64);
+                        let start_ns = start.ceil() as u64;
+                        let next = self.queue.dequeue(start_ns, &mut self.dropped);
+                        if let Some(packet) = next {
+                            // CoDel may have dropped the head: serve the survivor from its own arrival.
+                            let start = start.max(packet.arrival_ns as f64);
+                            let finish = start + packet.size as f64 * 8e9 / *bps;
+                            *link_free_ns = finish;
+                            *in_service = Some((packet, finish.ceil() as u64));
+                        }
+                        self.settle_drops(start_ns);
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Server::Trace { .. } => self.use_next_opportunity(now_ns),
+            };
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Uses the next trace opportunity if it is due: up to 1504 bytes of queued packets, a
+    /// packet possibly spanning several opportunities (Mahimahi's byte accounting).
+    fn use_next_opportunity(&mut self, now_ns: u64) -> bool {
+        let Server::Trace { trace, next_k, .. } = &mut self.server else { return false };
+        let Some(t) = trace.opportunity_ns(*next_k).filter(|t| *t <= now_ns) else { return false };
+        *next_k += 1;
+        if let Some(log) = self.log.as_mut() {
+            log.opportunity(t, OPPORTUNITY_BYTES);
+        }
+        let mut budget = OPPORTUNITY_BYTES;
+        while budget > 0 {
+            let Server::Trace { in_transit, .. } = &mut self.server else { unreachable!() };
+            if in_transit.is_none() {
+                match self.queue.dequeue(t, &mut self.dropped) {
+                    Some(packet) => {
+                        let size = packet.size as u64;
+                        *in_transit = Some((packet, size));
+                    }
+                    None => {
+                        self.settle_drops(t);
+                        break;
+                    }
+                }
+            }
+            let (_, remaining) = in_transit.as_mut().expect("a packet in transit");
+            let used = budget.min(*remaining);
+            budget -= used;
+            *remaining -= used;
+            if *remaining == 0 {
+                let (packet, _) = in_transit.take().expect("a packet in transit");
+                self.depart(packet, t);
+            }
+            self.settle_drops(t);
+        }
+        true
+    }
+
+    fn depart(&mut self, packet: Packet, t_ns: u64) {
+        self.counters.bottleneck_packets += 1;
+        self.counters.bottleneck_bytes += packet.size as u64;
+        self.log_capacity_until(t_ns);
+        if let Some(log) = self.log.as_mut() {
+            log.departure(t_ns, packet.size, packet.arrival_ns);
+        }
+        if self.loss_position == LossPosition::After && self.lost() {
+            self.counters.drops_loss += 1;
+            self.spare.push(packet.data);
+            return;
+        }
+        self.delay_line.push_back((t_ns + self.delay_ns, packet));
+    }
+
+    /// Constant-rate links log 1504-byte opportunities at the rate's pace, so capacity reads the
+    /// same in `mm-throughput-graph` as for a trace.
+    fn log_capacity_until(&mut self, t_ns: u64) {
+        let (Server::Rate { bps, next_opportunity, .. }, Some(log)) = (&mut self.server, self.log.as_mut()) else {
+            return;
+        };
+        loop {
+            let at = (*next_opportunity as f64 * OPPORTUNITY_BYTES as f64 * 8e9 / *bps) as u64;
+            if at > t_ns {
+                return;
+            }
+            log.opportunity(at, OPPORTUNITY_BYTES);
+            *next_opportunity += 1;
+        }
+    }
+
+    /// Hands every packet whose delay has elapsed to `write`, recording how late it left.
+    pub fn release(&mut self, now_ns: u64, mut write: impl FnMut(&[u8]) -> bool) {
+        while let Some((due, _)) = self.delay_line.front() {
+            if *due > now_ns {
+                return;
+            }
+            let (due, packet) = self.delay_line.pop_front().expect("a due packet");
+            self.lateness.record(now_ns - due);
+            if write(&packet.data) {
+                self.counters.out_packets += 1;
+                self.counters.out_bytes += packet.data.len() as u64;
+            } else {
+                self.counters.write_errors += 1;
+            }
+            self.spare.push(packet.data);
+        }
+    }
+
+    /// The next time something is scheduled in this direction, if anything is.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        let server = match &self.server {
+            Server::Rate { in_service, .. } => in_service.as_ref().map(|(_, depart)| *depart),
+            Server::Trace { trace, next_k, in_transit } => {
+                if in_transit.is_some() || !self.queue.is_empty() {
+                    trace.opportunity_ns(*next_k)
+                } else {
+                    None
+                }
+            }
+        };
+        let delay = self.delay_line.front().map(|(due, _)| *due);
+        match (server, delay) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When a trace played `--once` runs out, the link ends (as mm-link's shell does).
+    pub fn end_ns(&self) -> Option<u64> {
+        match &self.server {
+            Server::Trace { trace, .. } if trace.once => Some(trace.period_ns()),
+            _ => None,
+        }
+    }
+
+    /// Bytes the link could have carried in `elapsed_ns`.
+    pub fn capacity_bytes(&self, elapsed_ns: u64) -> u64 {
+        match &self.server {
+            Server::Rate { bps, .. } => (*bps * elapsed_ns as f64 / 8e9) as u64,
+            Server::Trace { trace, .. } => {
+                let n = trace.timestamps_ms.len() as u64;
+                let period = trace.period_ns();
+                let passes = if trace.once { 0 } else { elapsed_ns / period };
+                let within = if trace.once { elapsed_ns.min(period) } else { elapsed_ns % period };
+                let partial = trace.timestamps_ms.iter().take_while(|ms| **ms * 1_000_000 <= within).count() as u64;
+                (passes * n + partial) * OPPORTUNITY_BYTES
+            }
+        }
+    }
+
+    pub fn counters_json(&self, elapsed_ns: u64) -> Value {
+        let c = &self.counters;
+        let in_service = match &self.server {
+            Server::Rate { in_service, .. } => in_service.as_ref().map(|(p, _)| p.size as u64),
+            Server::Trace { in_transit, .. } => in_transit.as_ref().map(|(_, left)| *left),
+        };
+        json!({
+            "in_packets": c.in_packets,
+            "in_bytes": c.in_bytes,
+            "out_packets": c.out_packets,
+            "out_bytes": c.out_bytes,
+            "bottleneck_packets": c.bottleneck_packets,
+            "bottleneck_bytes": c.bottleneck_bytes,
+            "capacity_bytes": self.capacity_bytes(elapsed_ns),
+            "drops_loss": c.drops_loss,
+            "drops_queue": c.drops_queue,
+            "drops_aqm": c.drops_aqm,
+            "write_errors": c.write_errors,
+            "queue_packets": self.queue.len() as u64 + in_service.map_or(0, |_| 1),
+            "queue_bytes": self.queue.bytes() + in_service.unwrap_or(0),
+            "queue_bytes_max": c.queue_bytes_max,
+            "delay_line_packets": self.delay_line.len(),
+        })
+    }
+
+    /// Completes the log up to `now_ns` and flushes it.
+    pub fn finish(&mut self, now_ns: u64) -> Result<(), String> {
+        self.advance(now_ns);
+        self.log_capacity_until(now_ns);
+        match self.log.as_mut() {
+            Some(log) => log.flush().map_err(|e| format!("{} log: {e}", self.name)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::QueueSpec;
+
+    fn direction(server: Server, queue: &str, delay_ns: u64, loss: f64) -> Direction {
+        let queue = Queue::new(QueueSpec::parse(queue).unwrap(), 1);
+        Direction::new("uplink", server, queue, delay_ns, loss, LossPosition::After, 42, None)
+    }
+
+    /// Feeds `count` packets of `size` bytes at `gap_ns` and collects departure times.
+    fn run(d: &mut Direction, count: u64, size: usize, gap_ns: u64, until_ns: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut t = 0;
+        for _ in 0..count {
+            d.arrive(t, vec![0; size]);
+            t += gap_ns;
+        }
+        let mut now = 0;
+        while now <= until_ns {
+            d.advance(now);
+            d.release(now, |_| {
+                out.push(now);
+                true
+            });
+            now += 1_000;
+        }
+        out
+    }
+
+    #[test]
+    fn constant_rate_serialises_each_packet_exactly() {
+        // 1500 B at 100 Mbit/s: 120 us each, back to back, plus 10 ms of delay.
+        let mut d = direction(Server::rate(100e6), "infinite", 10_000_000, 0.0);
+        let departures = run(&mut d, 100, 1500, 0, 50_000_000);
+        assert_eq!(departures.len(), 100);
+        assert_eq!(departures[0], 10_120_000);
+        assert_eq!(departures[99], 10_000_000 + 100 * 120_000);
+        assert_eq!(d.counters.bottleneck_bytes, 150_000);
+    }
+
+    #[test]
+    fn trace_packets_span_opportunities_with_byte_accounting() {
+        // One opportunity per ms; a 3100-byte packet (+4) needs 2 opportunities and 96 bytes of a
+        // third, whose other 1408 bytes start the next packet (which then ends in the fifth).
+        let trace = Trace::parse("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "t", false).unwrap();
+        let mut d = direction(Server::trace(trace), "infinite", 0, 0.0);
+        let departures = run(&mut d, 2, 3100, 0, 10_000_000);
+        assert_eq!(departures, vec![3_000_000, 5_000_000]);
+    }
+
+    #[test]
+    fn small_packets_share_an_opportunity() {
+        let trace = Trace::parse("5\n", "t", true).unwrap();
+        let mut d = direction(Server::trace(trace), "infinite", 0, 0.0);
+        let departures = run(&mut d, 10, 100, 0, 6_000_000);
+        assert_eq!(departures, vec![5_000_000; 10]);
+    }
+
+    #[test]
+    fn loss_after_the_bottleneck_still_uses_it() {
+        let mut d = direction(Server::rate(1e9), "infinite", 0, 0.5);
+        let departures = run(&mut d, 10_000, 1000, 0, 200_000_000);
+        assert_eq!(d.counters.bottleneck_packets, 10_000);
+        assert_eq!(d.counters.drops_loss + departures.len() as u64, 10_000);
+        // 99.9% binomial interval for n = 10000, p = 0.5: +-3.29 sigma = +-165.
+        assert!((d.counters.drops_loss as i64 - 5000).abs() < 165, "{}", d.counters.drops_loss);
+    }
+
+    #[test]
+    fn same_seed_same_losses() {
+        let lost = |seed| {
+            let queue = Queue::new(QueueSpec::parse("infinite").unwrap(), 1);
+            let mut d = Direction::new("uplink", Server::rate(1e9), queue, 0, 0.1, LossPosition::Before, seed, None);
+            (0..1000).for_each(|i| d.arrive(i, vec![0; 100]));
+            d.counters.drops_loss
+        };
+        assert_eq!(lost(7), lost(7));
+        assert_ne!(lost(7), lost(8));
+    }
+
+    #[test]
+    fn capacity_of_a_repeating_trace() {
+        let trace = Trace::parse("1\n2\n4\n", "t", false).unwrap();
+        let d = direction(Server::trace(trace), "infinite", 0, 0.0);
+        assert_eq!(d.capacity_bytes(3_999_999), 2 * 1504);
+        assert_eq!(d.capacity_bytes(8_000_000), 6 * 1504);
+    }
+}

@@ -1,0 +1,453 @@
+//! The bottleneck queue, with mm-link's disciplines and arguments: infinite, droptail, drophead
+//! (`packets=` and/or `bytes=`), codel (`target`, `interval` in ms, RFC 8289) and pie
+//! (`qdelay_ref`, `max_burst` in ms, RFC 8033), the last two with an optional packets/bytes limit.
+
+use rand::Rng;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use std::collections::VecDeque;
+
+/// One IP packet in flight through the emulated link.
+#[derive(Debug)]
+pub struct Packet {
+    pub data: Vec<u8>,
+    /// Bytes the link accounts for this packet (the IP length, plus 4 in trace mode as in Mahimahi).
+    pub size: u32,
+    /// When it entered the link, ns since the emulator started.
+    pub arrival_ns: u64,
+}
+
+/// Why a packet was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropCause {
+    /// Overflow of a packets/bytes limit (tail or head drop).
+    Queue,
+    /// An active queue management decision (CoDel or PIE).
+    Aqm,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Infinite,
+    DropTail,
+    DropHead,
+    Codel { target_ns: u64, interval_ns: u64 },
+    Pie { qdelay_ref_ns: u64, max_burst_ns: u64 },
+}
+
+/// A queue discipline as given on the command line, e.g. `droptail packets=100,bytes=30000`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueSpec {
+    pub kind: Kind,
+    pub packets: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+impl QueueSpec {
+    /// Parses `KIND [arg=value[,arg=value...]]`; unknown kinds or arguments are errors naming them.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let mut args: Vec<(String, u64)> = Vec::new();
+        for item in rest.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| format!("queue argument {item:?} is not key=value"))?;
+            let value: u64 = value
+                .parse()
+                .map_err(|_| format!("queue argument {key}={value:?} is not a whole number"))?;
+            args.push((key.to_string(), value));
+        }
+        let allowed: &[&str] = match name {
+            "infinite" => &[],
+            "droptail" | "drophead" => &["packets", "bytes"],
+            "codel" => &["packets", "bytes", "target", "interval"],
+            "pie" => &["packets", "bytes", "qdelay_ref", "max_burst"],
+            _ => return Err(format!("unknown queue {name:?} (allowed: infinite, droptail, drophead, codel, pie)")),
+        };
+        for (key, _) in &args {
+            if !allowed.contains(&key.as_str()) {
+                return Err(format!("{name} does not take {key:?} (allowed: {})", allowed.join(", ")));
+            }
+        }
+        let get = |key: &str| args.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
+        let (packets, bytes) = (get("packets"), get("bytes"));
+        if packets == Some(0) || bytes == Some(0) {
+            return Err(format!("{name}: packets and bytes must be > 0"));
+        }
+        let ms = |key: &str, default: u64| get(key).unwrap_or(default) * 1_000_000;
+        let kind = match name {
+            "infinite" => Kind::Infinite,
+            "droptail" | "drophead" => {
+                if packets.is_none() && bytes.is_none() {
+                    return Err(format!("{name} needs packets= and/or bytes="));
+                }
+                if name == "droptail" { Kind::DropTail } else { Kind::DropHead }
+            }
+            "codel" => Kind::Codel { target_ns: ms("target", 5), interval_ns: ms("interval", 100) },
+            _ => Kind::Pie { qdelay_ref_ns: ms("qdelay_ref", 15), max_burst_ns: ms("max_burst", 150) },
+        };
+        Ok(Self { kind, packets, bytes })
+    }
+
+    /// Canonical text of the discipline, for logs and the summary.
+    pub fn describe(&self) -> String {
+        let mut args = Vec::new();
+        if let Some(p) = self.packets {
+            args.push(format!("packets={p}"));
+        }
+        if let Some(b) = self.bytes {
+            args.push(format!("bytes={b}"));
+        }
+        let name = match self.kind {
+            Kind::Infinite => "infinite",
+            Kind::DropTail => "droptail",
+            Kind::DropHead => "drophead",
+            Kind::Codel { target_ns, interval_ns } => {
+                args.push(format!("target={}", target_ns / 1_000_000));
+                args.push(format!("interval={}", interval_ns / 1_000_000));
+                "codel"
+            }
+            Kind::Pie { qdelay_ref_ns, max_burst_ns } => {
+                args.push(format!("qdelay_ref={}", qdelay_ref_ns / 1_000_000));
+                args.push(format!("max_burst={}", max_burst_ns / 1_000_000));
+                "pie"
+            }
+        };
+        if args.is_empty() { name.to_string() } else { format!("{name} {}", args.join(",")) }
+    }
+}
+
+/// CoDel's state (RFC 8289 section 5).
+#[derive(Debug, Default)]
+struct CodelState {
+    first_above_ns: Option<u64>,
+    drop_next_ns: u64,
+    count: u32,
+    last_count: u32,
+    dropping: bool,
+}
+
+/// PIE's state (RFC 8033), with the queueing delay measured from timestamps.
+#[derive(Debug)]
+struct PieState {
+    drop_prob: f64,
+    qdelay_old_ns: u64,
+    burst_allowance_ns: u64,
+    next_update_ns: u64,
+    rng: Pcg64Mcg,
+}
+
+const PIE_UPDATE_NS: u64 = 15_000_000;
+const PIE_ALPHA: f64 = 0.125;
+const PIE_BETA: f64 = 1.25;
+/// CoDel does not drop when at most one MTU is queued (RFC 8289's maxpacket).
+const CODEL_MAX_PACKET: u64 = 1504;
+
+pub struct Queue {
+    spec: QueueSpec,
+    packets: VecDeque<Packet>,
+    bytes: u64,
+    codel: CodelState,
+    pie: Option<PieState>,
+}
+
+impl Queue {
+    pub fn new(spec: QueueSpec, seed: u64) -> Self {
+        let pie = match spec.kind {
+            Kind::Pie { max_burst_ns, .. } => Some(PieState {
+                drop_prob: 0.0,
+                qdelay_old_ns: 0,
+                burst_allowance_ns: max_burst_ns,
+                next_update_ns: PIE_UPDATE_NS,
+                rng: Pcg64Mcg::seed_from_u64(seed),
+            }),
+            _ => None,
+        };
+        Self { spec, packets: VecDeque::new(), bytes: 0, codel: CodelState::default(), pie }
+    }
+
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    pub fn front_arrival_ns(&self) -> Option<u64> {
+        self.packets.front().map(|p| p.arrival_ns)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn over_limit(&self, extra_packets: u64, extra_bytes: u64) -> bool {
+        let packets = self.packets.len() as u64 + extra_packets;
+        let bytes = self.bytes + extra_bytes;
+        self.spec.packets.is_some_and(|limit| packets > limit) || self.spec.bytes.is_some_and(|limit| bytes > limit)
+    }
+
+    /// Offers a packet at time `now_ns`; returns the packets dropped (with the cause), which may
+    /// include the offered one (tail drop, PIE) or older ones (head drop).
+    pub fn enqueue(&mut self, packet: Packet, now_ns: u64, dropped: &mut Vec<(Packet, DropCause)>) {
+        let size = packet.size as u64;
+        if self.spec.kind == Kind::DropHead {
+            self.push(packet);
+            while self.over_limit(0, 0) {
+                let head = self.pop().expect("an over-limit queue is not empty");
+                dropped.push((head, DropCause::Queue));
+            }
+            return;
+        }
+        if self.over_limit(1, size) {
+            dropped.push((packet, DropCause::Queue));
+            return;
+        }
+        if self.pie.is_some() {
+            self.pie_update(now_ns);
+            if self.pie_drops() {
+                dropped.push((packet, DropCause::Aqm));
+                return;
+            }
+        }
+        self.push(packet);
+    }
+
+    /// Takes the next packet to serve at time `now_ns` (CoDel may drop packets on the way).
+    pub fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<(Packet, DropCause)>) -> Option<Packet> {
+        match self.spec.kind {
+            Kind::Codel { target_ns, interval_ns } => self.codel_dequeue(now_ns, target_ns, interval_ns, dropped),
+            _ => {
+                if self.pie.is_some() {
+                    self.pie_update(now_ns);
+                }
+                self.pop()
+            }
+        }
+    }
+
+    fn push(&mut self, packet: Packet) {
+        self.bytes += packet.size as u64;
+        self.packets.push_back(packet);
+    }
+
+    fn pop(&mut self) -> Option<Packet> {
+        let packet = self.packets.pop_front()?;
+        self.bytes -= packet.size as u64;
+        Some(packet)
+    }
+
+    fn codel_pop(&mut self, now_ns: u64, target_ns: u64, interval_ns: u64) -> (Option<Packet>, bool) {
+        let Some(packet) = self.pop() else {
+            self.codel.first_above_ns = None;
+            return (None, false);
+        };
+        let sojourn = now_ns.saturating_sub(packet.arrival_ns);
+        let mut ok_to_drop = false;
+        if sojourn < target_ns || self.bytes <= CODEL_MAX_PACKET {
+            self.codel.first_above_ns = None;
+        } else {
+            match self.codel.first_above_ns {
+                None => self.codel.first_above_ns = Some(now_ns + interval_ns),
+                Some(t) if now_ns >= t => ok_to_drop = true,
+                Some(_) => {}
+            }
+        }
+        (Some(packet), ok_to_drop)
+    }
+
+    fn codel_control_law(t_ns: u64, interval_ns: u64, count: u32) -> u64 {
+        t_ns + (interval_ns as f64 / (count.max(1) as f64).sqrt()) as u64
+    }
+
+    fn codel_dequeue(
+        &mut self,
+        now_ns: u64,
+        target_ns: u64,
+        interval_ns: u64,
+        dropped: &mut Vec<(Packet, DropCause)>,
+    ) -> Option<Packet> {
+        let (mut packet, mut ok_to_drop) = self.codel_pop(now_ns, target_ns, interval_ns);
+        if packet.is_none() {
+            self.codel.dropping = false;
+            return None;
+        }
+        if self.codel.dropping {
+            if !ok_to_drop {
+                self.codel.dropping = false;
+            }
+            while self.codel.dropping && now_ns >= self.codel.drop_next_ns {
+                dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
+                self.codel.count += 1;
+                (packet, ok_to_drop) = self.codel_pop(now_ns, target_ns, interval_ns);
+                if packet.is_none() || !ok_to_drop {
+                    self.codel.dropping = false;
+                } else {
+                    self.codel.drop_next_ns =
+                        Self::codel_control_law(self.codel.drop_next_ns, interval_ns, self.codel.count);
+                }
+            }
+        } else if ok_to_drop {
+            dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
+            (packet, _) = self.codel_pop(now_ns, target_ns, interval_ns);
+            self.codel.dropping = true;
+            let delta = self.codel.count.saturating_sub(self.codel.last_count);
+            self.codel.count = if delta > 1 && now_ns.saturating_sub(self.codel.drop_next_ns) < 16 * interval_ns {
+                delta
+            } else {
+                1
+            };
+            self.codel.drop_next_ns = Self::codel_control_law(now_ns, interval_ns, self.codel.count);
+            self.codel.last_count = self.codel.count;
+        }
+        packet
+    }
+
+    /// RFC 8033's periodic drop-probability update, run for every 15 ms period that has passed.
+    fn pie_update(&mut self, now_ns: u64) {
+        let Kind::Pie { qdelay_ref_ns, max_burst_ns } = self.spec.kind else { return };
+        let head_arrival = self.packets.front().map(|p| p.arrival_ns);
+        let pie = self.pie.as_mut().expect("PIE state");
+        while now_ns >= pie.next_update_ns {
+            let at = pie.next_update_ns;
+            let qdelay_ns = head_arrival.map_or(0, |a| at.saturating_sub(a));
+            let (qdelay, old, reference) =
+                (qdelay_ns as f64 / 1e9, pie.qdelay_old_ns as f64 / 1e9, qdelay_ref_ns as f64 / 1e9);
+            let mut p = PIE_ALPHA * (qdelay - reference) + PIE_BETA * (qdelay - old);
+            p /= match pie.drop_prob {
+                x if x < 0.000001 => 2048.0,
+                x if x < 0.00001 => 512.0,
+                x if x < 0.0001 => 128.0,
+                x if x < 0.001 => 32.0,
+                x if x < 0.01 => 8.0,
+                x if x < 0.1 => 2.0,
+                _ => 1.0,
+            };
+            if pie.drop_prob >= 0.1 && p > 0.02 {
+                p = 0.02;
+            }
+            pie.drop_prob += p;
+            if qdelay_ns == 0 && pie.qdelay_old_ns == 0 {
+                pie.drop_prob *= 0.98;
+            }
+            pie.drop_prob = pie.drop_prob.clamp(0.0, 1.0);
+            pie.burst_allowance_ns = pie.burst_allowance_ns.saturating_sub(PIE_UPDATE_NS);
+            if pie.drop_prob == 0.0 && 2 * qdelay_ns < qdelay_ref_ns && 2 * pie.qdelay_old_ns < qdelay_ref_ns {
+                pie.burst_allowance_ns = max_burst_ns;
+            }
+            pie.qdelay_old_ns = qdelay_ns;
+            pie.next_update_ns += PIE_UPDATE_NS;
+        }
+    }
+
+    fn pie_drops(&mut self) -> bool {
+        let Kind::Pie { qdelay_ref_ns, .. } = self.spec.kind else { return false };
+        let few_bytes = self.bytes <= 2 * CODEL_MAX_PACKET;
+        let pie = self.pie.as_mut().expect("PIE state");
+        if pie.burst_allowance_ns > 0 {
+            return false;
+        }
+        if (pie.drop_prob < 0.2 && 2 * pie.qdelay_old_ns < qdelay_ref_ns) || few_bytes {
+            return false;
+        }
+        pie.rng.random::<f64>() < pie.drop_prob
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(size: u32, at: u64) -> Packet {
+        Packet { data: vec![0; size as usize], size, arrival_ns: at }
+    }
+
+    #[test]
+    fn parses_mm_link_syntax() {
+        let q = QueueSpec::parse("droptail packets=100,bytes=30000").unwrap();
+        assert_eq!((q.kind.clone(), q.packets, q.bytes), (Kind::DropTail, Some(100), Some(30000)));
+        assert_eq!(q.describe(), "droptail packets=100,bytes=30000");
+        let c = QueueSpec::parse("codel packets=1000,target=5,interval=100").unwrap();
+        assert_eq!(c.kind, Kind::Codel { target_ns: 5_000_000, interval_ns: 100_000_000 });
+        assert_eq!(QueueSpec::parse("infinite").unwrap().kind, Kind::Infinite);
+        assert!(QueueSpec::parse("pie bytes=10000").is_ok());
+    }
+
+    #[test]
+    fn rejects_unknown_queue_arguments() {
+        assert!(QueueSpec::parse("droptail").unwrap_err().contains("needs packets"));
+        assert!(QueueSpec::parse("droptail packets=10,target=5").unwrap_err().contains("\"target\""));
+        assert!(QueueSpec::parse("fifo packets=10").unwrap_err().contains("unknown queue"));
+        assert!(QueueSpec::parse("droptail packets=x").unwrap_err().contains("whole number"));
+        assert!(QueueSpec::parse("infinite packets=3").is_err());
+    }
+
+    #[test]
+    fn droptail_never_exceeds_its_limits() {
+        let mut q = Queue::new(QueueSpec::parse("droptail packets=5,bytes=4000").unwrap(), 1);
+        let mut dropped = Vec::new();
+        for i in 0..20 {
+            q.enqueue(packet(1000, i), i, &mut dropped);
+            assert!(q.len() <= 5 && q.bytes() <= 4000);
+        }
+        assert_eq!(q.len(), 4);
+        assert_eq!(dropped.len(), 16);
+        assert!(dropped.iter().all(|(_, cause)| *cause == DropCause::Queue));
+    }
+
+    #[test]
+    fn drophead_keeps_the_newest() {
+        let mut q = Queue::new(QueueSpec::parse("drophead packets=2").unwrap(), 1);
+        let mut dropped = Vec::new();
+        for i in 0..4 {
+            q.enqueue(packet(100, i), i, &mut dropped);
+        }
+        let kept: Vec<u64> = std::iter::from_fn(|| q.dequeue(10, &mut dropped)).map(|p| p.arrival_ns).collect();
+        assert_eq!(kept, vec![2, 3]);
+        assert_eq!(dropped.iter().map(|(p, _)| p.arrival_ns).collect::<Vec<_>>(), vec![0, 1]);
+    }
+
+    #[test]
+    fn codel_drops_only_a_standing_queue() {
+        let mut q = Queue::new(QueueSpec::parse("codel target=5,interval=100").unwrap(), 1);
+        let mut dropped = Vec::new();
+        // A standing queue of 50 ms: packets arrive every 1 ms and leave 50 ms later.
+        let mut arrivals = 0u64;
+        for now_ms in 0..2000u64 {
+            let now = now_ms * 1_000_000;
+            q.enqueue(packet(1500, now), now, &mut dropped);
+            arrivals += 1;
+            if now_ms >= 50 {
+                q.dequeue(now, &mut dropped);
+            }
+        }
+        let aqm = dropped.iter().filter(|(_, c)| *c == DropCause::Aqm).count();
+        assert!(aqm > 5, "codel dropped {aqm} of {arrivals}");
+        // A queue that drains at once is never dropped from.
+        let mut calm = Queue::new(QueueSpec::parse("codel target=5,interval=100").unwrap(), 1);
+        let mut none = Vec::new();
+        for now_ms in 0..2000u64 {
+            let now = now_ms * 1_000_000;
+            calm.enqueue(packet(1500, now), now, &mut none);
+            calm.dequeue(now + 100_000, &mut none);
+        }
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn pie_raises_drop_probability_under_a_standing_queue() {
+        let mut q = Queue::new(QueueSpec::parse("pie qdelay_ref=15,max_burst=150").unwrap(), 7);
+        let mut dropped = Vec::new();
+        for now_ms in 0..5000u64 {
+            let now = now_ms * 1_000_000;
+            // Two arrivals per ms, one departure: the queue grows until PIE pushes back.
+            q.enqueue(packet(1500, now), now, &mut dropped);
+            q.enqueue(packet(1500, now), now, &mut dropped);
+            q.dequeue(now, &mut dropped);
+        }
+        let aqm = dropped.iter().filter(|(_, c)| *c == DropCause::Aqm).count();
+        assert!(aqm > 1000, "pie dropped only {aqm}");
+    }
+}
