@@ -1,0 +1,145 @@
+"""ccsweep-link for one cell: its binary, its command line, its trace files and its summary.
+
+The command line is built from the cell alone (a pure function, unit-tested), so what a result
+says about its link is exactly what the emulator was told.  A step-response cell (a constant rate
+with a rate_schedule) has no rate option to express it: it becomes a Mahimahi trace generated
+into the workdir, with `lead_s` seconds of base rate in front so that the schedule's clock starts
+with the flows rather than with the emulator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ccsweep.cell import Cell, DirectionParams, RateStep
+from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
+
+#: Bits one opportunity of a generated trace stands for: ReBBR's R*1000/12 opportunities per
+#: second at R Mbit/s, i.e. one 1500-byte IP packet (Mahimahi counts 1504 with its TUN header).
+TRACE_OPPORTUNITY_BITS = 12_000
+STATS_INTERVAL = "100ms"
+DIRECTIONS = ("uplink", "downlink")
+
+
+class LinkError(RuntimeError):
+    """The emulator is missing or could not be configured for the cell."""
+
+
+def find_link_binary(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The emulator: the argument, else $CCSWEEP_LINK, else <repo>/bin/ccsweep-link, else PATH."""
+    if explicit is not None:
+        candidates = [Path(explicit)]
+    else:
+        env = os.environ.get("CCSWEEP_LINK")
+        on_path = shutil.which("ccsweep-link")
+        candidates = [Path(env)] if env else []
+        candidates.append(Path(__file__).resolve().parents[3] / "bin" / "ccsweep-link")
+        candidates += [Path(on_path)] if on_path else []
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    tried = ", ".join(map(str, candidates)) + ("" if explicit is not None else ", PATH")
+    raise LinkError(f"ccsweep-link not found (tried {tried}); build it with `make emulator`")
+
+
+def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s: float, length_s: float) -> str:
+    """A Mahimahi trace of `length_s` seconds: the base rate for `lead_s`, then the schedule.
+
+    Opportunities are spread with an error accumulator (8, 8, 9, ... per ms at 100 Mbit/s), as
+    ReBBR generated its constant-rate traces.  `at_s` of each step counts from the end of the lead.
+    """
+    steps = sorted(schedule, key=lambda s: s.at_s)
+    lines: list[str] = []
+    owed = 0.0
+    total_ms = round(length_s * 1000)
+    for ms in range(1, total_ms + 1):
+        flow_t = ms / 1000 - lead_s
+        factor = 1.0
+        for step in steps:
+            if flow_t > step.at_s:
+                factor = step.factor
+        owed += rate_mbps * factor * 1000 / TRACE_OPPORTUNITY_BITS
+        whole = int(owed)
+        owed -= whole
+        lines.extend([str(ms)] * whole)
+    if not lines or lines[-1] != str(total_ms):
+        lines.append(str(total_ms))  # a trace must end at its period
+    return "\n".join(lines) + "\n"
+
+
+def resolve_trace(direction: DirectionParams) -> Path:
+    """The cell's trace file on this machine, checked against the hash pinned in the cell."""
+    from ccsweep.expand import find_trace
+
+    assert direction.trace is not None
+    path = find_trace(direction.trace.name)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != direction.trace.sha256:
+        raise LinkError(f"trace {path}: sha256 {digest[:12]}... differs from the cell's {direction.trace.sha256[:12]}...")
+    return path
+
+
+def link_files(workdir: Path) -> dict[str, Path]:
+    return {f"{d}.log": workdir / f"{d}.log" for d in DIRECTIONS}
+
+
+def prepare_traces(cell: Cell, workdir: Path, lead_s: float, length_s: float) -> dict[str, Path]:
+    """Trace files per direction that needs one: the pinned trace, or a generated step schedule."""
+    traces: dict[str, Path] = {}
+    for name in DIRECTIONS:
+        direction: DirectionParams = getattr(cell.params, name)
+        if direction.trace is not None:
+            traces[name] = resolve_trace(direction)
+        elif direction.rate_schedule:
+            assert direction.rate_mbps is not None
+            path = workdir / f"{name}.schedule.trace"
+            path.write_text(rate_schedule_trace(direction.rate_mbps, direction.rate_schedule, lead_s, length_s))
+            traces[name] = path
+    return traces
+
+
+def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: str, workdir: Path,
+                 traces: dict[str, Path], duration_s: float) -> list[str]:
+    """ccsweep-link's argv for the cell; stats go to stdout every 100 ms, logs into workdir.
+
+    `duration_s` is a safety net only: the runner stops the emulator with SIGTERM.
+    """
+    p = cell.params
+    argv = [str(binary), "--sender-netns", sender_netns, "--receiver-netns", receiver_netns]
+    logs = link_files(workdir)
+    for name in DIRECTIONS:
+        direction: DirectionParams = getattr(p, name)
+        if name in traces:
+            argv += [f"--{name}-trace", str(traces[name])]
+        else:
+            argv += [f"--{name}-rate", f"{direction.rate_mbps:g}mbit"]
+        argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-loss", f"{direction.loss:g}",
+                 f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
+    argv += ["--loss-position", p.loss_position, "--seed", str(p.seed), "--stats", "-",
+             "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]
+    return argv
+
+
+def link_summary(summary: dict[str, Any], threshold_us: float) -> LinkSummary:
+    """The emulator's summary line as the result's LinkSummary, with the `late` verdict."""
+    lateness = summary.get("lateness_us", {})
+    p99 = float(lateness.get("p99", 0.0))
+    return LinkSummary(
+        version=str(summary.get("version", "unknown")),
+        order=str(summary.get("order", "unknown")),
+        uplink=DirectionCounters.model_validate(summary.get("uplink", {})),
+        downlink=DirectionCounters.model_validate(summary.get("downlink", {})),
+        selfcheck=SelfCheck(
+            lateness_p50_us=float(lateness.get("p50", 0.0)),
+            lateness_p99_us=p99,
+            lateness_max_us=float(lateness.get("max", 0.0)),
+            cpu_share=float(summary.get("cpu_share", 0.0)),
+            late=p99 > threshold_us,
+            threshold_us=threshold_us,
+        ),
+    )
+

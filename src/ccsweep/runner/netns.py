@@ -1,0 +1,104 @@
+"""The cell's two network namespaces: created with unique names, always deleted.
+
+Names are `ccs-<cell id, 8 hex>-<runner pid>-s|r`, so cells (even repetitions of one cell) run
+side by side on a node and a leftover namespace says which process leaked it.  Socket-buffer
+sysctls `net.ipv4.tcp_rmem`/`tcp_wmem` are per namespace and set here; `net.core.rmem_max`/
+`wmem_max` are host-wide (writing them inside a namespace fails), so they are only read back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ccsweep.cell import BufferParams
+
+#: Sysctls read back from the receiver namespace into each result (what the sockets really got).
+RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max")
+
+
+class NamespaceError(RuntimeError):
+    """An `ip` command failed; the message is the command's own one-line complaint."""
+
+
+@dataclass(frozen=True)
+class CellNamespaces:
+    sender: str
+    receiver: str
+
+    @staticmethod
+    def exec_prefix(name: str) -> list[str]:
+        """Run a command inside a namespace (`ip netns exec` execs it: the PID stays the command's)."""
+        return ["ip", "netns", "exec", name]
+
+
+def namespace_names(cell_id: str, pid: int | None = None) -> CellNamespaces:
+    stem = f"ccs-{cell_id[:8]}-{pid if pid is not None else os.getpid()}"
+    return CellNamespaces(sender=f"{stem}-s", receiver=f"{stem}-r")
+
+
+def _ip(*args: str) -> str:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        message = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise NamespaceError(f"ip {' '.join(args)}: {message}")
+    return done.stdout
+
+
+def sysctl_settings(buffers: BufferParams) -> dict[str, str]:
+    """The per-namespace sysctls a cell sets, in `sysctl -w` syntax."""
+    return {
+        "net.ipv4.tcp_rmem": " ".join(map(str, buffers.tcp_rmem)),
+        "net.ipv4.tcp_wmem": " ".join(map(str, buffers.tcp_wmem)),
+    }
+
+
+def read_sysctls(namespace: str, names: tuple[str, ...] = RECORDED_SYSCTLS) -> dict[str, list[int]]:
+    """Effective values inside `namespace`, as lists of integers."""
+    out = _ip("netns", "exec", namespace, "sysctl", "-n", *names)
+    return {name: [int(v) for v in line.split()] for name, line in zip(names, out.splitlines())}
+
+
+@contextmanager
+def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespaces]:
+    """Create both namespaces with `lo` up and the cell's buffers; delete them on every exit path."""
+    names = namespace_names(cell_id)
+    created: list[str] = []
+    try:
+        for name in (names.sender, names.receiver):
+            _ip("netns", "add", name)
+            created.append(name)
+            _ip("-n", name, "link", "set", "lo", "up")
+            settings = [f"{key}={value}" for key, value in sysctl_settings(buffers).items()]
+            _ip("netns", "exec", name, "sysctl", "-q", "-w", *settings)
+        yield names
+    finally:
+        with deferred_interrupts():
+            for name in reversed(created):
+                subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold Ctrl-C/SIGTERM during cleanup and re-raise afterwards, so cleanup is never cut short.
+
+    A Ctrl-C in a terminal reaches the cell twice (from the terminal and from the executor that
+    forwards it); the second one must not interrupt the deletion of namespaces.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            raise KeyboardInterrupt

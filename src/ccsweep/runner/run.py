@@ -1,0 +1,275 @@
+"""run_cell: one cell from namespaces to result record.
+
+Order of work, and why:
+1. the algorithms are checked first, so a kernel without one fails fast with nothing to undo;
+2. namespaces, then ccsweep-link (which creates the TUN devices and addresses), then the
+   receiver (waited for until it listens: ReBBR's clients could hang when they connected first),
+   then the sender, which checks again that its sockets accept each algorithm;
+3. all endpoints get one t0 on CLOCK_MONOTONIC, the flows run, the endpoints exit on their own;
+4. the emulator is stopped with SIGTERM and prints its summary; children are stopped by PID and
+   the namespaces deleted on every path, Ctrl-C included;
+5. measurements are computed from what was recorded and the link logs are compressed.
+
+Any failure but an unavailable algorithm or an interrupt becomes a "failed" record with a one-line
+error, which the store keeps for diagnosis without marking the cell done.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import platform
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ccsweep import __version__
+from ccsweep.cell import Cell
+from ccsweep.result import CellResult, Environment, LinkSummary, TimeSeries
+from ccsweep.runner.api import CellObserver, CellOutput, CongestionControlUnavailable
+from ccsweep.runner.collect import (
+    cell_goodput,
+    flow_result,
+    flow_series,
+    link_series,
+    receiver_curves,
+    samples_of,
+)
+from ccsweep.runner.flow import AVAILABLE_CC_PATH
+from ccsweep.runner.link import find_link_binary, link_command, link_files, link_summary, prepare_traces
+from ccsweep.runner.live import LiveFeed
+from ccsweep.runner.measure import read_link_log
+from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
+from ccsweep.runner.procs import Child, ChildError
+from ccsweep.runner.tcpinfo import set_congestion_control
+
+#: A generated rate schedule starts this long after the emulator, so the flows can start on it.
+SCHEDULE_LEAD_S = 2.0
+#: Time the emulator, receiver and sender may take to come up.
+READY_TIMEOUT_S = 20.0
+#: Time past the flows' end allowed for the endpoints' last words before the cell fails.
+END_GRACE_S = 15.0
+#: t0 this far after everyone is ready: the `go` line must reach both endpoints first.
+GO_MARGIN_S = 0.05
+RECEIVER_PORT = 5201
+
+
+def available_congestion_controls() -> list[str]:
+    try:
+        return Path(AVAILABLE_CC_PATH).read_text().split()
+    except OSError:
+        return []
+
+
+def check_congestion_controls(cell: Cell, available: list[str]) -> None:
+    """Raise CongestionControlUnavailable for the first algorithm this kernel cannot give a socket.
+
+    An algorithm missing from the list may still be a loadable module; a socket option tries it.
+    """
+    for cc in dict.fromkeys(f.cc for f in cell.params.flows):
+        if cc in available:
+            continue
+        with socket.socket() as probe:
+            try:
+                set_congestion_control(probe, cc)
+            except OSError:
+                raise CongestionControlUnavailable(cc, available) from None
+
+
+def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float = 200,
+             link_binary: str | os.PathLike[str] | None = None, executor: str = "local") -> CellOutput:
+    """Run `cell` with scratch files in `workdir`; see the module docstring for what happens."""
+    started_at = _now()
+    available = available_congestion_controls()
+    check_congestion_controls(cell, available)
+    environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,
+                              ccsweep_version=__version__, python=platform.python_version(), executor=executor)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        with _sigterm_as_interrupt():
+            return _run(cell, workdir, observer, lateness_threshold_us, link_binary, environment, started_at)
+    except (CongestionControlUnavailable, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - every other failure is recorded, not raised
+        result = CellResult(cell=cell, status="failed", error=_one_line(exc), started_at=started_at,
+                            finished_at=_now(), environment=environment)
+        return CellOutput(result=result, timeseries=None)
+
+
+class _Children:
+    """The cell's processes, stopped in reverse start order (senders first, emulator last)."""
+
+    def __init__(self) -> None:
+        self.started: list[Child] = []
+
+    def start(self, child: Child) -> Child:
+        self.started.append(child)
+        return child
+
+    def stop_all(self) -> None:
+        with deferred_interrupts():
+            for child in reversed(self.started):
+                child.stop()
+
+
+def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us: float,
+         link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str) -> CellOutput:
+    p = cell.params
+    binary = find_link_binary(link_binary)
+    scheduled = bool(p.uplink.rate_schedule or p.downlink.rate_schedule)
+    lead_s = SCHEDULE_LEAD_S if scheduled else 0.0
+    link_limit_s = lead_s + READY_TIMEOUT_S * 2 + p.duration_s + END_GRACE_S
+    traces = prepare_traces(cell, workdir, lead_s, link_limit_s)
+    live = LiveFeed(cell, observer)
+    children = _Children()
+
+    with cell_namespaces(cell.id, p.buffers) as ns:
+        try:
+            link = children.start(Child("ccsweep-link", link_command(cell, binary, ns.sender, ns.receiver, workdir,
+                                                                    traces, link_limit_s),
+                                        workdir / "link.stderr", on_event=live.on_link))
+            origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
+            receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
+                                            on_event=live.on_receiver))
+            receiver.wait_event("ready", READY_TIMEOUT_S)
+            sender = children.start(Child("sender", _sender_argv(cell, ns), workdir / "sender.stderr",
+                                          on_event=live.on_sender))
+            _wait_sender_ready(sender, environment.available_cc)
+            now_ns = time.monotonic_ns()
+            t0_ns = max(now_ns + round(GO_MARGIN_S * 1e9), origin_ns + round(lead_s * 1e9))
+            if scheduled and now_ns > origin_ns + lead_s * 1e9:
+                raise ChildError(f"setup took {(now_ns - origin_ns) / 1e9:.1f} s, longer than the rate schedule's "
+                                 f"lead of {lead_s:g} s (machine overloaded?)")
+            for child in (receiver, sender):
+                child.send(f"go {t0_ns}\n")
+            _wait_flows(receiver, sender, link, live, t0_ns + round((p.duration_s + END_GRACE_S) * 1e9))
+            link.stop(signal.SIGTERM, timeout=10)
+            summary = link.wait_event("summary", 1)
+            sysctls = read_sysctls(ns.receiver)
+        finally:
+            children.stop_all()
+
+    offset_s = (t0_ns - origin_ns) / 1e9
+    environment = environment.model_copy(update={
+        "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
+        "rmem_max": (sysctls.get("net.core.rmem_max") or [None])[0],
+        "wmem_max": (sysctls.get("net.core.wmem_max") or [None])[0]})
+    return _collect(cell, workdir, receiver, sender, link, link_summary(summary, threshold_us), offset_s,
+                    environment, started_at)
+
+
+def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
+    return [*ns.exec_prefix(ns.receiver), sys.executable, "-m", "ccsweep.runner.flow", "receiver",
+            "--port", str(RECEIVER_PORT), "--flows", str(len(cell.params.flows)),
+            "--duration", f"{cell.params.duration_s:g}"]
+
+
+def _sender_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
+    flows = [f"--flow={i}:{f.cc}:{f.start_s:g}" for i, f in enumerate(cell.params.flows)]
+    return [*ns.exec_prefix(ns.sender), sys.executable, "-m", "ccsweep.runner.flow", "sender",
+            "--port", str(RECEIVER_PORT), "--duration", f"{cell.params.duration_s:g}",
+            "--message-bytes", str(cell.params.message_bytes), *flows]
+
+
+def _wait_sender_ready(sender: Child, available: list[str]) -> None:
+    try:
+        sender.wait_event("ready", READY_TIMEOUT_S)
+    except ChildError:
+        refused = next((e for e in sender.of_kind("error") if e.get("kind") == "cc_unavailable"), None)
+        if refused is not None:
+            raise CongestionControlUnavailable(str(refused["cc"]), list(refused.get("available") or available)) from None
+        raise
+
+
+def _wait_flows(receiver: Child, sender: Child, link: Child, live: LiveFeed, deadline_ns: int) -> None:
+    """Until both endpoints say `done`; a child's error or early exit fails the cell at once."""
+    while not (receiver.of_kind("done") and sender.of_kind("done")):
+        for child in (sender, receiver, link):
+            error = child.error()
+            if error is not None:
+                raise ChildError(f"{child.name}: {error}")
+            if child.process.poll() is not None:
+                time.sleep(0.2)  # let the reader take the child's last lines
+                if not child.of_kind("done"):
+                    raise ChildError(f"{child.name} exited ({child.process.returncode}) before the flows ended: "
+                                     f"{child.error() or child.stderr_tail()}")
+        if time.monotonic_ns() > deadline_ns:
+            raise ChildError(f"the flows did not end within {END_GRACE_S:g} s of their end time")
+        live.tick()
+        time.sleep(0.1)
+    live.tick()
+
+
+def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Child, summary: LinkSummary,
+             offset_s: float, environment: Environment, started_at: str) -> CellOutput:
+    p = cell.params
+    curves = receiver_curves(receiver.of_kind("rx"), len(p.flows))
+    sender_events = sender.of_kind("sample")
+    samples = [samples_of(sender_events, i) for i in range(len(p.flows))]
+    goodput, steady = cell_goodput(p, curves)
+    logs = link_files(workdir)
+    start_ms = round(offset_s * 1000)
+    uplink_log = read_link_log(logs["uplink.log"], start_ms, start_ms + round(p.duration_s * 1000))
+    files = {f"{name}.gz": _gzip(path) for name, path in logs.items() if path.exists()}
+    result = CellResult(
+        cell=cell,
+        status="ok",
+        started_at=started_at,
+        finished_at=_now(),
+        goodput_mbps=goodput,
+        goodput_steady_mbps=steady,
+        bottleneck_throughput_mbps=round(uplink_log.bottleneck_throughput_mbps, 4),
+        capacity_mbps=round(uplink_log.capacity_mbps, 4) if uplink_log.capacity_bytes else None,
+        flows=[flow_result(i, p, samples[i], curves) for i in range(len(p.flows))],
+        link=summary,
+        environment=environment,
+    )
+    timeseries = TimeSeries(
+        cell_id=cell.id,
+        flows=[flow_series(samples[i], curves.t, curves.bytes[i]) for i in range(len(p.flows))],
+        link=link_series(link.of_kind("stats"), offset_s),
+    )
+    return CellOutput(result=result, timeseries=timeseries, files=files)
+
+
+def _gzip(path: Path) -> Path:
+    """Compress a link log next to itself and drop the original (logs are ~20 MB a minute)."""
+    target = path.with_name(path.name + ".gz")
+    with open(path, "rb") as source, gzip.open(target, "wb", compresslevel=6) as sink:
+        shutil.copyfileobj(source, sink, 1 << 20)
+    path.unlink()
+    return target
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a pod being deleted, the executor stopping) cleans up like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, (ChildError, RuntimeError, OSError)) else f"{type(exc).__name__}: {text}"

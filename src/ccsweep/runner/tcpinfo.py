@@ -1,0 +1,85 @@
+"""Reading the kernel's per-socket TCP state: struct tcp_info and BBR's struct tcp_bbr_info.
+
+Parsed with `struct` at the offsets of include/uapi/linux/tcp.h, because Python's socket module
+exposes the option numbers but not the structs.  The structs only ever grow at the end, so a
+field beyond what an older kernel returns is simply absent from the parsed dict.
+
+Stdlib only: imported by the flow endpoints, which must start fast inside a namespace.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+TCP_INFO = getattr(socket, "TCP_INFO", 11)
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+TCP_CC_INFO = 26  # not in Python's socket module
+
+#: The bytes of struct tcp_info asked for: everything up to and including tcpi_sndbuf_limited.
+TCP_INFO_BYTES = 192
+#: struct tcp_bbr_info: bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain (five __u32).
+TCP_BBR_INFO_BYTES = 20
+
+#: (name, offset, struct format) of the struct tcp_info fields a cell records.
+TCP_INFO_FIELDS: tuple[tuple[str, int, str], ...] = (
+    ("ca_state", 1, "B"),
+    ("snd_mss", 16, "I"),
+    ("lost", 32, "I"),
+    ("rtt_us", 68, "I"),          # smoothed RTT
+    ("rttvar_us", 72, "I"),
+    ("snd_ssthresh", 76, "I"),
+    ("cwnd", 80, "I"),            # packets
+    ("total_retrans", 100, "I"),  # segments
+    ("pacing_rate", 104, "Q"),    # bytes/s
+    ("bytes_acked", 120, "Q"),
+    ("bytes_received", 128, "Q"),
+    ("min_rtt_us", 148, "I"),
+    ("delivery_rate", 160, "Q"),  # bytes/s
+    ("busy_us", 168, "Q"),
+    ("rwnd_limited_us", 176, "Q"),
+    ("sndbuf_limited_us", 184, "Q"),
+)
+
+
+def parse_tcp_info(data: bytes) -> dict[str, int]:
+    """The recorded fields of a struct tcp_info (native byte order), those the buffer holds."""
+    out: dict[str, int] = {}
+    for name, offset, fmt in TCP_INFO_FIELDS:
+        end = offset + struct.calcsize("=" + fmt)
+        if end <= len(data):
+            out[name] = struct.unpack_from("=" + fmt, data, offset)[0]
+    return out
+
+
+def parse_bbr_info(data: bytes) -> dict[str, float] | None:
+    """BBR's bandwidth estimate (bytes/s), min RTT (us) and gains (as plain factors), or None."""
+    if len(data) < TCP_BBR_INFO_BYTES:
+        return None
+    bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain = struct.unpack_from("=5I", data, 0)
+    return {
+        "bw": bw_hi << 32 | bw_lo,
+        "min_rtt_us": min_rtt,
+        "pacing_gain": pacing_gain / 256,  # the kernel reports gains shifted left by 8 bits
+        "cwnd_gain": cwnd_gain / 256,
+    }
+
+
+def read_tcp_info(sock: socket.socket) -> dict[str, int]:
+    return parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCP_INFO_BYTES))
+
+
+def read_bbr_info(sock: socket.socket) -> dict[str, float] | None:
+    """TCP_CC_INFO of a BBR socket (other algorithms return a different union member, or nothing)."""
+    try:
+        return parse_bbr_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_CC_INFO, TCP_BBR_INFO_BYTES))
+    except OSError:
+        return None
+
+
+def set_congestion_control(sock: socket.socket, cc: str) -> None:
+    sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
+
+
+def congestion_control_of(sock: socket.socket) -> str:
+    return sock.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()

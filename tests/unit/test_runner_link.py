@@ -1,0 +1,101 @@
+"""What the runner tells ccsweep-link, and how it reads the emulator's answers back."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams, QueueParams, RateStep
+from ccsweep.runner.link import LinkError, find_link_binary, link_command, link_summary, rate_schedule_trace
+from ccsweep.runner.netns import namespace_names, sysctl_settings
+
+
+def cell(**changes) -> Cell:
+    base = dict(flows=(FlowParams(cc="bbr"),),
+                uplink=DirectionParams(rate_mbps=100, delay_ms=50, loss=0.01,
+                                       queue=QueueParams(kind="droptail", bytes=1_250_000)),
+                downlink=DirectionParams(rate_mbps=100, delay_ms=50, loss=0),
+                duration_s=20, warmup_s=5, seed=7)
+    return Cell.build("s", "e", CellParams(**{**base, **changes}))
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_the_command_line_carries_every_link_parameter(tmp_path: Path):
+    argv = link_command(cell(loss_position="before"), Path("/x/ccsweep-link"), "ns-s", "ns-r", tmp_path, {}, 60)
+    assert argv[0] == "/x/ccsweep-link"
+    assert (option(argv, "--sender-netns"), option(argv, "--receiver-netns")) == ("ns-s", "ns-r")
+    assert option(argv, "--uplink-rate") == "100mbit"
+    assert option(argv, "--uplink-delay") == "50ms"
+    assert option(argv, "--downlink-delay") == "50ms"
+    assert option(argv, "--uplink-loss") == "0.01"
+    assert option(argv, "--downlink-loss") == "0"
+    assert option(argv, "--uplink-queue") == "droptail bytes=1250000"
+    assert option(argv, "--downlink-queue") == "infinite"
+    assert option(argv, "--loss-position") == "before"
+    assert option(argv, "--seed") == "7"
+    assert option(argv, "--stats") == "-"
+    assert option(argv, "--stats-interval") == "100ms"
+    assert option(argv, "--uplink-log") == str(tmp_path / "uplink.log")
+    assert option(argv, "--duration") == "60s"
+
+
+def test_a_trace_replaces_the_rate(tmp_path: Path):
+    argv = link_command(cell(), Path("l"), "a", "b", tmp_path, {"uplink": tmp_path / "up.trace"}, 30)
+    assert option(argv, "--uplink-trace") == str(tmp_path / "up.trace")
+    assert "--uplink-rate" not in argv
+    assert option(argv, "--downlink-rate") == "100mbit"
+
+
+def test_a_generated_schedule_trace_has_the_rate_and_the_step():
+    # 12 Mbit/s = one 1500-byte opportunity per ms; twice that from 1 s after a 0.5 s lead.
+    trace = [int(x) for x in rate_schedule_trace(12, (RateStep(at_s=1, factor=2),), lead_s=0.5, length_s=3).split()]
+    assert trace[-1] == 3000
+    per_ms = {ms: trace.count(ms) for ms in (1, 500, 1500, 1501, 3000)}
+    assert per_ms == {1: 1, 500: 1, 1500: 1, 1501: 2, 3000: 2}
+    # An error accumulator spreads a fractional rate evenly: 100 Mbit/s is 8.33 opportunities per ms.
+    steady = [int(x) for x in rate_schedule_trace(100, (), lead_s=0, length_s=1).split()]
+    assert len(steady) == 8333
+    assert {steady.count(ms) for ms in range(1, 1001)} == {8, 9}
+
+
+def test_binary_lookup_names_what_it_tried(tmp_path: Path, monkeypatch):
+    with pytest.raises(LinkError, match="nowhere/ccsweep-link"):
+        find_link_binary(tmp_path / "nowhere" / "ccsweep-link")
+    fake = tmp_path / "ccsweep-link"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CCSWEEP_LINK", str(fake))
+    assert find_link_binary() == fake
+    assert find_link_binary(str(fake)) == fake
+    os.chmod(fake, 0o644)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    if not (Path(__file__).resolve().parents[2] / "bin" / "ccsweep-link").exists():
+        with pytest.raises(LinkError, match="make emulator"):
+            find_link_binary()
+
+
+SUMMARY = {"event": "summary", "version": "0.1.0", "order": "queue>bottleneck>loss>delay", "cpu_share": 0.05,
+           "lateness_us": {"p50": 3.0, "p99": 250.0, "max": 900.0, "count": 10},
+           "uplink": {"in_packets": 10, "bottleneck_bytes": 15000, "drops_loss": 1, "delay_line_packets": 0},
+           "downlink": {"in_packets": 5}}
+
+
+def test_summary_flags_a_late_link_above_the_threshold():
+    summary = link_summary(SUMMARY, threshold_us=200)
+    assert summary.selfcheck.late and summary.selfcheck.lateness_p99_us == 250
+    assert summary.uplink.bottleneck_bytes == 15000 and summary.uplink.drops_loss == 1
+    assert summary.order == "queue>bottleneck>loss>delay"
+    assert not link_summary(SUMMARY, threshold_us=300).selfcheck.late
+
+
+def test_namespace_names_are_unique_per_cell_and_process():
+    names = namespace_names("0123456789abcdef", pid=4242)
+    assert (names.sender, names.receiver) == ("ccs-01234567-4242-s", "ccs-01234567-4242-r")
+
+
+def test_buffers_become_per_namespace_sysctls():
+    assert sysctl_settings(cell().params.buffers) == {"net.ipv4.tcp_rmem": "4096 87380 6553600",
+                                                     "net.ipv4.tcp_wmem": "4096 65536 6553600"}
