@@ -1,0 +1,134 @@
+"""The Argo workflows, checked offline: `argo lint --offline`, and against the ccsweep CLI they call.
+
+A workflow can be valid Argo and still be wrong for ccsweep: a flag the CLI does not have, a
+field of the plan's output the fan-out reads but `ccsweep plan` does not print, a preset that does
+not exist. Those mistakes would only show on a cluster, minutes in; here they fail in a second.
+Needs bin/argo (hack/tools/argo.sh, part of `make tools` and `make test`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+
+from ccsweep.cli import main as cli
+from ccsweep.spec import find_spec_file
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPO / "workflows"
+TEMPLATES = sorted((WORKFLOWS / "templates").glob("*.yaml"))
+EXPERIMENTS = sorted(WORKFLOWS.glob("*.yaml"))
+ARGO = REPO / "bin" / "argo"
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def all_templates() -> dict[str, dict]:
+    """Every template of every WorkflowTemplate, by name."""
+    return {t["name"]: t for path in TEMPLATES for t in load(path)["spec"]["templates"]}
+
+
+@pytest.fixture(scope="module")
+def argo() -> Path:
+    if not ARGO.exists():
+        pytest.skip("bin/argo missing: run `make tools` (hack/tools/argo.sh)")
+    return ARGO
+
+
+def lint(argo: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(argo), "lint", "--offline", "--output", "simple", *map(str, paths)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("workflow", EXPERIMENTS, ids=lambda p: p.name)
+def test_argo_lint_offline_passes(argo: Path, workflow: Path):
+    # The WorkflowTemplates go along, so workflowTemplateRef and templateRef resolve offline.
+    done = lint(argo, workflow, *TEMPLATES)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_argo_lint_offline_catches_a_broken_reference(argo: Path, tmp_path: Path):
+    """The lint above can fail: a workflow naming a template that does not exist is refused."""
+    broken = load(WORKFLOWS / "full-sweep.yaml")
+    broken["spec"]["workflowTemplateRef"]["name"] = "ccsweep-no-such-template"
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(broken))
+    done = lint(argo, tmp_path / "broken.yaml", *TEMPLATES)
+    assert done.returncode != 0
+    assert "ccsweep-no-such-template" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("workflow", EXPERIMENTS, ids=lambda p: p.name)
+def test_each_workflow_names_an_existing_preset(workflow: Path):
+    params = {p["name"]: p["value"] for p in load(workflow)["spec"]["arguments"]["parameters"]}
+    assert find_spec_file(params["spec"]).is_file()
+    assert params["sweep"] == workflow.stem == params["spec"]
+
+
+def command_flags(template: dict) -> tuple[list[str], set[str]]:
+    """(ccsweep subcommand path, --flags used) of a template whose container runs ccsweep."""
+    container = template["container"]
+    words = [*container.get("command", []), *container.get("args", [])]
+    text = " ".join(words)
+    match = re.search(r"\bccsweep (\w+)", text)
+    assert match, f"template {template['name']} does not run ccsweep"
+    return [match.group(1)], set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
+
+
+@pytest.mark.parametrize("name", ["plan", "cell", "figures"])
+def test_templates_call_ccsweep_with_flags_it_has(name: str):
+    (subcommand,), flags = command_flags(all_templates()[name])
+    command = cli.commands[subcommand]
+    known = {opt for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+    assert flags <= known, f"ccsweep {subcommand} lacks {flags - known}"
+
+
+def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
+    sweep = all_templates()["sweep"]
+    fan_out = next(step for group in sweep["steps"] for step in group if "withParam" in step)
+    used = set(re.findall(r"\{\{item\.(\w+)\}\}", json.dumps(fan_out)))
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", "quick", "--store", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)
+    assert items and used == set(items[0]), (used, items[0])
+    # The node selector is a JSON object in a string: the cell template splices it into podSpecPatch.
+    patch = all_templates()["cell"]["podSpecPatch"].replace("{{inputs.parameters.node-selector}}", items[0]["node_selector"])
+    selector = json.loads(patch)["nodeSelector"]
+    assert selector == json.loads(items[0]["node_selector"])
+    assert selector and all(k.startswith("ccsweep.io/cc-") and v == "true" for k, v in selector.items())
+
+
+def test_cell_template_is_least_privilege_with_equal_requests_and_limits():
+    cell = all_templates()["cell"]
+    container = cell["container"]
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    security = container["securityContext"]
+    assert security["privileged"] is False
+    assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN"]}
+    assert cell["volumes"] == [{"name": "tun", "hostPath": {"path": "/dev/net/tun", "type": "CharDevice"}}]
+    assert "activeDeadlineSeconds" in cell
+
+
+def test_cells_retry_only_infrastructure_failures():
+    """The retry expression, evaluated for the exits `ccsweep cell` documents."""
+    expression = all_templates()["cell"]["retryStrategy"]["expression"]
+    assert "lastRetry.status" in expression
+
+    def retried(status: str, exit_code: str) -> bool:
+        # The expression's grammar is small: evaluate it as Python after swapping the operators.
+        py = expression.replace("&&", " and ").replace("||", " or ").replace("asInt", "int")
+        return bool(eval(py, {"int": int}, {"lastRetry": type("R", (), {"status": status, "exitCode": exit_code})}))
+
+    assert retried("Error", "-1")          # pod deleted, evicted, node lost
+    assert retried("Failed", "137")        # SIGKILL (OOM killer, node drain)
+    assert retried("Failed", "143")        # SIGTERM
+    for code in ("1", "2", "3"):           # failed cell, bad input, missing algorithm
+        assert not retried("Failed", code)
