@@ -327,12 +327,10 @@ impl Direction {
         }
     }
 
+    /// Counters as JSON. Queue sizes count waiting packets only (not the one being served), the
+    /// quantity queue limits apply to, as in mm-link.
     pub fn counters_json(&self, elapsed_ns: u64) -> Value {
         let c = &self.counters;
-        let in_service = match &self.server {
-            Server::Rate { in_service, .. } => in_service.as_ref().map(|(p, _)| p.size as u64),
-            Server::Trace { in_transit, .. } => in_transit.as_ref().map(|(_, left)| *left),
-        };
         json!({
             "in_packets": c.in_packets,
             "in_bytes": c.in_bytes,
@@ -345,8 +343,8 @@ impl Direction {
             "drops_queue": c.drops_queue,
             "drops_aqm": c.drops_aqm,
             "write_errors": c.write_errors,
-            "queue_packets": self.queue.len() as u64 + in_service.map_or(0, |_| 1),
-            "queue_bytes": self.queue.bytes() + in_service.unwrap_or(0),
+            "queue_packets": self.queue.len(),
+            "queue_bytes": self.queue.bytes(),
             "queue_bytes_max": c.queue_bytes_max,
             "delay_line_packets": self.delay_line.len(),
         })
