@@ -118,6 +118,20 @@ def validate(spec: str) -> None:
 
 
 @main.command()
+@click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Compare FILE with the generated CRD instead of printing it; exit 1 if they differ.")
+def crd(check_file: Path | None) -> None:
+    """Print the Sweep CustomResourceDefinition, generated from the spec's pydantic models."""
+    from ccsweep.crd import render_crd
+
+    text = render_crd()
+    if check_file is None:
+        click.echo(text, nl=False)
+    elif not check_file.is_file() or check_file.read_text() != text:
+        fail(f"{check_file} differs from `ccsweep crd` (regenerate: ccsweep crd > {check_file})", code=1)
+
+
+@main.command()
 def presets() -> None:
     """List the sweep presets (spec files on the search path)."""
     seen = set()

@@ -1,0 +1,241 @@
+"""The Sweep custom resource: its models and its CustomResourceDefinition, generated from them.
+
+A Sweep's `spec` is a sweep spec file as it is (`SweepSpec`: the same YAML as `sweeps/*.yaml`)
+plus `run` (where and how the operator runs it); its `status` is written by the operator. The
+CRD's openAPIV3Schema is generated here from these pydantic models, so the API server rejects
+most invalid specs (types, ranges, patterns, unknown fields) with the same rules as
+`ccsweep validate`, and what a schema cannot say (exactly one of `cc`/`mixes`, unique names) is
+reported by the operator as a condition with the one-line reason. `ccsweep crd` prints it; the
+chart ships the committed copy and a test keeps that copy equal to this output.
+
+Kubernetes accepts only *structural* schemas (no `$ref`, no `anyOf` over types, OpenAPI v3.0
+keywords), so the pydantic JSON Schema is rewritten: references inlined, `X | None` as
+`nullable`, `exclusiveMinimum: n` as `minimum: n, exclusiveMinimum: true`, tuples as arrays of
+fixed length. Defaults are NOT put into the schema: the API server would fill them into every
+experiment, and filled-in values would then override the spec's own `defaults` mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from ccsweep.spec import SLUG, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
+
+GROUP = "ccsweep.io"
+VERSION = "v1alpha1"
+KIND = "Sweep"
+PLURAL = "sweeps"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+#: Kubernetes quantities such as "1", "500m", "1.5" (for cell CPU requests).
+CPU_QUANTITY = r"^([0-9]+m|[0-9]+(\.[0-9]+)?)$"
+
+Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Invalid"]
+
+
+class RunSettings(SpecModel):
+    """Where and how the operator runs the sweep; each unset field takes the operator's default."""
+
+    store: str | None = Field(default=None, pattern=r"^(s3|file)://.+",
+                              description="result store URL (s3://BUCKET/PREFIX); default: the chart's store.url")
+    image: str | None = Field(default=None, min_length=1, description="cell image; default: the chart's image")
+    cell_cpu: str | None = Field(default=None, pattern=CPU_QUANTITY,
+                                 description="CPU request = limit of each cell pod, e.g. \"1\" or \"500m\"")
+    parallelism: int | None = Field(default=None, ge=1, le=10_000, description="cell pods running at once")
+    pushgateway: str | None = Field(default=None, description="Pushgateway for live cell metrics (host:port)")
+
+
+class SweepResourceSpec(SweepSpec):
+    """A Sweep's spec: a sweep spec file's fields, plus `run`; `name` defaults to the object's name."""
+
+    name: str | None = Field(default=None, pattern=SLUG,
+                             description="the sweep's name in the store; default: the Sweep's metadata.name")
+    run: RunSettings = Field(default_factory=RunSettings)
+
+
+class CellCounts(SpecModel):
+    """How many distinct cells the sweep has, and where they are."""
+
+    total: int = Field(default=0, ge=0, description="distinct cells of the sweep")
+    cached: int = Field(default=0, ge=0, description="already in the store when the sweep was planned: not run")
+    running: int = Field(default=0, ge=0, description="cell pods pending or running")
+    done: int = Field(default=0, ge=0, description="cells run and stored by this sweep's workflow")
+    failed: int = Field(default=0, ge=0, description="cells that failed after their retries")
+
+
+class Condition(SpecModel):
+    """A Kubernetes-style condition: the latest observation of one aspect, with a reason."""
+
+    type: str = Field(description="Valid, Planned or Complete")
+    status: Literal["True", "False", "Unknown"]
+    reason: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", description="CamelCase reason")
+    message: str = Field(default="", description="one line for people")
+    lastTransitionTime: str = Field(json_schema_extra={"format": "date-time"})
+    observedGeneration: int | None = Field(default=None, ge=0)
+
+
+class SweepStatus(SpecModel):
+    """What the operator last saw of the sweep; written only by the operator."""
+
+    phase: Phase | None = Field(default=None, description="Pending, Running, Succeeded, Failed or Invalid")
+    observedGeneration: int | None = Field(default=None, ge=0, description="the spec generation this status is about")
+    sweep: str | None = Field(default=None, description="the sweep's name in the store")
+    store: str | None = Field(default=None, description="the result store")
+    workflow: str | None = Field(default=None, description="the Argo Workflow running the cells")
+    cells: CellCounts | None = None
+    startedAt: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    finishedAt: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    report: str | None = Field(default=None, description="where the HTML report is (set when the sweep succeeded)")
+    message: str | None = Field(default=None, description="one line: why the sweep is in this phase")
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra={
+        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
+
+
+def sweep_from_resource(spec: dict[str, Any], name: str) -> tuple[SweepSpec, RunSettings]:
+    """The sweep (includes and defaults resolved) and run settings of a Sweep's spec.
+
+    Raises SpecError with one line naming the field, exactly as `ccsweep validate` would.
+    """
+    data = {k: v for k, v in spec.items() if k != "run"}
+    data["name"] = data.get("name") or name
+    try:
+        run = RunSettings.model_validate(spec.get("run") or {})
+    except ValidationError as exc:
+        raise SpecError(f"Sweep {name}: run.{one_line(exc)}") from None
+    return parse_spec(data, origin=f"Sweep {name}"), run
+
+
+# ---------------------------------------------------------------------------------------------
+# Structural OpenAPI v3 schemas from pydantic models.
+
+_KEPT = {"type", "description", "pattern", "enum", "minimum", "maximum", "minItems", "maxItems", "minLength",
+         "maxLength", "format", "required"}
+
+
+def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema rewritten into a Kubernetes structural schema."""
+    raw = model.model_json_schema(mode="validation")
+    return _structural(raw, raw.get("$defs", {}))
+
+
+def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[1]]
+        # A field's own description (and default) wins over the referenced model's docstring.
+        return _structural({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o != {"type": "null"}]
+        if len(options) != 1:
+            raise ValueError(f"not expressible as a structural schema (anyOf over types): {node}")
+        out = _structural({**options[0], **{k: v for k, v in node.items() if k != "anyOf"}}, defs)
+        if len(options) < len(node["anyOf"]):
+            out["nullable"] = True
+        return out
+    out = {k: v for k, v in node.items() if k in _KEPT or k.startswith("x-kubernetes-")}
+    if "const" in node:
+        out["enum"] = [node["const"]]
+    if "exclusiveMinimum" in node:
+        out["minimum"], out["exclusiveMinimum"] = node["exclusiveMinimum"], True
+    if "exclusiveMaximum" in node:
+        out["maximum"], out["exclusiveMaximum"] = node["exclusiveMaximum"], True
+    if "prefixItems" in node:
+        kinds = {_structural(p, defs)["type"] for p in node["prefixItems"]}
+        if len(kinds) != 1:
+            raise ValueError(f"tuple of mixed types is not structural: {node}")
+        out["items"] = {"type": kinds.pop()}
+    elif "items" in node:
+        out["items"] = _structural(node["items"], defs)
+    if "properties" in node:
+        out["type"] = "object"
+        out["properties"] = {k: _structural(v, defs) for k, v in node["properties"].items()}
+    elif node.get("type") == "object":
+        extra = node.get("additionalProperties", True)
+        if isinstance(extra, dict) and extra:
+            out["additionalProperties"] = _structural(extra, defs)
+        else:  # dict[str, Any]: any keys, any values
+            out["x-kubernetes-preserve-unknown-fields"] = True
+    default = node.get("default")
+    if default not in (None, "", [], {}):
+        text = yaml.safe_dump(default, default_flow_style=True, width=1000).strip().removesuffix("...").strip()
+        out["description"] = f"{out['description']} (default: {text})" if out.get("description") else f"default: {text}"
+    return dict(sorted(out.items()))
+
+
+def spec_schema() -> dict[str, Any]:
+    """The Sweep's spec schema.
+
+    Two relaxations against `SweepSpec`, both because the spec's `defaults` mapping is merged into
+    experiments before validation: experiments only require `name` here, and `defaults` has the
+    fields of an experiment, none required. The operator validates the merged result.
+    """
+    spec = structural_schema(SweepResourceSpec)
+    experiment = spec["properties"]["experiments"]["items"]
+    experiment["required"] = ["name"]
+    partial = {k: v for k, v in structural_schema(Experiment).items() if k != "required"}
+    partial["properties"] = {k: v for k, v in partial["properties"].items() if k != "name"}
+    partial["description"] = "experiment fields merged into every experiment of this sweep"
+    spec["properties"]["defaults"] = partial
+    spec["description"] = ("A sweep spec (the same fields as a sweeps/*.yaml file) plus `run`; "
+                           "see docs/spec.md and docs/operator.md.")
+    return spec
+
+
+PRINTER_COLUMNS = [
+    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+    {"name": "Cells", "type": "integer", "jsonPath": ".status.cells.total", "description": "distinct cells"},
+    {"name": "Cached", "type": "integer", "jsonPath": ".status.cells.cached", "description": "stored before: not run"},
+    {"name": "Running", "type": "integer", "jsonPath": ".status.cells.running"},
+    {"name": "Done", "type": "integer", "jsonPath": ".status.cells.done"},
+    {"name": "Failed", "type": "integer", "jsonPath": ".status.cells.failed"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Workflow", "type": "string", "jsonPath": ".status.workflow", "priority": 1},
+    {"name": "Report", "type": "string", "jsonPath": ".status.report", "priority": 1},
+    {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+]
+
+
+def crd() -> dict[str, Any]:
+    """The CustomResourceDefinition of Sweep (apiextensions.k8s.io/v1)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD_NAME},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
+                      "shortNames": ["sw"], "categories": ["ccsweep"]},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": VERSION,
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": PRINTER_COLUMNS,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "A sweep of TCP congestion-control experiments, run by the ccsweep operator "
+                                   "as an Argo Workflow with one pod per cell not already stored.",
+                    "required": ["spec"],
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": spec_schema(),
+                        "status": structural_schema(SweepStatus),
+                    },
+                }},
+            }],
+        },
+    }
+
+
+HEADER = "# Generated by `ccsweep crd` from the pydantic models in src/ccsweep/crd.py: do not edit.\n"
+
+
+def render_crd() -> str:
+    """The CRD as the YAML text committed in the chart."""
+    return HEADER + yaml.safe_dump(crd(), sort_keys=False, width=120)
