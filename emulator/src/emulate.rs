@@ -17,8 +17,7 @@ use std::os::fd::AsRawFd;
 
 const TOKEN_SENDER: u64 = 0;
 const TOKEN_RECEIVER: u64 = 1;
-const TOKEN_TIMER: u64 = 2;
-const TOKEN_SIGNAL: u64 = 3;
+const TOKEN_SIGNAL: u64 = 2;
 /// Packets read from one device per wake-up before the schedule is played again.
 const READ_BATCH: usize = 256;
 const SPARE_BUFFERS: usize = 4096;
@@ -207,10 +206,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let devices = Devices::open(&config.sender, &config.receiver, &config.dev, config.mtu)?;
     let (sender_fd, receiver_fd) = (devices.sender.as_raw_fd(), devices.receiver.as_raw_fd());
     let epoll = sys::Epoll::new()?;
-    let timer = sys::Timer::new()?;
     epoll.add(sender_fd, TOKEN_SENDER)?;
     epoll.add(receiver_fd, TOKEN_RECEIVER)?;
-    epoll.add(timer.fd(), TOKEN_TIMER)?;
     epoll.add(signals.fd(), TOKEN_SIGNAL)?;
     sys::minimal_timer_slack();
 
@@ -280,21 +277,17 @@ pub fn run(config: Config) -> Result<(), String> {
             .into_iter()
             .flatten()
             .min();
-        let timeout_ms = match next {
-            Some(next) if next <= now + config.spin_ns => 0,
-            Some(next) => {
-                timer.arm_at(t0 + next - config.spin_ns)?;
-                -1
-            }
-            None => -1,
+        let timeout_ns = match next {
+            Some(next) if next <= now + config.spin_ns => Some(0),
+            Some(next) => Some(next - config.spin_ns - now),
+            None => None,
         };
-        epoll.wait(timeout_ms, &mut tokens)?;
+        epoll.wait(timeout_ns, &mut tokens)?;
         let mut stop = false;
         for token in &tokens {
             match *token {
                 TOKEN_SENDER => read_batch(sender_fd, &mut uplink, &mut pool, buffer_len, t0)?,
                 TOKEN_RECEIVER => read_batch(receiver_fd, &mut downlink, &mut pool, buffer_len, t0)?,
-                TOKEN_TIMER => timer.clear(),
                 _ => stop = true,
             }
         }

@@ -285,7 +285,9 @@ impl Direction {
         }
     }
 
-    /// The next time something is scheduled in this direction, if anything is.
+    /// The next time a packet must leave this direction, if any is on its way. A bottleneck
+    /// departure needs no wake-up of its own: `advance` plays it exactly whenever we next wake,
+    /// and it only becomes visible `delay` later, so we wake for releases alone.
     pub fn next_event_ns(&self) -> Option<u64> {
         let server = match &self.server {
             Server::Rate { in_service, .. } => in_service.as_ref().map(|(_, depart)| *depart),
@@ -297,6 +299,7 @@ impl Direction {
                 }
             }
         };
+        let server = server.map(|t| t + self.delay_ns);
         let delay = self.delay_line.front().map(|(due, _)| *due);
         match (server, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),

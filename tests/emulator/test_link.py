@@ -100,9 +100,11 @@ def test_droptail_never_exceeds_its_limit(link, queue, limit_key, limit):
         assert l.summary["uplink"]["queue_bytes_max"] <= limit
         queue_bytes = limit
     assert l.summary["uplink"]["drops_queue"] > 0, "the queue never filled"
-    # Seen from outside: no ping waited longer than a full queue plus one packet in service.
+    # Seen from outside: no ping waited longer than a full queue plus one packet in service
+    # (24-48 ms here), with 10 ms for scheduling on a loaded machine. An unbounded queue fed at
+    # twice its rate would reach seconds.
     max_rtt = float(re.search(r"= [\d.]+/[\d.]+/([\d.]+)/", ping).group(1))
-    bound_ms = 2 * delay_ms + (queue_bytes + 1500) * 8 / rate * 1e3 + 2
+    bound_ms = 2 * delay_ms + (queue_bytes + 1500) * 8 / rate * 1e3 + 10
     assert max_rtt <= bound_ms, ping
 
 
