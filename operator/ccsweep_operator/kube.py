@@ -1,0 +1,73 @@
+"""The operator's calls to the API server: status patches and Workflows, nothing else.
+
+Kept apart from the decisions (reconcile) so those stay plain functions; every call here is one
+request the operator's Role allows (see charts/ccsweep/templates/operator/rbac.yaml).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from ccsweep.crd import GROUP, PLURAL, VERSION
+from ccsweep_operator.reconcile import OWNER_LABEL, Decision
+
+ARGO_GROUP, ARGO_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
+
+
+def load_config() -> None:
+    """In a pod: its ServiceAccount; elsewhere: $KUBECONFIG (read now, not at import) or ~/.kube/config."""
+    try:
+        kubernetes.config.load_incluster_config()
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+
+
+def _api() -> kubernetes.client.CustomObjectsApi:
+    return kubernetes.client.CustomObjectsApi()
+
+
+def patch_status(namespace: str, name: str, status: dict[str, Any]) -> bool:
+    """Merge-patch a Sweep's status; False when the Sweep is gone (deleted meanwhile)."""
+    try:
+        _api().patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, name, {"status": status})
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def get_sweep(namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return _api().get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def apply(decision: Decision, namespace: str, name: str) -> None:
+    """Status first (so followers find the Workflow's name), then replace older Workflows by the new one."""
+    if not patch_status(namespace, name, decision.status):
+        return
+    keep = decision.workflow["metadata"]["name"] if decision.workflow else None
+    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
+                                                  label_selector=f"{OWNER_LABEL}={name}")
+    for old in listed.get("items", []):
+        if old["metadata"]["name"] != keep:
+            try:
+                _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
+                                                       old["metadata"]["name"], propagation_policy="Background")
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+    if decision.workflow is not None:
+        try:
+            _api().create_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS, decision.workflow)
+        except ApiException as exc:
+            if exc.status != 409:  # already created for this generation (a retried or resumed handler)
+                raise

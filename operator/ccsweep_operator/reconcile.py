@@ -1,0 +1,250 @@
+"""What the operator decides, as plain functions: from a Sweep (and the store) to a status and a Workflow.
+
+Nothing here talks to Kubernetes, so every decision is testable on its own; `kube` applies the
+results and `handlers` calls these from kopf. The data flow is the same as every executor's:
+`plan_sweep` records the manifest and splits the cells into stored and to-run; only the cells
+to run go to Argo, whose `ccsweep-sweep` WorkflowTemplate plans again in its first step (the same
+spec gives the same cells) and fans out one pod per cell.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import yaml
+
+from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
+from ccsweep.plan import plan_sweep
+from ccsweep.spec import SpecError, SweepSpec
+from ccsweep.store import ResultStore, StoreError, open_store
+
+#: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
+MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
+#: Label naming the Sweep object that owns a Workflow (the store's sweep name is ccsweep.io/sweep).
+OWNER_LABEL = "ccsweep.io/owner"
+GENERATION_LABEL = "ccsweep.io/generation"
+
+ARGO_API_VERSION = "argoproj.io/v1alpha1"
+#: Argo's phases of a Workflow (and of its nodes) and what they mean for a Sweep.
+WORKFLOW_PHASES = {"": "Pending", "Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded",
+                   "Failed": "Failed", "Error": "Failed"}
+FINISHED = ("Succeeded", "Failed", "Invalid")
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """The operator's defaults, from its environment (the chart sets them)."""
+
+    store: str
+    workflow_template: str = "ccsweep-sweep"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> "OperatorSettings":
+        return cls(store=env.get("CCSWEEP_STORE", "results"),
+                   workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"))
+
+
+@dataclass(frozen=True)
+class SweepObject:
+    """The parts of a Sweep object the decisions depend on."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> "SweepObject":
+        meta = body["metadata"]
+        return cls(name=meta["name"], namespace=meta["namespace"], uid=meta["uid"],
+                   generation=int(meta.get("generation") or 1), spec=dict(body.get("spec") or {}),
+                   status=dict(body.get("status") or {}))
+
+
+@dataclass
+class Decision:
+    """What to do about a Sweep: a status merge patch, and maybe a Workflow to create."""
+
+    status: dict[str, Any]
+    workflow: dict[str, Any] | None = None
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def with_condition(conditions: list[Mapping[str, Any]] | None, type_: str, ok: bool | None, reason: str,
+                   message: str, generation: int) -> list[dict[str, Any]]:
+    """The condition list with `type_` set; its transition time moves only when its status changes."""
+    status = "Unknown" if ok is None else "True" if ok else "False"
+    kept = [dict(c) for c in conditions or [] if c.get("type") != type_]
+    previous = next((c for c in conditions or [] if c.get("type") == type_), None)
+    since = previous["lastTransitionTime"] if previous and previous.get("status") == status else now()
+    kept.append({"type": type_, "status": status, "reason": reason, "message": message,
+                 "lastTransitionTime": since, "observedGeneration": generation})
+    return sorted(kept, key=lambda c: ["Valid", "Planned", "Complete"].index(c["type"])
+                  if c["type"] in ("Valid", "Planned", "Complete") else 99)
+
+
+def workflow_name(sweep: SweepObject) -> str:
+    """One Workflow per spec generation; at most 63 characters (Argo puts it in a label)."""
+    name = f"{sweep.name}-{sweep.generation}"
+    return name if len(name) <= 63 else f"{sweep.name[:44].rstrip('-')}-{sweep.uid[:8]}-{sweep.generation}"
+
+
+def decide(sweep: SweepObject, settings: OperatorSettings,
+           opener: Callable[[str], ResultStore] = open_store) -> Decision:
+    """Validate, plan against the store, and say what the Sweep's status and Workflow should be."""
+    conditions = list(sweep.status.get("conditions") or [])
+    base = {"observedGeneration": sweep.generation, "workflow": None, "startedAt": None, "finishedAt": None,
+            "report": None}
+    try:
+        spec, run = sweep_from_resource(dict(sweep.spec), sweep.name)
+    except SpecError as exc:
+        return _invalid(sweep, base, conditions, str(exc))
+    conditions = with_condition(conditions, "Valid", True, "SpecValid", "", sweep.generation)
+    store_url = run.store or settings.store
+    base |= {"sweep": spec.name, "store": store_url}
+    try:
+        store = opener(store_url)
+        plan = plan_sweep(spec, store)
+    except SpecError as exc:  # e.g. a trace that is not on the operator's trace path
+        return _invalid(sweep, base, conditions, str(exc))
+    except StoreError as exc:
+        message = str(exc)
+        return Decision(status={**base, "phase": "Failed", "message": message, "cells": None, "conditions":
+                                with_condition(conditions, "Planned", False, "StoreError", message, sweep.generation)})
+    cells = CellCounts(total=len(plan.cells), cached=len(plan.cached)).model_dump()
+    planned = f"{len(plan.cells)} cells, {len(plan.cached)} already stored, {len(plan.pending)} to run"
+    conditions = with_condition(conditions, "Planned", True, "Planned", planned, sweep.generation)
+    report_key = f"sweeps/{spec.name}/report.html"
+    if not plan.pending and store.exists(report_key):
+        stamp = now()
+        return Decision(status={**base, "phase": "Succeeded", "cells": cells, "startedAt": stamp, "finishedAt": stamp,
+                                "report": store.location(report_key), "message": "every cell was already stored",
+                                "conditions": with_condition(conditions, "Complete", True, "AllCellsCached",
+                                                             "every cell was already stored", sweep.generation)})
+    workflow = desired_workflow(sweep, spec, run, settings, store_url)
+    name = workflow["metadata"]["name"]
+    return Decision(
+        status={**base, "phase": "Pending", "cells": cells, "workflow": name, "message": f"{planned}: workflow {name}",
+                "conditions": with_condition(conditions, "Complete", False, "WorkflowCreated",
+                                             f"workflow {name} created", sweep.generation)},
+        workflow=workflow)
+
+
+def _invalid(sweep: SweepObject, base: dict[str, Any], conditions: list[Any], message: str) -> Decision:
+    return Decision(status={**base, "phase": "Invalid", "message": message, "cells": None, "conditions":
+                            with_condition(conditions, "Valid", False, "InvalidSpec", message, sweep.generation)})
+
+
+def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, settings: OperatorSettings,
+                     store_url: str) -> dict[str, Any]:
+    """The Argo Workflow running `spec`: the chart's sweep template, owned by the Sweep.
+
+    The spec travels resolved (includes and defaults already merged), so the plan step in the
+    pod needs no preset files and plans exactly what the operator planned.
+    """
+    parameters = {"spec-yaml": yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False),
+                  "sweep": spec.name, "store": store_url}
+    optional = {"image": run.image, "cell-cpu": run.cell_cpu, "pushgateway": run.pushgateway}
+    parameters |= {k: v for k, v in optional.items() if v is not None}
+    body: dict[str, Any] = {
+        "apiVersion": ARGO_API_VERSION,
+        "kind": "Workflow",
+        "metadata": {
+            "name": workflow_name(sweep),
+            "namespace": sweep.namespace,
+            "labels": {**MANAGED_BY, OWNER_LABEL: sweep.name, GENERATION_LABEL: str(sweep.generation),
+                       "ccsweep.io/sweep": spec.name},
+            # Deleting the Sweep deletes this Workflow (garbage collector), which deletes its pods.
+            "ownerReferences": [{"apiVersion": API_VERSION, "kind": KIND, "name": sweep.name, "uid": sweep.uid,
+                                 "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": {
+            "workflowTemplateRef": {"name": settings.workflow_template},
+            "arguments": {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]},
+        },
+    }
+    if run.parallelism is not None:
+        body["spec"]["parallelism"] = run.parallelism
+    return body
+
+
+def owner_of(workflow: Mapping[str, Any]) -> str | None:
+    """The name of the Sweep that controls a Workflow, from its ownerReferences."""
+    for ref in workflow.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("kind") == KIND and ref.get("apiVersion") == API_VERSION and ref.get("controller"):
+            return ref.get("name")
+    return None
+
+
+def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
+    """Each cell's Argo phase, by cell id: its Retry node's (the outcome after retries), else its Pod's."""
+    best: dict[str, tuple[int, str]] = {}
+    for node in (workflow.get("status") or {}).get("nodes", {}).values():
+        if (node.get("templateRef") or {}).get("template") != "cell" and node.get("templateName") != "cell":
+            continue
+        params = {p.get("name"): p.get("value") for p in (node.get("inputs") or {}).get("parameters") or []}
+        cell_id = params.get("id")
+        rank = {"Retry": 2, "Pod": 1}.get(node.get("type", ""), 0)
+        if cell_id and rank and rank >= best.get(cell_id, (0, ""))[0]:
+            best[cell_id] = (rank, node.get("phase") or "Pending")
+    return {cell_id: phase for cell_id, (_, phase) in best.items()}
+
+
+def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = False,
+           opener: Callable[[str], ResultStore] = open_store) -> dict[str, Any] | None:
+    """The Sweep's status patch after a change of its Workflow, or None when there is nothing to say.
+
+    Only the Workflow the status names counts: an older generation's Workflow being deleted
+    after a spec change says nothing about the new one.
+    """
+    status = sweep.status
+    name = workflow.get("metadata", {}).get("name")
+    if not name or status.get("workflow") != name or status.get("phase") in ("Invalid",):
+        return None
+    wf_status = workflow.get("status") or {}
+    phase = WORKFLOW_PHASES.get(wf_status.get("phase") or "", "Running")
+    phases = list(cell_phases(workflow).values())
+    running = sum(p in ("Pending", "Running") for p in phases)
+    if phase == "Pending" and running:
+        phase = "Running"
+    cells = {**(status.get("cells") or {}), "running": running,
+             "done": sum(p == "Succeeded" for p in phases),
+             "failed": sum(p in ("Failed", "Error") for p in phases)}
+    patch: dict[str, Any] = {"phase": phase, "cells": cells, "startedAt": wf_status.get("startedAt") or None,
+                             "finishedAt": wf_status.get("finishedAt") or None}
+    generation = int(status.get("observedGeneration") or 0)
+    conditions = list(status.get("conditions") or [])
+    if deleted and phase not in FINISHED:
+        message = f"workflow {name} was deleted before it finished"
+        return {**patch, "phase": "Failed", "cells": {**cells, "running": 0}, "finishedAt": patch["finishedAt"] or now(),
+                "message": message, "conditions": with_condition(conditions, "Complete", False, "WorkflowDeleted",
+                                                                 message, generation)}
+    if deleted:
+        return None  # a finished Workflow removed later (its TTL) changes nothing
+    if phase == "Succeeded":
+        store = opener(status.get("store") or "")
+        report = store.location(f"sweeps/{status.get('sweep')}/report.html")
+        message = f"{cells['done']} cells run, {cells.get('cached', 0)} were already stored"
+        patch |= {"report": report, "message": message,
+                  "conditions": with_condition(conditions, "Complete", True, "WorkflowSucceeded", message, generation)}
+    elif phase == "Failed":
+        reason = "WorkflowError" if wf_status.get("phase") == "Error" else "WorkflowFailed"
+        message = (wf_status.get("message") or f"workflow {name} {wf_status.get('phase', '').lower()}").splitlines()[0]
+        if cells["failed"]:
+            message = f"{cells['failed']} cells failed: {message}"
+        patch |= {"message": message,
+                  "conditions": with_condition(conditions, "Complete", False, reason, message, generation)}
+    else:
+        message = f"{running} cells running, {cells['done']} done, {cells['failed']} failed"
+        patch |= {"message": message,
+                  "conditions": with_condition(conditions, "Complete", False, "WorkflowRunning", message, generation)}
+    return patch

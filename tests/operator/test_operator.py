@@ -1,0 +1,156 @@
+"""The operator under kopf against a real API server (envtest): every example, kopf style.
+
+Each example in operator/examples/ is applied while the operator runs in-process
+(kopf.testing.KopfRunner), and what the API server then holds is checked: the Sweep's status
+and the Workflow it owns. No Argo controller runs here, so where a test needs a Workflow to
+progress it writes the Workflow's status the way Argo's controller does (node types, phases and
+inputs as in workflow/controller/operator.go); tests/e2e/test_helm_operator.py runs the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from kopf.testing import KopfRunner
+
+from ccsweep_operator.envtest import EnvTest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "operator/examples"
+
+
+@contextmanager
+def operator(namespace: str) -> Iterator[KopfRunner]:
+    args = ["run", "--standalone", f"--namespace={namespace}", "-m", "ccsweep_operator.handlers"]
+    with KopfRunner(args, timeout=60) as runner:
+        yield runner
+    assert runner.exception is None, runner.output
+    assert runner.exit_code == 0, runner.output
+
+
+def wait_for(get: Callable[[], dict | None], predicate: Callable[[dict], bool], timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = get()
+        if last is not None and predicate(last):
+            return last
+        time.sleep(0.3)
+    raise AssertionError(f"condition not reached in {timeout}s; last seen: {json.dumps(last, indent=1)[:3000]}")
+
+
+def getter(envtest: EnvTest, namespace: str, kind: str, name: str) -> Callable[[], dict | None]:
+    def get() -> dict | None:
+        done = envtest.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+        return json.loads(done.stdout) if done.returncode == 0 else None
+    return get
+
+
+def apply_example(envtest: EnvTest, namespace: str, example: str, **spec_changes) -> dict:
+    body = yaml.safe_load((EXAMPLES / example / "sweep.yaml").read_text())
+    body["spec"] |= spec_changes
+    envtest.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(body))
+    return body
+
+
+def test_api_server_accepts_the_generated_crd_and_refuses_a_bad_field(envtest: EnvTest, namespace: str):
+    crd = json.loads(envtest.kubectl("get", "crd", "sweeps.ccsweep.io", "-o", "json").stdout)
+    established = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert established["Established"] == "True" and established.get("NonStructuralSchema") is None
+    bad = envtest.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "invalid-field/sweep.yaml"), check=False)
+    assert bad.returncode != 0
+    assert 'spec.experiments[0].loss_direction: Unsupported value: "sideways"' in bad.stderr
+    unknown = envtest.kubectl("apply", "-n", namespace, "-f", "-", check=False, input=json.dumps(
+        {**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text()), "spec": {"experiments": [{"name": "x", "rtt": [1]}]}}))
+    assert unknown.returncode != 0 and 'unknown field "spec.experiments[0].rtt"' in unknown.stderr
+
+
+def phase_is(*phases: str) -> Callable[[dict], bool]:
+    return lambda sweep: (sweep.get("status") or {}).get("phase") in phases
+
+
+def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
+    with operator(namespace):
+        apply_example(envtest, namespace, "quick")
+        sweep = wait_for(getter(envtest, namespace, "sweep", "quick-e2e"), phase_is("Pending"))
+    status = sweep["status"]
+    assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 0, "failed": 0}
+    assert status["observedGeneration"] == 1 and status["workflow"] == "quick-e2e-1"
+    workflow = getter(envtest, namespace, "workflow", "quick-e2e-1")()
+    assert workflow["metadata"]["ownerReferences"][0]["uid"] == sweep["metadata"]["uid"]
+    assert workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
+    # The manifest is in the operator's store: planning really happened there.
+    assert (operator_env / "sweeps/quick-e2e/manifest.json").is_file()
+    # `kubectl get sweeps` shows the printer columns.
+    table = envtest.kubectl("get", "sweeps", "-n", namespace).stdout.split("\n")
+    assert table[0].split()[:7] == ["NAME", "PHASE", "CELLS", "CACHED", "RUNNING", "DONE", "FAILED"]
+    assert table[1].split()[:7] == ["quick-e2e", "Pending", "2", "0", "0", "0", "0"]
+
+
+def test_defaults_example_counts_its_cells(envtest: EnvTest, namespace: str, operator_env: Path):
+    with operator(namespace):
+        apply_example(envtest, namespace, "defaults")
+        sweep = wait_for(getter(envtest, namespace, "sweep", "rtt-and-buffers"), phase_is("Pending"))
+    assert sweep["status"]["cells"]["total"] == 12 and sweep["status"]["sweep"] == "rtt-and-buffers"
+    assert getter(envtest, namespace, "workflow", "rtt-and-buffers-1")()["spec"]["parallelism"] == 4
+
+
+def test_invalid_spec_example_gets_a_condition_and_no_workflow(envtest: EnvTest, namespace: str, operator_env: Path):
+    with operator(namespace):
+        apply_example(envtest, namespace, "invalid-spec")
+        sweep = wait_for(getter(envtest, namespace, "sweep", "invalid-spec"), phase_is("Invalid"))
+    valid = next(c for c in sweep["status"]["conditions"] if c["type"] == "Valid")
+    assert (valid["status"], valid["reason"]) == ("False", "InvalidSpec")
+    assert valid["message"] == "Sweep invalid-spec: experiments[both]: give exactly one of cc and mixes"
+    listed = json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout)
+    assert listed["items"] == []
+
+
+def argo_progress(envtest: EnvTest, namespace: str, name: str, phase: str, cells: dict[str, str], **extra) -> None:
+    """Write a Workflow's status as Argo's controller would: a Retry node per cell, with its inputs."""
+    nodes = {f"{name}-{i}": {"id": f"{name}-{i}", "name": f"{name}[1].cell({i})", "type": "Retry", "phase": p,
+                             "templateRef": {"name": "ccsweep-cell", "template": "cell"},
+                             "inputs": {"parameters": [{"name": "id", "value": cell_id}]}}
+             for i, (cell_id, p) in enumerate(cells.items())}
+    status = {"phase": phase, "startedAt": "2026-11-23T01:00:00Z", "nodes": nodes, **extra}
+    envtest.kubectl("patch", "workflow", name, "-n", namespace, "--type=merge", "-p", json.dumps({"status": status}))
+
+
+def test_status_follows_the_workflow_to_success(envtest: EnvTest, namespace: str, operator_env: Path):
+    with operator(namespace):
+        apply_example(envtest, namespace, "quick")
+        get = getter(envtest, namespace, "sweep", "quick-e2e")
+        wait_for(get, phase_is("Pending"))
+        argo_progress(envtest, namespace, "quick-e2e-1", "Running", {"c1": "Running", "c2": "Pending"})
+        running = wait_for(get, lambda s: s["status"]["cells"]["running"] == 2)
+        assert running["status"]["phase"] == "Running" and running["status"]["startedAt"] == "2026-11-23T01:00:00Z"
+        argo_progress(envtest, namespace, "quick-e2e-1", "Succeeded", {"c1": "Succeeded", "c2": "Succeeded"},
+                      finishedAt="2026-11-23T01:02:00Z")
+        done = wait_for(get, phase_is("Succeeded"))
+    status = done["status"]
+    assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
+    assert status["finishedAt"] == "2026-11-23T01:02:00Z"
+    assert status["report"] == str(operator_env / "sweeps/quick-e2e/report.html")
+    complete = next(c for c in status["conditions"] if c["type"] == "Complete")
+    assert (complete["status"], complete["reason"]) == ("True", "WorkflowSucceeded")
+
+
+def test_changed_spec_replaces_the_workflow(envtest: EnvTest, namespace: str, operator_env: Path):
+    with operator(namespace):
+        apply_example(envtest, namespace, "quick")
+        get = getter(envtest, namespace, "sweep", "quick-e2e")
+        wait_for(get, phase_is("Pending"))
+        # A new spec under the same sweep name would clash with the stored manifest: rename it too.
+        apply_example(envtest, namespace, "quick", name="quick-longer",
+                      experiments=[{**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())["spec"]["experiments"][0],
+                                    "duration_s": 8}])
+        sweep = wait_for(get, lambda s: s["status"].get("observedGeneration") == 2 and s["status"]["phase"] == "Pending")
+        assert sweep["status"]["workflow"] == "quick-e2e-2" and sweep["status"]["sweep"] == "quick-longer"
+        wait_for(lambda: json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout),
+                 lambda wfs: [w["metadata"]["name"] for w in wfs["items"]] == ["quick-e2e-2"])

@@ -1,0 +1,224 @@
+"""The operator's decisions as plain functions: a Sweep and a store in, a status and a Workflow out.
+
+Stores are real file stores; stored cells are real result records (as `ccsweep cell` writes
+them). The Workflow the operator creates is checked against Argo's own JSON schema and against
+the sweep WorkflowTemplate it references, so a renamed template parameter breaks a test here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ccsweep.cell import Cell
+from ccsweep.crd import SweepStatus, sweep_from_resource
+from ccsweep.expand import expand
+from ccsweep.result import CellResult, Environment
+from ccsweep.spec import parse_spec
+from ccsweep.store import SweepManifest, open_store
+from ccsweep_operator.envtest import argo_module_dir
+from ccsweep_operator.reconcile import (
+    OperatorSettings,
+    SweepObject,
+    cell_phases,
+    decide,
+    follow,
+    owner_of,
+    with_condition,
+    workflow_name,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "operator/examples"
+
+
+def sweep_object(example: str, generation: int = 1, status: dict | None = None) -> SweepObject:
+    body = yaml.safe_load((EXAMPLES / example / "sweep.yaml").read_text())
+    body["metadata"] |= {"namespace": "lab", "uid": "0d6c1f3e-9a57-4b3e-8f43-5c7e3f1b2a90", "generation": generation}
+    body["status"] = status or {}
+    return SweepObject.from_body(body)
+
+
+def settings(store: Path) -> OperatorSettings:
+    return OperatorSettings(store=f"file://{store}")
+
+
+def store_result(store_dir: Path, cell: Cell) -> None:
+    env = Environment(hostname="node", kernel="6.18", available_cc=["bbr", "cubic"], ccsweep_version="0.1.0",
+                      python="3.11", executor="argo")
+    result = CellResult(cell=cell, status="ok", started_at="2026-11-23T00:00:00Z", finished_at="2026-11-23T00:00:06Z",
+                        goodput_mbps=9.1, environment=env)
+    assert open_store(f"file://{store_dir}").put_cell(result)
+
+
+def test_invalid_spec_is_reported_with_one_line_and_runs_nothing(tmp_path: Path):
+    decision = decide(sweep_object("invalid-spec"), settings(tmp_path))
+    assert decision.workflow is None
+    status = SweepStatus.model_validate(decision.status)  # the CRD's status schema holds it
+    assert status.phase == "Invalid"
+    assert status.message == "Sweep invalid-spec: experiments[both]: give exactly one of cc and mixes"
+    valid = next(c for c in status.conditions if c.type == "Valid")
+    assert (valid.status, valid.reason, valid.message) == ("False", "InvalidSpec", status.message)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir()), "nothing is stored for an invalid spec"
+
+
+def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
+    sweep = sweep_object("quick")
+    decision = decide(sweep, settings(tmp_path))
+    status = SweepStatus.model_validate(decision.status)
+    assert status.phase == "Pending"
+    assert status.cells.model_dump() == {"total": 2, "cached": 0, "running": 0, "done": 0, "failed": 0}
+    assert status.sweep == "quick-e2e" and status.store == f"file://{tmp_path}"
+    assert [(c.type, c.status, c.reason) for c in status.conditions] == [
+        ("Valid", "True", "SpecValid"), ("Planned", "True", "Planned"), ("Complete", "False", "WorkflowCreated")]
+    workflow = decision.workflow
+    assert workflow["metadata"]["name"] == status.workflow == "quick-e2e-1"
+    assert owner_of(workflow) == "quick-e2e"
+    assert workflow["metadata"]["ownerReferences"] == [{
+        "apiVersion": "ccsweep.io/v1alpha1", "kind": "Sweep", "name": "quick-e2e", "uid": sweep.uid,
+        "controller": True, "blockOwnerDeletion": True}]
+    assert workflow["spec"]["parallelism"] == 2
+    params = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
+    assert params["sweep"] == "quick-e2e" and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "1"
+    # The spec travels resolved: the plan step in the pod expands the same cells.
+    shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
+    assert [c.id for c in expand(shipped)] == [c.id for c in expand(sweep_from_resource(dict(sweep.spec), sweep.name)[0])]
+    manifest = open_store(f"file://{tmp_path}").get_manifest("quick-e2e")
+    assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
+
+
+def test_stored_cells_are_not_run_again(tmp_path: Path):
+    sweep = sweep_object("quick")
+    cells = expand(parse_spec(yaml.safe_load(decide(sweep, settings(tmp_path)).workflow["spec"]["arguments"]
+                                             ["parameters"][0]["value"])))
+    store_result(tmp_path, cells[0])
+    partly = decide(sweep, settings(tmp_path))
+    assert partly.status["cells"]["cached"] == 1 and partly.workflow is not None
+    store_result(tmp_path, cells[1])
+    # Every cell stored but no report yet: a workflow still draws the figures (its fan-out is empty).
+    assert decide(sweep, settings(tmp_path)).workflow is not None
+    report = open_store(f"file://{tmp_path}").put_sweep_file("quick-e2e", "report.html", b"<html></html>")
+    done = decide(sweep, settings(tmp_path))
+    assert done.workflow is None
+    status = SweepStatus.model_validate(done.status)
+    assert (status.phase, status.report, status.cells.cached, status.cells.total) == ("Succeeded", report, 2, 2)
+    assert status.conditions[-1].reason == "AllCellsCached"
+
+
+def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
+    open_store(f"file://{tmp_path}").put_manifest(SweepManifest(
+        name="quick-e2e", spec={"name": "quick-e2e", "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
+    decision = decide(sweep_object("quick"), settings(tmp_path))
+    assert decision.workflow is None
+    assert decision.status["phase"] == "Failed"
+    assert "already stored" in decision.status["message"] and "rename the sweep" in decision.status["message"]
+    assert decision.status["conditions"][-1]["reason"] == "StoreError"
+
+
+def test_run_store_overrides_the_operators(tmp_path: Path):
+    sweep = sweep_object("quick")
+    own = tmp_path / "own"
+    sweep = SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {"store": f"file://{own}"}}})
+    decision = decide(sweep, settings(tmp_path / "default"))
+    assert decision.status["store"] == f"file://{own}"
+    assert open_store(f"file://{own}").get_manifest("quick-e2e") is not None
+
+
+def test_workflow_is_valid_for_argo_and_passes_only_template_parameters(tmp_path: Path):
+    decision = decide(sweep_object("quick"), settings(tmp_path))
+    schema = json.loads((argo_module_dir() / "api/jsonschema/schema.json").read_text())
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "#/definitions/io.argoproj.workflow.v1alpha1.Workflow", "definitions": schema["definitions"]})
+    assert [e.message for e in validator.iter_errors(decision.workflow)] == []
+    template = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
+    declared = {p["name"] for p in template["spec"]["arguments"]["parameters"]}
+    passed = {p["name"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
+    assert passed <= declared, passed - declared
+    assert decision.workflow["spec"]["workflowTemplateRef"] == {"name": template["metadata"]["name"]}
+
+
+def test_workflow_names_fit_in_a_label():
+    long = SweepObject(name="s" * 60, namespace="n", uid="abcdef12-0000", generation=12, spec={})
+    assert len(workflow_name(long)) <= 63
+    assert workflow_name(long) != workflow_name(SweepObject(**{**long.__dict__, "generation": 13}))
+    assert workflow_name(SweepObject(name="quick", namespace="n", uid="u", generation=3, spec={})) == "quick-3"
+
+
+def test_condition_time_moves_only_on_a_status_change():
+    first = with_condition([], "Complete", False, "WorkflowRunning", "1 running", 1)
+    first[0]["lastTransitionTime"] = "2026-01-01T00:00:00Z"
+    same = with_condition(first, "Complete", False, "WorkflowRunning", "2 running", 1)
+    assert same[0]["lastTransitionTime"] == "2026-01-01T00:00:00Z" and same[0]["message"] == "2 running"
+    flipped = with_condition(same, "Complete", True, "WorkflowSucceeded", "", 1)
+    assert flipped[0]["lastTransitionTime"] != "2026-01-01T00:00:00Z"
+
+
+# -- following a Workflow ----------------------------------------------------------------------
+
+def cell_node(cell_id: str, node_type: str, phase: str) -> dict:
+    return {"id": f"{cell_id}-{node_type}", "type": node_type, "phase": phase,
+            "templateRef": {"name": "ccsweep-cell", "template": "cell"},
+            "inputs": {"parameters": [{"name": "sweep", "value": "quick-e2e"}, {"name": "id", "value": cell_id}]}}
+
+
+def workflow(phase: str, nodes: list[dict], name: str = "quick-e2e-1", **status) -> dict:
+    return {"metadata": {"name": name, "namespace": "lab", "ownerReferences": [
+                {"apiVersion": "ccsweep.io/v1alpha1", "kind": "Sweep", "name": "quick-e2e", "controller": True}]},
+            "status": {"phase": phase, "nodes": {n["id"]: n for n in nodes}, **status}}
+
+
+def planned(tmp_path: Path) -> SweepObject:
+    return sweep_object("quick", status=decide(sweep_object("quick"), settings(tmp_path)).status)
+
+
+def test_cell_phase_is_the_retry_nodes_outcome():
+    nodes = [cell_node("a", "Retry", "Failed"), cell_node("a", "Pod", "Succeeded"), cell_node("b", "Pod", "Running"),
+             {"id": "plan", "type": "Pod", "phase": "Succeeded", "templateName": "plan"}]
+    assert cell_phases(workflow("Running", nodes)) == {"a": "Failed", "b": "Running"}
+
+
+def test_running_workflow_counts_cells(tmp_path: Path):
+    sweep = planned(tmp_path)
+    patch = follow(sweep, workflow("Running", [cell_node("a", "Retry", "Running"), cell_node("b", "Retry", "Succeeded")],
+                                   startedAt="2026-11-23T01:00:00Z"))
+    assert patch["phase"] == "Running"
+    assert patch["cells"] == {"total": 2, "cached": 0, "running": 1, "done": 1, "failed": 0}
+    assert patch["startedAt"] == "2026-11-23T01:00:00Z" and patch["finishedAt"] is None
+    SweepStatus.model_validate({**sweep.status, **patch})
+
+
+def test_succeeded_workflow_names_the_report(tmp_path: Path):
+    sweep = planned(tmp_path)
+    patch = follow(sweep, workflow("Succeeded", [cell_node("a", "Retry", "Succeeded"), cell_node("b", "Retry", "Succeeded")],
+                                   startedAt="2026-11-23T01:00:00Z", finishedAt="2026-11-23T01:01:00Z"))
+    assert patch["phase"] == "Succeeded"
+    assert patch["report"] == str(tmp_path / "sweeps/quick-e2e/report.html")
+    assert patch["conditions"][-1]["reason"] == "WorkflowSucceeded"
+    assert patch["message"] == "2 cells run, 0 were already stored"
+
+
+def test_failed_workflow_says_how_many_cells_failed(tmp_path: Path):
+    patch = follow(planned(tmp_path), workflow("Failed", [cell_node("a", "Retry", "Failed"), cell_node("b", "Retry", "Succeeded")],
+                                               message="child 'x' failed"))
+    assert patch["phase"] == "Failed"
+    assert patch["message"] == "1 cells failed: child 'x' failed"
+    assert patch["conditions"][-1]["reason"] == "WorkflowFailed"
+
+
+def test_deleted_unfinished_workflow_fails_the_sweep_but_old_ones_say_nothing(tmp_path: Path):
+    sweep = planned(tmp_path)
+    gone = follow(sweep, workflow("Running", []), deleted=True)
+    assert gone["phase"] == "Failed" and gone["conditions"][-1]["reason"] == "WorkflowDeleted"
+    assert follow(sweep, workflow("Running", [], name="quick-e2e-0"), deleted=True) is None  # an older generation's
+    finished = sweep_object("quick", status={**sweep.status, "phase": "Succeeded"})
+    assert follow(finished, workflow("Succeeded", []), deleted=True) is None  # its TTL ran out: nothing changes
+
+
+@pytest.mark.parametrize("example", ["quick", "defaults"])
+def test_examples_plan_without_error(tmp_path: Path, example: str):
+    assert decide(sweep_object(example), settings(tmp_path)).status["phase"] == "Pending"
