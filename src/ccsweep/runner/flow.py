@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     common.add_argument("--duration", type=float, required=True, help="flow time in seconds (the cell's duration_s)")
     common.add_argument("--sender-port-base", type=int, default=40000,
                         help="flow i connects from this port + i, which is how the receiver tells flows apart")
+    common.add_argument("--label", default="", help="not used: names the cell in `ps`, so a process is traced to it")
     receiver = sub.add_parser("receiver", parents=[common], help="listen and count bytes per flow")
     receiver.add_argument("--addr", default="10.0.0.2")
     receiver.add_argument("--flows", type=int, required=True)

@@ -168,14 +168,14 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
     return [*ns.exec_prefix(ns.receiver), sys.executable, "-m", "ccsweep.runner.flow", "receiver",
-            "--port", str(RECEIVER_PORT), "--flows", str(len(cell.params.flows)),
+            "--label", ns.receiver, "--port", str(RECEIVER_PORT), "--flows", str(len(cell.params.flows)),
             "--duration", f"{cell.params.duration_s:g}"]
 
 
 def _sender_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
     flows = [f"--flow={i}:{f.cc}:{f.start_s:g}" for i, f in enumerate(cell.params.flows)]
     return [*ns.exec_prefix(ns.sender), sys.executable, "-m", "ccsweep.runner.flow", "sender",
-            "--port", str(RECEIVER_PORT), "--duration", f"{cell.params.duration_s:g}",
+            "--label", ns.sender, "--port", str(RECEIVER_PORT), "--duration", f"{cell.params.duration_s:g}",
             "--message-bytes", str(cell.params.message_bytes), *flows]
 
 

@@ -1,0 +1,97 @@
+"""A cell always cleans up: an unavailable algorithm fails fast, a dying endpoint fails the cell,
+SIGTERM (a pod deleted, an executor stopping) interrupts it; none leaves a namespace or a process.
+
+Cells here are light (10 Mbit/s, 20 ms RTT, 6 s) and run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ccsweep.runner.netns import namespace_names
+from ccsweep.store import open_store
+
+
+def light(cc: str = "bbr", loss: float = 0.0, seed: int = 1) -> dict:
+    return {"name": "lifecycle", "experiments": [{
+        "name": "lifecycle", "cc": [cc], "loss_percent": [loss], "rtt_ms": [20], "bandwidth_mbps": [10],
+        "duration_s": 6, "warmup_s": 1, "seed": seed}]}
+
+
+def wait_for_process(cells, word: str, timeout: float = 30) -> int:
+    """PID of the process whose command line names `word` (a cell's namespace), once it runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [line for line in cells.processes_mentioning(word) if "ccsweep.runner.flow" in line]
+        if found:
+            return int(found[0].split(":")[0])
+        time.sleep(0.1)
+    pytest.fail(f"no flow process for {word} within {timeout} s")
+
+
+def assert_clean(cells, names: tuple[str, ...]) -> None:
+    assert not set(names) & cells.namespaces(), f"namespaces left: {set(names) & cells.namespaces()}"
+    assert not cells.processes_mentioning(*names)
+
+
+def test_an_unavailable_algorithm_fails_fast_with_exit_3(cells):
+    (cell,) = cells.of(light(cc="vegas"))
+    started = time.monotonic()
+    run = cells.run(cell, timeout=60)
+    elapsed = time.monotonic() - started
+    assert run.returncode == 3, run.describe()
+    assert run.report["status"] == "unavailable"
+    assert "'vegas'" in run.report["error"] and "bbr" in run.report["error"], run.report
+    assert elapsed < 10, f"took {elapsed:.1f} s: the check must come before any setup"
+    assert run.result is None
+    assert_clean(cells, run.namespaces)
+
+
+def test_a_dying_receiver_fails_the_cell_and_everything_is_removed(cells):
+    (cell,) = cells.of(light(seed=2))
+    process = cells.start(cell)
+    names = namespace_names(cell.id, process.pid)
+    receiver = wait_for_process(cells, names.receiver)
+    time.sleep(1.5)  # mid-flow
+    os.kill(receiver, signal.SIGKILL)  # a process this test's cell started; a real crash, not a mock
+    run = cells.finish(cell, process)
+    assert run.returncode == 1, run.describe()
+    assert run.report["status"] == "failed"
+    assert "receiver" in run.report["error"] and "\n" not in run.report["error"], run.report
+    assert run.result is None  # not marked done: a re-run will run it
+    failed = open_store(str(cells.store)).list_keys(f"cells/{cell.id}/failed/")
+    assert len(failed) == 1
+    assert json.loads(open_store(str(cells.store)).read_bytes(failed[0]))["status"] == "failed"
+    assert_clean(cells, (names.sender, names.receiver))
+
+
+def test_sigterm_interrupts_the_cell_cleanly(cells):
+    (cell,) = cells.of(light(seed=3))
+    process = cells.start(cell)
+    names = namespace_names(cell.id, process.pid)
+    wait_for_process(cells, names.sender)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    run = cells.finish(cell, process)
+    assert run.returncode == 130, run.describe()
+    assert run.report["status"] == "interrupted"
+    assert run.result is None
+    assert_clean(cells, (names.sender, names.receiver))
+
+
+def test_cells_side_by_side_do_not_disturb_each_other(cells):
+    """Two 10 Mbit/s cells at once, each in its own namespaces: each gets its own link's goodput."""
+    a, b = cells.of(light(seed=4)) + cells.of(light(cc="cubic", seed=4))
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(cells.run, [a, b]))
+    for run in runs:
+        assert run.returncode == 0, run.describe()
+        # 10 Mbit/s of IP packets carry at most 9.65 Mbit/s of data; 8 leaves room for a busy machine.
+        assert 8.0 <= run.result.goodput_steady_mbps <= 9.7, run.describe()
+        assert_clean(cells, run.namespaces)
