@@ -39,7 +39,7 @@ demo: deps ## Set up, run the quick sweep on this machine and build its figure (
 	@echo "report: $(abspath $(DEMO_STORE))/sweeps/$(DEMO_SPEC)/report.html"
 
 .PHONY: test
-test: deps ## Set up and run every test: unit, emulator, integration, services, end-to-end cluster.
+test: deps tools ## Set up and run every test: unit, emulator, integration, services, end-to-end cluster.
 	cargo test --release --locked --manifest-path emulator/Cargo.toml
 	$(PYTEST) -q tests
 
@@ -59,6 +59,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
+
+.PHONY: tools
+tools: ## Pinned cluster tools into ./bin: Kubernetes, Helm, MinIO, Argo (Go module proxy; cold ~25 min).
+	hack/tools/apt.sh
+	hack/tools/kubernetes.sh
+	hack/tools/helm.sh
+	hack/tools/minio.sh
+	hack/tools/argo.sh
 
 .PHONY: emulator
 emulator: ## Build the link emulator (cargo; target dir in the cache, outside the clone).
@@ -85,17 +93,48 @@ test-services: deps ## Real MinIO, Prometheus and Pushgateway on 127.0.0.1.
 	$(PYTEST) -q tests -m services
 
 .PHONY: test-e2e
-test-e2e: deps ## A real single-node Kubernetes cluster with Argo (builds tools into the cache).
+test-e2e: deps tools ## A real single-node Kubernetes cluster with Argo (builds tools into the cache).
 	$(PYTEST) -q tests -m e2e
+
+.PHONY: lint-workflows
+lint-workflows: venv ## `argo lint --offline` every workflow, and check them against the CLI they call.
+	hack/tools/argo.sh
+	$(PYTEST) -q tests/workflows
+
+##@ Cluster
+
+CLUSTER_BASE ?= $(CACHE)/cluster
+CLUSTER_NS   ?= ccsweep-k8s
+
+.PHONY: cluster-up
+cluster-up: deps tools ## Local single-node Kubernetes + Argo + MinIO/Prometheus, cell image imported.
+	hack/cluster/up.sh $(CLUSTER_BASE) $(CLUSTER_NS)
+	hack/cluster/argo.sh $(CLUSTER_BASE) $(CLUSTER_NS)
+	hack/cluster/services.sh $(CLUSTER_BASE) $(CLUSTER_NS)
+	images/build-local.sh --import $(CLUSTER_BASE)/containerd/containerd.sock cell >/dev/null
+	@echo "kubectl: $(CLUSTER_BASE)/kubectl   argo: $(CLUSTER_BASE)/argo   services: $(CLUSTER_BASE)/services.env"
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and everything beside it (by recorded PIDs).
+	hack/cluster/down.sh $(CLUSTER_BASE) $(CLUSTER_NS)
+
+.PHONY: images
+images: tools emulator ## Cell and argoexec images as OCI archives, without Docker (images/build-local.sh).
+	images/build-local.sh cell
+	images/build-local.sh argoexec
 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-emulator ## All benchmarks (print tables of ratios and figures).
+bench: bench-emulator bench-cluster ## All benchmarks (print tables of ratios and figures).
 
 .PHONY: bench-emulator
 bench-emulator: deps ## Emulator: max rate on one core, CPU per 100 Mbit/s, lateness p99.
 	$(PY) benchmarks/emulator/bench.py
+
+.PHONY: bench-cluster
+bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
+	$(PY) benchmarks/cluster/bench.py
 
 ##@ Clean
 
