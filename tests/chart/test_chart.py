@@ -1,0 +1,262 @@
+"""The Helm chart: lint, render every ci/ scenario, validate it offline for Kubernetes 1.33.
+
+Kubernetes kinds are validated with kubernetes-validate's 1.33 schemas (strict: unknown fields
+are errors); Argo's WorkflowTemplates against Argo v3.7.18's own JSON schema; the Sweep CRD is
+compared with the generated one. Installing the chart on a real cluster is
+tests/e2e/test_helm_operator.py; its RBAC against a real authorizer is tests/operator/test_rbac.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from chartlib import CHART, KUBE_VERSION, REPO, chart_copy, dependencies, render, run_helm  # noqa: E402
+
+from ccsweep.crd import crd  # noqa: E402
+from ccsweep_operator.envtest import argo_module_dir  # noqa: E402
+
+SCENARIOS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
+SOURCE_TEMPLATES = {yaml.safe_load(p.read_text())["metadata"]["name"]: yaml.safe_load(p.read_text())
+                    for p in sorted((REPO / "workflows/templates").glob("*.yaml"))}
+
+
+@cache
+def rendered(scenario: str) -> tuple[dict[str, Any], ...]:
+    return tuple(render([CHART / "ci" / scenario]))
+
+
+def by_kind(docs, kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+@cache
+def argo_validator(kind: str) -> jsonschema.Draft202012Validator:
+    """Argo's own JSON schema for `kind`. It types IntOrString as a string only, where Argo (and
+    Kubernetes) take either: that one definition is widened back to what it means."""
+    definitions = json.loads((argo_module_dir() / "api/jsonschema/schema.json").read_text())["definitions"]
+    definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": ["integer", "string"]}
+    return jsonschema.Draft202012Validator({"$ref": f"#/definitions/io.argoproj.workflow.v1alpha1.{kind}",
+                                            "definitions": definitions})
+
+
+def test_scenarios_exist():
+    assert {"default-values.yaml", "minimal-values.yaml", "full-values.yaml"} <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_lint_is_clean(scenario: str, tmp_path: Path):
+    done = run_helm("lint", "--strict", str(chart_copy(tmp_path)), "-f", str(CHART / "ci" / scenario),
+                    "--kube-version", KUBE_VERSION, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_manifest_validates_offline(scenario: str):
+    docs = rendered(scenario)
+    assert docs
+    for doc in docs:
+        where = f"{doc['kind']}/{doc['metadata']['name']}"
+        if doc["apiVersion"].startswith("argoproj.io/"):
+            errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in argo_validator(doc["kind"]).iter_errors(doc)]
+            assert errors == [], where
+        else:
+            try:
+                kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                pytest.fail(f"{where}: {str(exc).splitlines()[0]}")
+        assert doc["metadata"].get("namespace", "ccsweep") == "ccsweep", where
+
+
+def test_crd_is_the_generated_one():
+    rendered_crd = by_kind(rendered("default-values.yaml"), "CustomResourceDefinition")["sweeps.ccsweep.io"]
+    meta = rendered_crd.pop("metadata")
+    assert rendered_crd == {k: v for k, v in crd().items() if k != "metadata"}
+    assert meta["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert meta["labels"]["app.kubernetes.io/component"] == "crd"
+    kept = by_kind(render(set_values=["crds.keep=false"]), "CustomResourceDefinition")["sweeps.ccsweep.io"]
+    assert "annotations" not in kept["metadata"]
+
+
+def test_workflow_templates_are_the_repositorys_own(tmp_path: Path):
+    """One source: the chart ships workflows/templates/ unchanged but for installation settings."""
+    templates = by_kind(rendered("full-values.yaml"), "WorkflowTemplate")
+    assert sorted(templates) == sorted(SOURCE_TEMPLATES)
+    for name, source in SOURCE_TEMPLATES.items():
+        spec, want = json.loads(json.dumps(templates[name]["spec"])), json.loads(json.dumps(source["spec"]))
+        for s in (spec, want):
+            s.pop("serviceAccountName", None)
+            for p in (s.get("arguments") or {}).get("parameters") or []:
+                p.pop("value", None)
+        assert spec == want, name
+        assert source["metadata"]["labels"].items() <= templates[name]["metadata"]["labels"].items()
+
+
+def test_sweep_template_defaults_come_from_values():
+    sweep = by_kind(rendered("full-values.yaml"), "WorkflowTemplate")["ccsweep-sweep"]
+    args = {p["name"]: p["value"] for p in sweep["spec"]["arguments"]["parameters"]}
+    assert args["image"] == "registry.example.org/ccsweep/cell:0.1.0"
+    assert args["image-pull-policy"] == "Always"
+    assert args["store"] == "s3://experiments/ccsweep"
+    assert args["s3-secret"] == "experiments-s3"
+    assert args["cell-cpu"] == "2"
+    assert args["pushgateway"] == "prometheus-pushgateway.monitoring.svc:9091"
+    assert sweep["spec"]["serviceAccountName"] == "ccsweep-workflow"
+    default = by_kind(rendered("default-values.yaml"), "WorkflowTemplate")["ccsweep-sweep"]
+    assert {p["name"]: p["value"] for p in default["spec"]["arguments"]["parameters"]}["image"] == "ccsweep/cell:0.1.0"
+
+
+def test_operator_deployment_runs_the_handlers_with_the_store():
+    deployment = by_kind(rendered("full-values.yaml"), "Deployment")["sweeps-operator"]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"][:2] == ["kopf", "run"]
+    assert "--namespace=ccsweep" in container["command"] and "--standalone" in container["command"]
+    assert container["command"][-2:] == ["-m", "ccsweep_operator.handlers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["CCSWEEP_STORE"]["value"] == "s3://experiments/ccsweep"
+    assert env["CCSWEEP_S3_SECRET_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "experiments-s3", "key": "secretKey"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert pod["imagePullSecrets"] == [{"name": "registry-credentials"}]
+    secret = by_kind(rendered("full-values.yaml"), "Secret")["experiments-s3"]
+    assert sorted(secret["stringData"]) == ["accessKey", "endpoint", "secretKey"]
+
+
+def rules(docs, kind: str, name: str) -> list[tuple[str, str, str]]:
+    """(apiGroup, resource, verb) triples a Role or ClusterRole grants."""
+    return sorted((g, r, v) for rule in by_kind(docs, kind)[name]["rules"]
+                  for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"])
+
+
+def test_rbac_is_least_privilege():
+    docs = rendered("default-values.yaml")
+    for doc in docs:
+        for rule in doc.get("rules", []):
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], doc["metadata"]["name"]
+    assert rules(docs, "Role", "rel-ccsweep-operator") == sorted([
+        ("ccsweep.io", "sweeps", v) for v in ("get", "list", "watch", "patch")] + [
+        ("ccsweep.io", "sweeps/status", "get"), ("ccsweep.io", "sweeps/status", "patch"),
+        ("ccsweep.io", "sweeps/finalizers", "update")] + [
+        ("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "create", "delete")] + [
+        ("", "events", "create"), ("events.k8s.io", "events", "create")])
+    assert rules(docs, "ClusterRole", "rel-ccsweep-operator") == [
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch")]
+    assert rules(docs, "ClusterRole", "rel-ccsweep-node-probe") == [("", "nodes", "get"), ("", "nodes", "patch")]
+    assert rules(docs, "Role", "ccsweep-workflow") == [
+        ("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")]
+    # Each binding names the ServiceAccount its pods run as.
+    deployment = by_kind(docs, "Deployment")["rel-ccsweep-operator"]["spec"]["template"]["spec"]
+    binding = by_kind(docs, "RoleBinding")["rel-ccsweep-operator"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": deployment["serviceAccountName"],
+                                    "namespace": "ccsweep"}]
+
+
+def test_node_probe_runs_everywhere_with_its_node_name():
+    daemonset = by_kind(rendered("default-values.yaml"), "DaemonSet")["rel-ccsweep-node-probe"]
+    pod = daemonset["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["python3", "-m", "ccsweep_operator.nodeprobe", "--interval", "300"]
+    assert container["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    assert pod["tolerations"] == [{"operator": "Exists"}]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_minimal_scenario_installs_only_the_workflow_templates():
+    kinds = sorted({d["kind"] for d in rendered("minimal-values.yaml")})
+    assert kinds == ["Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+
+
+def test_dashboards_are_configmaps_for_grafanas_sidecar():
+    sources = sorted((REPO / "dashboards").glob("*.json")) if (REPO / "dashboards").is_dir() else []
+    maps = {n: d for n, d in by_kind(rendered("full-values.yaml"), "ConfigMap").items() if "-dashboard-" in n}
+    assert len(maps) == len(sources)
+    for source in sources:
+        cm = maps[f"sweeps-dashboard-{source.stem}"[:63].rstrip("-")]
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["annotations"] == {"grafana_folder": "ccsweep"}
+        assert json.loads(cm["data"][source.name]) == json.loads(source.read_text())
+
+
+def test_pushgateway_scrape_job_is_valid_prometheus_config(tmp_path: Path):
+    scrape = by_kind(rendered("full-values.yaml"), "ConfigMap")["sweeps-pushgateway-scrape"]
+    jobs = yaml.safe_load(scrape["data"]["pushgateway-scrape.yaml"])
+    assert jobs == [{"job_name": "ccsweep-pushgateway", "honor_labels": True, "scrape_interval": "5s",
+                     "static_configs": [{"targets": ["prometheus-pushgateway.monitoring.svc:9091"]}]}]
+    if shutil.which("promtool") is None:
+        subprocess.run([str(REPO / "hack/tools/apt.sh")], check=True, timeout=1800)
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}, "scrape_configs": jobs}))
+    done = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Without a Pushgateway there is nothing to scrape, and no ConfigMap.
+    assert "rel-ccsweep-pushgateway-scrape" not in by_kind(rendered("default-values.yaml"), "ConfigMap")
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("workflows.cellCpu=1", "at '/workflows/cellCpu': got number, want string"),
+    ("store.url=http://minio:9000", "at '/store/url': 'http://minio:9000' does not match pattern"),
+    ("operatr.enabled=false", "additional properties 'operatr' not allowed"),
+    ("nodeProbe.intervalSeconds=1", "at '/nodeProbe/intervalSeconds': minimum: got 1, want 10"),
+    ("store.s3.create=true", "store.s3.create needs store.s3.accessKey, store.s3.secretKey and store.s3.endpoint"),
+])
+def test_bad_values_are_refused_with_the_key(setting: str, message: str, tmp_path: Path):
+    done = run_helm("template", "rel", str(chart_copy(tmp_path)), "--kube-version", KUBE_VERSION, "--set", setting,
+                    check=False)
+    assert done.returncode == 1
+    assert message in done.stderr, done.stderr
+
+
+def test_dependencies_are_optional_and_off_by_default():
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    deps = dependencies()
+    assert sorted(d["name"] for d in deps) == ["argo-workflows", "grafana", "minio", "prometheus"]
+    for dep in deps:
+        assert dep["condition"] == f"{dep['name']}.enabled"
+        assert values[dep["name"]]["enabled"] is False
+        assert dep["version"].count(".") == 2 and dep["repository"].startswith("https://")
+
+
+def test_readme_lists_every_value():
+    done = subprocess.run([sys.executable, str(CHART / "readme.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    sys.path.insert(0, str(CHART))
+    from readme import documented_keys  # noqa: PLC0415
+
+    documented = [k for k, _ in documented_keys((CHART / "values.yaml").read_text())]
+
+    def leaves(node: Any, prefix: str = "") -> list[str]:
+        if isinstance(node, dict) and node and prefix not in documented:
+            return [leaf for k, v in node.items() for leaf in leaves(v, f"{prefix}.{k}" if prefix else k)]
+        return [prefix]
+
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    undocumented = [leaf for leaf in leaves(values) if not any(leaf == d or leaf.startswith(d + ".") for d in documented)]
+    assert undocumented == []
+
+
+def test_packaged_chart_carries_the_workflow_templates_as_files(tmp_path: Path):
+    """Helm follows the files/ symlinks when packaging: the .tgz holds real copies."""
+    run_helm("package", str(chart_copy(tmp_path / "src")), "-d", str(tmp_path))
+    with tarfile.open(next(tmp_path.glob("ccsweep-*.tgz"))) as tgz:
+        members = {m.name: m for m in tgz.getmembers()}
+        for name in SOURCE_TEMPLATES:
+            member = members[f"ccsweep/files/workflows/{name}.yaml"]
+            assert member.isfile()
+            assert yaml.safe_load(tgz.extractfile(member).read()) == SOURCE_TEMPLATES[name]
+        assert "ccsweep/ci/default-values.yaml" not in members and "ccsweep/readme.py" not in members
