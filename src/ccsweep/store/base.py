@@ -32,6 +32,10 @@ class StoreError(RuntimeError):
     """A store operation that cannot be done as asked; str() is one line."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached right now (server down, network); trying later may work."""
+
+
 class ManifestCell(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -99,7 +103,7 @@ class ResultStore(ABC):
                              content_type="application/gzip")
             names.append("timeseries.json.gz")
         for name, path in (files or {}).items():
-            self.write_bytes(f"cells/{cell_id}/{name}", path.read_bytes(), content_type=_content_type(name))
+            self.write_bytes(f"cells/{cell_id}/{name}", path.read_bytes(), content_type=content_type_of(name))
             names.append(name)
         record = result.model_copy(update={"artifacts": names})
         return self.write_bytes(f"cells/{cell_id}/result.json", record.model_dump_json(indent=1).encode(),
@@ -138,7 +142,7 @@ class ResultStore(ABC):
     def put_sweep_file(self, sweep: str, name: str, data: bytes) -> str:
         """Write a figure, report or export of a sweep (these are rebuilt, so they may be replaced)."""
         key = f"sweeps/{sweep}/{name}"
-        self.write_bytes(key, data, content_type=_content_type(name))
+        self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
 
     def location(self, key: str) -> str:
@@ -146,7 +150,8 @@ class ResultStore(ABC):
         return f"{self.url.rstrip('/')}/{key}"
 
 
-def _content_type(name: str) -> str:
+def content_type_of(name: str) -> str:
+    """The Content-Type stored with an object (an S3 server hands it to browsers)."""
     types = {".json": "application/json", ".gz": "application/gzip", ".png": "image/png", ".svg": "image/svg+xml",
              ".html": "text/html", ".csv": "text/csv", ".yaml": "application/yaml", ".md": "text/markdown"}
     return types.get(Path(name).suffix, "application/octet-stream")
