@@ -30,7 +30,11 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING  # Events for problems only; the status tells the rest
+    # No cluster-wide scanning of namespaces and CRDs: the operator's Role is namespaced. The
+    # resources it serves are resolved once, so wait here until both are there.
+    settings.scanning.disabled = True
     kube.load_config()
+    kube.wait_for_resources()
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)

@@ -7,6 +7,7 @@ request the operator's Role allows (see charts/ccsweep/templates/operator/rbac.y
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import kubernetes
@@ -24,6 +25,36 @@ def load_config() -> None:
         kubernetes.config.load_incluster_config()
     except kubernetes.config.ConfigException:
         kubernetes.config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+
+
+def wait_for_resources(timeout: float = 120) -> None:
+    """Block until the API server serves Sweeps and Workflows (their CRDs are established).
+
+    kopf runs with scanning disabled (it would need to list namespaces and watch CRDs
+    cluster-wide): it discovers resources once, after this returns. Installed with the chart,
+    the CRD is normally there already; without Argo the operator has nothing to do and says so.
+    """
+    deadline = time.monotonic() + timeout
+    missing: list[str] = []
+    while True:
+        missing = [f"{group}/{version} {plural}" for group, version, plural in
+                   ((GROUP, VERSION, PLURAL), (ARGO_GROUP, ARGO_VERSION, WORKFLOWS)) if not _served(group, version, plural)]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the API server does not serve {' and '.join(missing)} after {timeout:.0f}s: "
+                               "install the Sweep CRD (the chart does) and Argo Workflows")
+        time.sleep(2)
+
+
+def _served(group: str, version: str, plural: str) -> bool:
+    try:
+        listed = _api().get_api_resources(group, version)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return any(r.name == plural for r in listed.resources)
 
 
 def _api() -> kubernetes.client.CustomObjectsApi:

@@ -38,7 +38,8 @@ def envtest() -> Iterator[EnvTest]:
     apiserver = _tool("kubernetes.sh", REPO / "bin/kube-apiserver")
     with EnvTest(kube_apiserver=apiserver) as env:
         env.apply_file(CRD_FILE)
-        env.apply_file(argo_module_dir() / "manifests/base/crds/minimal/argoproj.io_workflows.yaml")
+        for crd in sorted((argo_module_dir() / "manifests/base/crds/minimal").glob("argoproj.io_*.yaml")):
+            env.apply_file(crd)
         yield env
 
 

@@ -10,53 +10,15 @@ inputs as in workflow/controller/operator.go); tests/e2e/test_helm_operator.py r
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import sys
 from pathlib import Path
 
-import pytest
 import yaml
-from kopf.testing import KopfRunner
 
 from ccsweep_operator.envtest import EnvTest
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "operator/examples"
-
-
-@contextmanager
-def operator(namespace: str) -> Iterator[KopfRunner]:
-    args = ["run", "--standalone", f"--namespace={namespace}", "-m", "ccsweep_operator.handlers"]
-    with KopfRunner(args, timeout=60) as runner:
-        yield runner
-    assert runner.exception is None, runner.output
-    assert runner.exit_code == 0, runner.output
-
-
-def wait_for(get: Callable[[], dict | None], predicate: Callable[[dict], bool], timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = get()
-        if last is not None and predicate(last):
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"condition not reached in {timeout}s; last seen: {json.dumps(last, indent=1)[:3000]}")
-
-
-def getter(envtest: EnvTest, namespace: str, kind: str, name: str) -> Callable[[], dict | None]:
-    def get() -> dict | None:
-        done = envtest.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-        return json.loads(done.stdout) if done.returncode == 0 else None
-    return get
-
-
-def apply_example(envtest: EnvTest, namespace: str, example: str, **spec_changes) -> dict:
-    body = yaml.safe_load((EXAMPLES / example / "sweep.yaml").read_text())
-    body["spec"] |= spec_changes
-    envtest.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(body))
-    return body
+sys.path.insert(0, str(Path(__file__).parent))
+from operatorlib import EXAMPLES, apply_example, getter, operator, phase_is, wait_for  # noqa: E402
 
 
 def test_api_server_accepts_the_generated_crd_and_refuses_a_bad_field(envtest: EnvTest, namespace: str):
@@ -69,10 +31,6 @@ def test_api_server_accepts_the_generated_crd_and_refuses_a_bad_field(envtest: E
     unknown = envtest.kubectl("apply", "-n", namespace, "-f", "-", check=False, input=json.dumps(
         {**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text()), "spec": {"experiments": [{"name": "x", "rtt": [1]}]}}))
     assert unknown.returncode != 0 and 'unknown field "spec.experiments[0].rtt"' in unknown.stderr
-
-
-def phase_is(*phases: str) -> Callable[[dict], bool]:
-    return lambda sweep: (sweep.get("status") or {}).get("phase") in phases
 
 
 def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
