@@ -38,9 +38,11 @@ def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ccsweep", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def namespaces() -> set[str]:
+def namespaces(cell_ids: set[str]) -> set[str]:
+    """Namespaces left by these cells (`ccs-<id8>-<pid>-s|r`); other cells may run on a shared machine."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.startswith("ccs-")}
+    prefixes = tuple(f"ccs-{cell_id[:8]}-" for cell_id in cell_ids)
+    return {line.split()[0] for line in out.splitlines() if line.startswith(prefixes)}
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
     assert second.returncode == 0, second.stderr
     assert "4 already stored, 0 to run" in second.stderr
     assert {p: p.stat().st_mtime_ns for p in store_dir.rglob("result.json")} == mtimes
-    assert not namespaces()
+    assert not namespaces(ids)
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
@@ -97,7 +99,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     assert 1 <= len(kept) < 4
     for path in kept:
         assert json.loads(path.read_text())["status"] == "ok"
-    assert not namespaces()
+    assert not namespaces({c.id for c in open_store(str(store_dir)).get_manifest("long").cells})
     resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures")
     assert f"{len(kept)} already stored, {4 - len(kept)} to run" in resumed.stderr
     assert resumed.returncode == 0, resumed.stderr
