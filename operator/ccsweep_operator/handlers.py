@@ -44,6 +44,8 @@ def reconcile_sweep(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
     sweep = SweepObject.from_body(body)
     decision = decide(sweep, OperatorSettings.from_env())
     kube.apply(decision, sweep.namespace, sweep.name)
+    if decision.retry:
+        raise kopf.TemporaryError(decision.status["message"], delay=30)
     logger.info(f"{decision.status['phase']}: {decision.status.get('message')}")
 
 

@@ -20,7 +20,7 @@ import yaml
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
 from ccsweep.plan import plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
-from ccsweep.store import ResultStore, StoreError, open_store
+from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 
 #: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
@@ -69,10 +69,11 @@ class SweepObject:
 
 @dataclass
 class Decision:
-    """What to do about a Sweep: a status merge patch, and maybe a Workflow to create."""
+    """What to do about a Sweep: a status merge patch, maybe a Workflow to create, maybe retry later."""
 
     status: dict[str, Any]
     workflow: dict[str, Any] | None = None
+    retry: bool = False  # the store could not be reached: decide again later
 
 
 def now() -> str:
@@ -116,6 +117,11 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         plan = plan_sweep(spec, store)
     except SpecError as exc:  # e.g. a trace that is not on the operator's trace path
         return _invalid(sweep, base, conditions, str(exc))
+    except StoreUnavailable as exc:
+        message = f"{exc} (retrying)"
+        return Decision(status={**base, "phase": "Pending", "message": message, "cells": None, "conditions":
+                                with_condition(conditions, "Planned", None, "StoreUnavailable", message, sweep.generation)},
+                        retry=True)
     except StoreError as exc:
         message = str(exc)
         return Decision(status={**base, "phase": "Failed", "message": message, "cells": None, "conditions":
@@ -177,6 +183,15 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     return body
 
 
+def report_location(store_url: str, sweep: str, opener: Callable[[str], ResultStore] = open_store) -> str:
+    """Where the sweep's HTML report is, as the store names it (a path, or an s3:// URL)."""
+    key = f"sweeps/{sweep}/report.html"
+    try:
+        return opener(store_url).location(key)
+    except StoreError:  # e.g. no S3 settings in this process: the URL still says where
+        return f"{store_url.rstrip('/')}/{key}"
+
+
 def owner_of(workflow: Mapping[str, Any]) -> str | None:
     """The name of the Sweep that controls a Workflow, from its ownerReferences."""
     for ref in workflow.get("metadata", {}).get("ownerReferences") or []:
@@ -231,8 +246,7 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
     if deleted:
         return None  # a finished Workflow removed later (its TTL) changes nothing
     if phase == "Succeeded":
-        store = opener(status.get("store") or "")
-        report = store.location(f"sweeps/{status.get('sweep')}/report.html")
+        report = report_location(status.get("store") or "", status.get("sweep") or "", opener)
         message = f"{cells['done']} cells run, {cells.get('cached', 0)} were already stored"
         patch |= {"report": report, "message": message,
                   "conditions": with_condition(conditions, "Complete", True, "WorkflowSucceeded", message, generation)}

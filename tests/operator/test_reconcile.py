@@ -222,3 +222,19 @@ def test_deleted_unfinished_workflow_fails_the_sweep_but_old_ones_say_nothing(tm
 @pytest.mark.parametrize("example", ["quick", "defaults"])
 def test_examples_plan_without_error(tmp_path: Path, example: str):
     assert decide(sweep_object(example), settings(tmp_path)).status["phase"] == "Pending"
+
+
+def test_unreachable_store_is_retried_not_failed(monkeypatch: pytest.MonkeyPatch):
+    """A real refused connection (nothing listens on the port): the sweep waits, it does not fail."""
+    from ccsweep_operator.envtest import free_port
+
+    monkeypatch.setenv("CCSWEEP_S3_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("CCSWEEP_S3_ACCESS_KEY", "k")
+    monkeypatch.setenv("CCSWEEP_S3_SECRET_KEY", "secret-key")
+    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/ccsweep/s3.yaml either
+    decision = decide(sweep_object("quick"), OperatorSettings(store="s3://ccsweep/results"))
+    assert decision.retry and decision.workflow is None
+    assert decision.status["phase"] == "Pending"
+    planned = decision.status["conditions"][-1]
+    assert (planned["type"], planned["status"], planned["reason"]) == ("Planned", "Unknown", "StoreUnavailable")
+    assert decision.status["message"].endswith("(retrying)")
