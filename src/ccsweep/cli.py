@@ -19,7 +19,7 @@ from rich.console import Console
 from ccsweep import __version__
 from ccsweep.cell import Cell
 from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
-from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, open_store
+from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
 EXIT_USAGE = 2
 
@@ -78,7 +78,8 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 @click.argument("spec")
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
-def plan(spec: str, store_url: str, sweep_name: str | None) -> None:
+@click.option("--pushgateway", help="Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
+def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None) -> None:
     """Record SPEC's manifest in the store; print the cells still to run as JSON.
 
     Each item: {id, experiment, node_selector}; node_selector (a JSON string) asks for nodes whose
@@ -96,6 +97,12 @@ def plan(spec: str, store_url: str, sweep_name: str | None) -> None:
         fail(str(exc))
     click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
                f"{len(the_plan.pending)} to run", err=True)
+    if pushgateway:
+        from ccsweep.metrics import SweepMetrics
+
+        metrics = SweepMetrics(pushgateway, sweep.name)
+        metrics.update(total=len(the_plan.cells), cached=len(the_plan.cached))
+        metrics.close()
     click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": json.dumps(node_selector(c))}
                            for c in the_plan.pending]))
 
@@ -168,9 +175,10 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
     from ccsweep.executor import EXIT_UNAVAILABLE
     from ccsweep.runner import CongestionControlUnavailable, run_cell
+    from ccsweep.store.spool import store_cell
 
     report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
-    if store.has_result(the_cell.id):
+    if _stored_already(store, the_cell):
         click.echo(json.dumps({**report, "status": "cached"}))
         return
     observer = None
@@ -193,11 +201,22 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         result = output.result
         if observer is not None:
             observer.finish(result)
-        stored = store.put_cell(result, output.timeseries, output.files)
+        kept = store_cell(store, result, output.timeseries, output.files)
     late = bool(result.link and result.link.selfcheck.late)
-    click.echo(json.dumps({**report, "status": result.status, "stored": stored, "goodput_mbps": result.goodput_mbps,
+    if kept.spooled is not None:
+        report["spooled"] = str(kept.spooled)
+    click.echo(json.dumps({**report, "status": result.status, "stored": kept.stored, "goodput_mbps": result.goodput_mbps,
                            "late": late, "error": result.error}))
     sys.exit(0 if result.status == "ok" else 1)
+
+
+def _stored_already(store: ResultStore, cell: Cell) -> bool:
+    """Whether the cell is stored; an unreachable store does not stop a cell (its result is spooled)."""
+    try:
+        return store.has_result(cell.id)
+    except StoreUnavailable as exc:
+        click.echo(f"ccsweep: warning: {exc}; running the cell anyway", err=True)
+        return False
 
 
 def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store: ResultStore) -> Cell:
@@ -251,6 +270,30 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
         _build_figures(store_url, sweep.name, console)
     counts = summary.counts()
     sys.exit(1 if counts["failed"] else 0)
+
+
+@main.command(name="upload-spool")
+@click.option("--store", "store_url", help="Only the cells spooled for this store (default: every store).")
+@click.option("--spool", "spool_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="The spool folder (default: $CCSWEEP_SPOOL, else ~/.cache/ccsweep/spool).")
+def upload_spool(store_url: str | None, spool_dir: Path | None) -> None:
+    """Upload results kept in the local spool while their store was unreachable.
+
+    Exit status: 0 when the spool is empty afterwards, 1 when a store is still unreachable.
+    """
+    from ccsweep.store.spool import Spool
+
+    spool = Spool(spool_dir)
+    urls = [store_url] if store_url else spool.targets()
+    remaining = 0
+    for url in urls:
+        report = spool.flush(_open(url))
+        remaining += len(report.remaining)
+        line = f"{url}: uploaded {len(report.uploaded)}, {len(report.remaining)} left"
+        click.echo(line + (f" ({report.error})" if report.error else ""), err=True)
+    if not urls:
+        click.echo("spool is empty", err=True)
+    sys.exit(1 if remaining else 0)
 
 
 @main.command(name="figures")

@@ -22,9 +22,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ccsweep.cell import Cell
+from ccsweep.metrics import SweepMetrics
 from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
 from ccsweep.store import ResultStore
+from ccsweep.store.spool import Spool
 
 #: Exit status of `ccsweep cell` when the kernel lacks the cell's algorithm.
 EXIT_UNAVAILABLE = 3
@@ -81,6 +83,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
+    _flush_spool(store, console)
     plan = plan_sweep(spec, store)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
@@ -97,14 +100,45 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         console.print(f"[yellow]skipping cells: {reason}[/yellow]")
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}")
-    if runnable:
-        budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
-        summary.interrupted = _run_cells(runnable, store, workdir, budget, jobs, pushgateway, summary, console)
+    metrics = SweepMetrics(pushgateway, spec.name) if pushgateway else None
+    try:
+        if metrics:
+            metrics.update(total=len(plan.cells), **_progress(summary))
+        if runnable:
+            budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
+            summary.interrupted = _run_cells(runnable, store, workdir, budget, jobs, pushgateway, summary, console,
+                                             metrics)
+    finally:
+        if metrics:
+            metrics.update(**_progress(summary))
+            metrics.finish()
+    _flush_spool(store, console)
     return summary
 
 
+def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:
+    """Cell counts for the sweep's metrics; skipped (unavailable) and interrupted cells count as failed."""
+    counts = summary.counts()
+    return {"cached": counts["cached"], "running": running, "done": counts["ok"],
+            "failed": counts["failed"] + counts["unavailable"] + counts["interrupted"]}
+
+
+def _flush_spool(store: ResultStore, console: Console) -> None:
+    """Upload results spooled by earlier cells while this store was unreachable (see store/spool.py)."""
+    spool = Spool()
+    if not spool.pending(store.url):
+        return
+    report = spool.flush(store)
+    if report.uploaded:
+        console.print(f"uploaded {len(report.uploaded)} spooled cell result(s) to {store.url}")
+    if report.remaining:
+        console.print(f"[yellow]{len(report.remaining)} cell result(s) stay in the spool {spool.root} "
+                      f"({report.error}); `ccsweep upload-spool` uploads them later[/yellow]")
+
+
 def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: float, jobs: int | None,
-               pushgateway: str | None, summary: SweepSummary, console: Console) -> bool:
+               pushgateway: str | None, summary: SweepSummary, console: Console,
+               metrics: SweepMetrics | None = None) -> bool:
     """Admit cells while their CPU cost fits the budget; returns True if interrupted."""
     queue = list(cells)
     running: list[_Running] = []
@@ -134,6 +168,8 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: flo
                                                "; result flagged[/yellow]")
                 in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
                 progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
+                if metrics:
+                    metrics.update(**_progress(summary, len(running)))
         return False
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted: stopping {len(running)} running cell(s); "
