@@ -9,6 +9,12 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
 _T0=$(date +%s)
 
+# One build of a tool at a time: a second caller (make tools beside a test that needs the tool)
+# waits here, then finds the cache filled, instead of deleting the first one's staging folder.
+mkdir -p "$TOOLS_CACHE"
+exec {_TOOL_LOCK}> "$TOOLS_CACHE/.$(basename "$0" .sh).lock"
+flock "$_TOOL_LOCK"
+
 log() { printf '[%s %3ss] %s\n' "$(basename "$0" .sh)" "$(($(date +%s) - _T0))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
