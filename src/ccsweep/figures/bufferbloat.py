@@ -1,0 +1,96 @@
+"""Figure kind `bufferbloat`: RTT over time and its distribution, per algorithm, over a deep buffer.
+
+The BBR paper's claim: a loss-based algorithm fills a deep buffer, so its RTT grows to the
+propagation delay plus the buffer's drain time; BBR keeps it near the propagation delay.  Both
+limits are drawn as reference lines.  The distribution is a CDF of the smoothed-RTT samples after
+the warm-up; with repetitions it is the mean of their quantile curves with a 95 % band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.points import Point, group_points, group_series, series_label, varying_facets
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.stats import mean_ci_columns
+from ccsweep.figures.style import new_figure, series_colors
+from ccsweep.figures.timeplot import Run, plot_band, within
+
+QUANTILES = np.linspace(0, 1, 201)
+
+
+def full_buffer_rtt_ms(params: CellParams) -> float | None:
+    """Propagation RTT plus the time the bottleneck needs to drain a full queue."""
+    rate, limit = params.uplink.rate_mbps, params.uplink.queue.bytes
+    if rate is None or limit is None:
+        return None
+    return params.rtt_ms + limit * 8 / (rate * 1e6) * 1000
+
+
+def rtt_runs(data: ExperimentData, point: Point) -> list[Run]:
+    """Smoothed RTT (ms) of every flow of every repetition; samples before the first ACK are dropped."""
+    runs = []
+    for result in point.results:
+        series = data.timeseries(result.cell.id)
+        for flow in series.flows if series else []:
+            t = np.asarray(flow.t, dtype=float)
+            rtt = np.asarray(flow.rtt_us, dtype=float) / 1000
+            keep = rtt > 0
+            runs.append(Run(t[keep], rtt[keep]))
+    return runs
+
+
+def build(data: ExperimentData) -> Section:
+    section = Section()
+    groups = group_series(group_points(data.results), flows=None)
+    for index, points in enumerate(groups):
+        suffix = "" if len(groups) == 1 else f"-{index + 1}"
+        figures = _figures(data, points, data.name + suffix)
+        if not figures:
+            section.notes.append(f"{data.name + suffix}: no time series stored.")
+        section.figures.extend(figures)
+    return section
+
+
+def _figures(data: ExperimentData, points: Sequence[Point], name: str) -> list[FigureOut]:
+    time_fig, (time_ax,) = new_figure()
+    cdf_fig, (cdf_ax,) = new_figure()
+    facets = varying_facets([p.params for p in points])
+    drawn = False
+    for point, color in zip(points, series_colors([p.params for p in points])):
+        runs = rtt_runs(data, point)
+        label = series_label(point.params, facets)
+        drawn |= plot_band(time_ax, runs, label=label, color=color) is not None
+        steady = [within(r, point.params.warmup_s, point.params.duration_s) for r in runs]
+        _plot_cdf(cdf_ax, [r.y for r in steady if r.y.size], label=label, color=color)
+    if not drawn:
+        return []
+    params = points[0].params
+    for ax, horizontal in ((time_ax, True), (cdf_ax, False)):
+        line = ax.axhline if horizontal else ax.axvline
+        line(params.rtt_ms, color="black", linestyle=":", label="propagation RTT")
+        full = full_buffer_rtt_ms(params)
+        if full is not None:
+            line(full, color="black", linestyle="--", label="full buffer")
+        ax.legend(loc="best")
+    time_ax.set(xlabel="time since flow start (s)", ylabel="smoothed RTT (ms)", title=data.title)
+    time_ax.set_ylim(bottom=0)
+    cdf_ax.set(xlabel="smoothed RTT (ms)", ylabel="fraction of samples (CDF)", title=f"{data.title}: RTT distribution")
+    cdf_ax.set_ylim(0, 1)
+    return [FigureOut(name, data.title, time_fig, "Sender's smoothed RTT every 100 ms; band: 95 % t-interval."),
+            FigureOut(f"{name}-cdf", f"{data.title}: RTT distribution", cdf_fig,
+                      "After the warm-up; with repetitions, the mean quantile curve and its 95 % t-interval.")]
+
+
+def _plot_cdf(ax, samples: Sequence[np.ndarray], *, label: str, color: object) -> None:
+    if not samples:
+        return
+    curves = np.vstack([np.quantile(s, QUANTILES) for s in samples])
+    mean, half = mean_ci_columns(curves)
+    ax.plot(mean, QUANTILES, label=label, color=color)
+    if half is not None:
+        ax.fill_betweenx(QUANTILES, mean - half, mean + half, color=color, alpha=0.2, linewidth=0, label="_ci")

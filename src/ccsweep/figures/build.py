@@ -1,0 +1,45 @@
+"""build_sweep_outputs: a sweep's figures, tables, ReBBR CSVs and report, written back to its store.
+
+Outputs go under sweeps/<sweep>/ through the store's put_sweep_file, so the same call works for a
+local folder and for S3 (the Argo figures step).  They are derived data: rebuilt and replaced
+whenever asked, from stored results only.
+"""
+
+from __future__ import annotations
+
+from ccsweep.figures import rebbr_csv
+from ccsweep.figures.checks import run_checks
+from ccsweep.figures.data import load_sweep
+from ccsweep.figures.registry import build_section
+from ccsweep.figures.report import RenderedFigure, data_uri, render_report
+from ccsweep.figures.style import render
+from ccsweep.store import ResultStore
+
+
+def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
+    """Build and store everything for `sweep`; return where each file was written (report last)."""
+    data = load_sweep(store, sweep)
+    written: dict[str, str] = {}
+
+    def put(name: str, blob: bytes) -> None:
+        written[name] = store.put_sweep_file(sweep, name, blob)
+
+    sections = []
+    for exp in data.experiments:
+        section = build_section(exp)
+        figures = []
+        for fig in section.figures:
+            images = render(fig.figure)
+            for fmt, blob in images.items():
+                put(f"figures/{fig.name}.{fmt}", blob)
+            figures.append(RenderedFigure(fig.name, fig.title, fig.caption, data_uri(images["svg"]),
+                                          f"figures/{fig.name}.png", f"figures/{fig.name}.svg"))
+        for table in section.tables:
+            put(f"tables/{table.name}.csv", table.to_csv().encode())
+        sections.append((exp, section, figures))
+        if exp.results:
+            put(f"rebbr/{exp.name}.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(exp.results)).encode())
+    put("rebbr.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(data.distinct_results())).encode())
+    html = render_report(data, sections, run_checks(data), outputs=[*written, "report.html"])
+    put("report.html", html.encode())
+    return list(written.values())

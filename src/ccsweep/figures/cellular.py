@@ -1,0 +1,87 @@
+"""Figure kind `cellular`: ReBBR's cellular experiment over Mahimahi's Verizon LTE traces.
+
+Two figures: goodput against loss with the ideal (1 - p) x the trace's mean capacity, and the
+capacity the trace offered over time with what each algorithm delivered (at the lowest loss
+rate), Mahimahi's throughput-graph view.  Both come from stored records: the capacity is the
+emulator's delivery-opportunity counter, sampled every 100 ms during the cell, not the trace file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.lossplot import plot_vs_loss
+from ccsweep.figures.points import Point, flows_label, group_points, rate_label
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.style import cc_color, new_figure
+from ccsweep.figures.timeplot import plot_band, rate_from_cumulative, within
+
+WINDOW_S = 1.0
+
+
+def mean_capacity(points: Sequence[Point]) -> float | None:
+    values = [v for p in points for v in p.values(lambda r: r.capacity_mbps)]
+    return float(np.mean(values)) if values else None
+
+
+def build(data: ExperimentData) -> Section:
+    points = group_points(data.results)
+    capacity = mean_capacity(points)
+    section = Section()
+    fig, (ax,) = new_figure()
+
+    def ideal(params: CellParams, loss: float) -> float | None:
+        return (1 - loss) * capacity if capacity is not None else None
+
+    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, ylabel="goodput (Mbit/s)", ideal=ideal,
+                 ideal_label=lambda p: f"ideal (1 − p) × mean capacity {rate_label(round(capacity or 0, 2))}")
+    ax.set_title(data.title)
+    section.figures.append(FigureOut(data.name, data.title, fig,
+                                     "Goodput over the whole flow; the ideal uses the capacity measured in the cells."))
+    over_time = _capacity_over_time(data, points)
+    if over_time is None:
+        section.notes.append("No link time series stored: capacity over time not drawn.")
+    else:
+        section.figures.append(over_time)
+    return section
+
+
+def _capacity_over_time(data: ExperimentData, points: Sequence[Point]) -> FigureOut | None:
+    """Per algorithm at the lowest loss rate: the capacity its cells saw, and their throughput (1 s bins)."""
+    lowest = min(p.params.loss for p in points)
+    chosen = [p for p in points if p.params.loss == lowest]
+    fig, axes = new_figure(len(chosen), 1, height=2.6 * len(chosen), sharex=True)
+    drawn = False
+    for ax, point in zip(axes, chosen):
+        duration = point.params.duration_s
+        capacity_runs, throughput_runs = [], []
+        for result in point.results:
+            series = data.timeseries(result.cell.id)
+            if series is None or series.link is None:
+                continue
+            capacity_runs.append(within(rate_from_cumulative(series.link.t, series.link.uplink_capacity_bytes,
+                                                             WINDOW_S), 0, duration))
+            flows = series.flows
+            total = np.sum([np.asarray(f.receiver_bytes, dtype=float) for f in flows], axis=0)
+            throughput_runs.append(within(rate_from_cumulative(flows[0].receiver_t, total, WINDOW_S), 0, duration))
+        if not capacity_runs:
+            continue
+        drawn = True
+        plot_band(ax, capacity_runs, label="capacity (trace)", color="0.45", drawstyle="steps-mid")
+        cc = point.params.flows[0].cc
+        plot_band(ax, throughput_runs, label=f"{flows_label(point.params)} throughput", color=cc_color(cc))
+        ax.set_ylabel("Mbit/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{flows_label(point.params)}, {lowest * 100:g} % loss", fontsize=9)
+        ax.legend(loc="upper right")
+    if not drawn:
+        return None
+    axes[-1].set_xlabel("time since flow start (s)")
+    fig.suptitle(f"{data.title}: capacity over time")
+    return FigureOut(f"{data.name}-capacity", f"{data.title}: capacity over time", fig,
+                     "Capacity offered by the trace and throughput at the receiver, 1 s bins; band: 95 % t-interval.")
+

@@ -1,0 +1,215 @@
+"""Reference checks: published claims tested against the cells they apply to, pass or fail per claim.
+
+Each claim names its source and its scope -- the cells where the claim's physics applies -- so a
+failure means the platform (or the kernel) disagrees with the literature, not that a claim was
+stretched to a path it was never made for.  Values are means over repetitions and use the steady
+goodput (after the warm-up), because the claims describe steady state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.data import ExperimentData, SweepData
+from ccsweep.figures.points import MSS_BYTES, PACKET_BYTES, Point, bdp_bytes, cell_summary, group_points, group_series
+from ccsweep.result import CellResult
+
+#: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.
+PAPER_BDP_BYTES = 100e6 / 8 * 0.1
+MATHIS_C = 1.22
+STEP_FOLLOW_S = 2.0
+STEP_TOLERANCE = 0.25
+
+
+@dataclass
+class Verdict:
+    subject: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Claim:
+    id: str
+    statement: str
+    source: str
+    scope: str
+    evaluate: Callable[[ExperimentData], list[Verdict]]
+
+
+@dataclass
+class CheckRow:
+    claim: Claim
+    experiment: str
+    verdicts: list[Verdict]
+
+    @property
+    def passed(self) -> int:
+        return sum(v.ok for v in self.verdicts)
+
+    @property
+    def status(self) -> str:
+        return "pass" if self.passed == len(self.verdicts) else "fail"
+
+
+def steady_goodput(result: CellResult) -> float | None:
+    return result.goodput_steady_mbps
+
+
+def _single(params: CellParams, *ccs: str) -> bool:
+    """One flow of one of `ccs` over a constant-rate link without rate steps."""
+    return (len(params.flows) == 1 and params.flows[0].cc in ccs and params.bandwidth_mbps is not None
+            and not params.uplink.rate_schedule)
+
+
+def _bbr_ideal(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for point in group_points(data.results):
+        p = point.params
+        stat = point.mean_ci(steady_goodput)
+        if not _single(p, "bbr") or p.loss > 0.05 or stat is None:
+            continue
+        bound = 0.9 * (1 - p.loss) * (p.bandwidth_mbps or 0)
+        verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] >= bound,
+                                f"{stat[0]:.3g} Mbit/s vs bound {bound:.3g}"))
+    return verdicts
+
+
+def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
+    points = [pt for pt in group_points(data.results) if _single(pt.params, "cubic")
+              and (bdp_bytes(pt.params) or 0) >= PAPER_BDP_BYTES]
+    verdicts = []
+    for series in group_series(points, uplink__loss=0.0):
+        lossy = _at_loss(series, 0.001)
+        reference = min(series, key=lambda pt: pt.params.loss)
+        if lossy is None or reference.params.loss > 1e-5:
+            continue
+        at, base = lossy.mean_ci(steady_goodput), reference.mean_ci(steady_goodput)
+        if at is None or base is None:
+            continue
+        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), at[0] <= base[0] / 10,
+                                f"{at[0]:.3g} Mbit/s at 0.1 % vs {base[0]:.3g} at "
+                                f"{reference.params.loss * 100:g} % (ratio {base[0] / max(at[0], 1e-9):.3g})"))
+    return verdicts
+
+
+def _at_loss(series: Sequence[Point], loss: float) -> Point | None:
+    return next((pt for pt in series if math.isclose(pt.params.loss, loss, rel_tol=1e-6)), None)
+
+
+def mathis_mbps(rtt_ms: float, loss: float, link_mbps: float) -> float:
+    """Mathis et al.: MSS / RTT x C / sqrt(p), capped at what the link can carry as payload."""
+    model = MSS_BYTES * 8 / (rtt_ms / 1000) * MATHIS_C / math.sqrt(loss) / 1e6
+    return min(model, MSS_BYTES / PACKET_BYTES * (1 - loss) * link_mbps)
+
+
+def _mathis(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for point in group_points(data.results):
+        p = point.params
+        stat = point.mean_ci(steady_goodput)
+        if not _single(p, "cubic", "reno") or p.loss < 0.01 or stat is None:
+            continue
+        rtts = point.values(lambda r: r.flows[0].rtt_mean_ms if r.flows else None)
+        rtt = float(np.mean(rtts)) if rtts else p.rtt_ms
+        model = mathis_mbps(rtt, p.loss, p.bandwidth_mbps or 0)
+        verdicts.append(Verdict(cell_summary(p, repetition=False), model / 2 <= stat[0] <= model * 2,
+                                f"{stat[0]:.3g} Mbit/s vs model {model:.3g} (RTT {rtt:.0f} ms)"))
+    return verdicts
+
+
+def _bbr_step(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for result in data.results:
+        p = result.cell.params
+        bbr = [i for i, f in enumerate(p.flows) if f.cc == "bbr"]
+        if not p.uplink.rate_schedule or not bbr or p.uplink.rate_mbps is None:
+            continue
+        series = data.timeseries(result.cell.id)
+        for index in bbr:
+            flow = series.flows[index] if series and index < len(series.flows) else None
+            if flow is None or not flow.bbr_bw_bps:
+                continue
+            t, bw = np.asarray(flow.t), np.asarray(flow.bbr_bw_bps) / 1e6
+            for step in p.uplink.rate_schedule:
+                if step.at_s + STEP_FOLLOW_S > p.duration_s:
+                    continue
+                rate = p.uplink.rate_mbps * step.factor
+                window = (t >= step.at_s) & (t <= step.at_s + STEP_FOLLOW_S)
+                near = window & (np.abs(bw - rate) <= STEP_TOLERANCE * rate)
+                subject = f"{cell_summary(p)}: step to {rate:g} Mbit/s at {step.at_s:g} s"
+                if near.any():
+                    verdicts.append(Verdict(subject, True, f"followed after {t[near][0] - step.at_s:.1f} s"))
+                else:
+                    last = bw[window][-1] if window.any() else float("nan")
+                    verdicts.append(Verdict(subject, False, f"estimate {last:.3g} Mbit/s {STEP_FOLLOW_S:g} s later"))
+    return verdicts
+
+
+def _deep_buffer(params: CellParams) -> bool:
+    bdp = bdp_bytes(params)
+    limit = params.uplink.queue.bytes
+    return params.loss == 0 and bdp is not None and limit is not None and limit >= 4 * bdp
+
+
+def _bbr_low_delay(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for point in group_points(data.results):
+        p = point.params
+        stat = point.mean_ci(lambda r: r.flows[0].rtt_p50_ms if r.flows else None)
+        if _single(p, "bbr") and _deep_buffer(p) and stat is not None:
+            verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] <= 2 * p.rtt_ms,
+                                    f"median RTT {stat[0]:.0f} ms vs bound {2 * p.rtt_ms:g}"))
+    return verdicts
+
+
+def _cubic_fills(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for point in group_points(data.results):
+        p = point.params
+        stat = point.mean_ci(lambda r: r.flows[0].rtt_p95_ms if r.flows else None)
+        if not (_single(p, "cubic") and _deep_buffer(p)) or stat is None:
+            continue
+        bound = p.rtt_ms + 0.5 * (p.uplink.queue.bytes or 0) * 8 / ((p.bandwidth_mbps or 1) * 1e6) * 1000
+        verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] >= bound,
+                                f"95th-percentile RTT {stat[0]:.0f} ms vs bound {bound:.0f}"))
+    return verdicts
+
+
+CLAIMS = [
+    Claim("bbr-ideal", "BBR's goodput ≥ 0.9 × (1 − p) × link rate for loss p ≤ 5 %",
+          "BBR paper (ACM Queue 2016, Figure 8): \"BBR meets this limit up to a 5 % loss\"",
+          "one BBR flow, constant-rate link", _bbr_ideal),
+    Claim("cubic-tenfold", "CUBIC's goodput at 0.1 % loss ≤ a tenth of its goodput without loss",
+          "BBR paper: \"CUBIC's throughput decreases by 10 times at 0.1 % loss\"",
+          "one CUBIC flow, BDP ≥ the paper's 1.25 MB (Mathis: below it the link, not loss, limits CUBIC); "
+          "the lowest loss ≤ 0.001 % stands for no loss", _cubic_tenfold),
+    Claim("mathis", "CUBIC and Reno within a factor of 2 of MSS / RTT × 1.22 / √p for p ≥ 1 %",
+          "Mathis et al., CCR 1997 (MSS 1448 B, measured mean RTT, capped at the link's payload rate)",
+          "one CUBIC or Reno flow, constant-rate link", _mathis),
+    Claim("bbr-step", "BBR's bandwidth estimate follows a step of the bottleneck rate within 2 s (±25 %)",
+          "BBR paper: BBR follows a 2× rise and fall of the bottleneck within about 2 s",
+          "BBR flows in cells with a rate schedule, each repetition and step", _bbr_step),
+    Claim("bbr-low-delay", "BBR's median RTT ≤ 2 × the propagation RTT over a deep buffer",
+          "BBR paper (bufferbloat); BBR caps inflight at 2 BDP, so at most one BDP queues",
+          "one BBR flow, no loss, drop-tail buffer ≥ 4 BDP", _bbr_low_delay),
+    Claim("cubic-fills-buffer", "CUBIC's 95th-percentile RTT ≥ propagation RTT + half the buffer's drain time",
+          "BBR paper (bufferbloat): loss-based CUBIC fills deep buffers",
+          "one CUBIC flow, no loss, drop-tail buffer ≥ 4 BDP", _cubic_fills),
+]
+
+
+def run_checks(sweep: SweepData) -> list[CheckRow]:
+    """Every claim against every experiment it applies to (experiments with no applicable cell are skipped)."""
+    rows = []
+    for claim in CLAIMS:
+        for exp in sweep.experiments:
+            verdicts = claim.evaluate(exp)
+            if verdicts:
+                rows.append(CheckRow(claim, exp.name, verdicts))
+    return rows

@@ -1,0 +1,91 @@
+"""Figure kind `loss-table`: per-second throughput statistics per algorithm, loss rate and path.
+
+The table is what pandas' describe() prints for the per-second throughput of a flow (count,
+mean, std, min, quartiles, max), seconds after the warm-up, repetitions and flows pooled; with
+repetitions a column adds the 95 % t-interval of the mean over repetitions.  The figure shows
+the same numbers: mean with that interval, and the interquartile band, one panel per path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.points import Point, cc_name, flows_label, group_points, group_series, path_label
+from ccsweep.figures.section import FigureOut, Section, TableOut
+from ccsweep.figures.stats import mean_ci
+from ccsweep.figures.style import cc_color, cc_marker, new_figure
+from ccsweep.result import CellResult
+
+COLUMNS = ["path", "algorithm", "loss (%)", "seconds", "mean", "std", "min", "25%", "50%", "75%", "max"]
+
+
+def steady_seconds(result: CellResult) -> list[float]:
+    """Per-second throughput (Mbit/s) of every flow, for the seconds that start after the warm-up."""
+    warmup = result.cell.params.warmup_s
+    return [value for flow in result.flows for k, value in enumerate(flow.throughput_per_s_mbps)
+            if flow.start_s + k >= warmup]
+
+
+def describe(values: Sequence[float]) -> list[float]:
+    data = np.asarray(values, dtype=float)
+    std = float(data.std(ddof=1)) if data.size > 1 else float("nan")
+    return [float(data.mean()), std, float(data.min()), *map(float, np.percentile(data, [25, 50, 75])),
+            float(data.max())]
+
+
+def build(data: ExperimentData) -> Section:
+    points = group_points(data.results)
+    repeated = any(len(p.results) > 1 for p in points)
+    rows: list[list[object]] = []
+    paths: dict[str, list[Point]] = {}
+    for point in sorted(points, key=lambda p: (path_label(p.params) != "symmetric", path_label(p.params))):
+        paths.setdefault(path_label(point.params), []).append(point)
+    for path, members in paths.items():
+        for point in sorted(members, key=lambda p: (flows_label(p.params), p.params.loss)):
+            seconds = [v for r in point.results for v in steady_seconds(r)]
+            if not seconds:
+                continue
+            row: list[object] = [path, flows_label(point.params), round(point.params.loss * 100, 6), len(seconds),
+                                 *(round(v, 3) for v in describe(seconds))]
+            if repeated:
+                mean, half = mean_ci([float(np.mean(steady_seconds(r))) for r in point.results if steady_seconds(r)])
+                row.append(f"{mean:.3f} ± {half:.3f}" if half is not None else f"{mean:.3f}")
+            rows.append(row)
+    columns = COLUMNS + (["mean, 95 % CI over repetitions"] if repeated else [])
+    table = TableOut(data.name, f"{data.title}: per-second throughput (Mbit/s)", columns, rows)
+    return Section(figures=[_figure(data, paths)], tables=[table])
+
+
+def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
+    fig, axes = new_figure(1, len(paths), width=4.2 * len(paths) + 1, sharex=True, sharey=True)
+    for ax, (path, members) in zip(axes, paths.items()):
+        for series in group_series(members, uplink__loss=0.0):
+            cc = series[0].params.flows[0].cc
+            color = cc_color(cc)
+            rows = []
+            for point in sorted(series, key=lambda p: p.params.loss):
+                seconds = [v for r in point.results for v in steady_seconds(r)]
+                means = [float(np.mean(s)) for s in (steady_seconds(r) for r in point.results) if s]
+                if seconds:
+                    rows.append((point.params.loss * 100, *np.percentile(seconds, [25, 75]), mean_ci(means)))
+            if not rows:
+                continue
+            xs = [r[0] for r in rows]
+            ys = [r[3][0] for r in rows]
+            ax.plot(xs, ys, color=color, marker=cc_marker(cc), label=f"{cc_name(cc)} mean")
+            ax.fill_between(xs, [r[1] for r in rows], [r[2] for r in rows], color=color, alpha=0.2, linewidth=0,
+                            label=f"{cc_name(cc)} 25-75 %")
+            if any(r[3][1] is not None for r in rows):
+                ax.errorbar(xs, ys, yerr=[r[3][1] or 0.0 for r in rows], fmt="none", ecolor=color, capsize=3,
+                            label="_ci")
+        ax.set_yscale("log")
+        ax.set(xlabel="loss rate (%)", title=path)
+        ax.legend(loc="best", fontsize=7)
+    axes[0].set_ylabel("per-second throughput (Mbit/s), log scale")
+    fig.suptitle(data.title)
+    return FigureOut(data.name, data.title, fig,
+                     "Mean per-second throughput after the warm-up with its 95 % t-interval over repetitions; "
+                     "band: interquartile range of the seconds.")

@@ -1,0 +1,77 @@
+"""The x-axis ReBBR and the BBR paper use: loss rate in percent on a log scale, one line per series.
+
+Shared by the goodput, capacity-share and cellular figures.  A series is the points of one
+setting of every other axis; its mean over repetitions is drawn as a line and, where a point
+repeats, a 95 % t-interval as an error bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.points import Point, group_series, series_label, varying_facets
+from ccsweep.figures.style import IDEAL_STYLE, cc_marker, series_colors
+from ccsweep.result import CellResult
+
+Value = Callable[[CellResult], float | None]
+#: The ideal value at a loss fraction for a series, or None where there is none.
+Ideal = Callable[[CellParams, float], float | None]
+
+
+def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, ylabel: str, ideal: Ideal | None = None,
+                 ideal_label: Callable[[CellParams], str] | None = None) -> None:
+    """One line per series (mean over repetitions, t-interval bars), and the ideal per distinct ideal curve."""
+    series = group_series(points, uplink__loss=0.0)
+    facets = varying_facets([s[0].params for s in series], skip=("loss",))
+    colors = series_colors([s[0].params for s in series])
+    losses: set[float] = set()
+    ideals: dict[str, tuple[list[float], list[float]]] = {}
+    for members, color in zip(series, colors):
+        params = members[0].params
+        cc = params.flows[0].cc
+        rows = sorted((p.params.loss, p.mean_ci(value)) for p in members)
+        rows = [(loss, stat) for loss, stat in rows if stat is not None]
+        if not rows:
+            continue
+        xs = [loss * 100 for loss, _ in rows]
+        ys = [stat[0] for _, stat in rows]
+        ax.plot(xs, ys, color=color, marker=cc_marker(cc), markersize=5, label=series_label(params, facets))
+        halves = [stat[1] for _, stat in rows]
+        if any(h is not None for h in halves):
+            ax.errorbar(xs, ys, yerr=[h or 0.0 for h in halves], fmt="none", ecolor=color, capsize=3, label="_ci")
+        losses.update(loss for loss, _ in rows)
+        if ideal is not None:
+            label = ideal_label(params) if ideal_label else "ideal"
+            curve = ideals.setdefault(label, ([], []))
+            for loss, _ in rows:
+                target = ideal(params, loss)
+                if target is not None and loss * 100 not in curve[0]:
+                    curve[0].append(loss * 100)
+                    curve[1].append(target)
+    for label, (xs, ys) in ideals.items():
+        order = np.argsort(xs)
+        ax.plot(np.take(xs, order), np.take(ys, order), label=label, **IDEAL_STYLE)
+    _loss_axis(ax, sorted(losses))
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="best")
+
+
+def _loss_axis(ax: Axes, losses: list[float]) -> None:
+    """Log x (symlog when a cell has no loss) with a tick at each loss rate, as ReBBR drew it."""
+    positive = [p * 100 for p in losses if p > 0]
+    if len(positive) < len(losses):
+        ax.set_xscale("symlog", linthresh=min(positive, default=0.001))
+    else:
+        ax.set_xscale("log")
+    if 0 < len(losses) <= 16:
+        ax.xaxis.set_major_locator(FixedLocator([p * 100 for p in losses]))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.tick_params(axis="x", labelrotation=90)
+    ax.set_xlabel("loss rate (%), log scale")

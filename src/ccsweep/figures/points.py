@@ -1,0 +1,169 @@
+"""Cells as plot points: repetitions grouped, series found, and labels that say what differs.
+
+A *point* is one setting of an experiment's axes: its repetitions differ only in seed and
+repetition number.  A *series* is a run of points along one axis (loss, buffer size, ...), so its
+key is the point key with that axis blanked out.  Labels name only the axes that actually vary
+among the series drawn together, so a legend reads "BBR" for Figure 8 and "BBR (10 Mbit/s)" for
+the bandwidth experiment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.stats import mean_ci
+from ccsweep.result import CellResult
+
+#: Payload of a 1500-byte packet with TCP timestamps (1500 - 20 IP - 20 TCP - 12 options).
+MSS_BYTES = 1448
+PACKET_BYTES = 1500
+
+CC_NAMES = {"bbr": "BBR", "cubic": "CUBIC", "reno": "Reno", "bic": "BIC", "vegas": "Vegas", "westwood": "Westwood"}
+
+
+@dataclass
+class Point:
+    """The repetitions of one setting (first repetition's parameters stand for all)."""
+
+    params: CellParams
+    results: list[CellResult]
+
+    def values(self, value: Callable[[CellResult], float | None]) -> list[float]:
+        return [v for v in (value(r) for r in self.results) if v is not None]
+
+    def mean_ci(self, value: Callable[[CellResult], float | None]) -> tuple[float, float | None] | None:
+        """Mean over repetitions with its t-interval half-width; None when no repetition has a value."""
+        values = self.values(value)
+        return mean_ci(values) if values else None
+
+
+def _key(params: CellParams, **blank: object) -> str:
+    data = params.model_dump(mode="json")
+    data["seed"] = data["repetition"] = 0
+    for path, value in blank.items():
+        node = data
+        *parents, leaf = path.split("__")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return json.dumps(data, sort_keys=True)
+
+
+def point_key(params: CellParams) -> str:
+    """Equal for the repetitions of one setting, different otherwise."""
+    return _key(params)
+
+
+def group_points(results: Iterable[CellResult]) -> list[Point]:
+    """Repetitions grouped into points, in first-seen order."""
+    points: dict[str, Point] = {}
+    for result in results:
+        key = point_key(result.cell.params)
+        if key in points:
+            points[key].results.append(result)
+        else:
+            points[key] = Point(result.cell.params, [result])
+    return list(points.values())
+
+
+def group_series(points: Iterable[Point], **blank: object) -> list[list[Point]]:
+    """Points grouped into series along the blanked axes (e.g. uplink__loss=0), in first-seen order."""
+    series: dict[str, list[Point]] = {}
+    for point in points:
+        series.setdefault(_key(point.params, **blank), []).append(point)
+    return list(series.values())
+
+
+# Human labels.
+def cc_name(cc: str) -> str:
+    return CC_NAMES.get(cc, cc.upper() if len(cc) <= 4 else cc.capitalize())
+
+
+def flows_label(params: CellParams) -> str:
+    """'BBR', '4 x BBR' or '2 x BBR + 2 x CUBIC'."""
+    counts: dict[str, int] = {}
+    for flow in params.flows:
+        counts[flow.cc] = counts.get(flow.cc, 0) + 1
+    if len(params.flows) == 1:
+        return cc_name(params.flows[0].cc)
+    return " + ".join(f"{n} × {cc_name(cc)}" for cc, n in counts.items())
+
+
+def rate_label(mbps: float) -> str:
+    return f"{mbps:g} Mbit/s"
+
+
+def bottleneck_label(params: CellParams) -> str:
+    up = params.uplink
+    return rate_label(up.rate_mbps) if up.rate_mbps is not None else f"trace {up.trace.name if up.trace else '?'}"
+
+
+def bdp_bytes(params: CellParams) -> float | None:
+    """The path's bandwidth-delay product at the base rate; None for a trace link."""
+    rate = params.uplink.rate_mbps
+    return rate * 1e6 / 8 * params.rtt_ms / 1000 if rate is not None else None
+
+
+def buffer_bdp(params: CellParams) -> float | None:
+    """The bottleneck queue's byte limit as a multiple of the BDP (3 significant digits)."""
+    bdp = bdp_bytes(params)
+    limit = params.uplink.queue.bytes
+    if bdp is None or not limit or not bdp:
+        return None
+    return float(f"{limit / bdp:.3g}")
+
+
+def queue_label(params: CellParams) -> str:
+    multiple = buffer_bdp(params)
+    label = params.uplink.queue.label()
+    return f"{label} ({multiple:g} BDP)" if multiple is not None else label
+
+
+def path_label(params: CellParams) -> str:
+    """'symmetric', or the ACK direction's own delay and loss when they differ from the data direction's."""
+    up, down = params.uplink, params.downlink
+    if down.delay_ms == up.delay_ms and down.loss in (0.0, up.loss):
+        return "symmetric"
+    return f"reverse {down.delay_ms:g} ms, {down.loss * 100:g} % loss"
+
+
+#: Axes that can tell series apart, with their labels; the flows come first.
+FACETS: dict[str, Callable[[CellParams], str]] = {
+    "flows": flows_label,
+    "rtt": lambda p: f"{p.rtt_ms:g} ms",
+    "bottleneck": bottleneck_label,
+    "schedule": lambda p: "steps " + ", ".join(f"×{s.factor:g} at {s.at_s:g} s" for s in p.uplink.rate_schedule),
+    "queue": queue_label,
+    "path": path_label,
+    "loss": lambda p: f"{p.loss * 100:g} % loss",
+}
+
+
+def varying_facets(params: Sequence[CellParams], skip: Iterable[str] = ()) -> list[str]:
+    """Facets (other than `skip`) whose label differs among `params`."""
+    skipped = set(skip)
+    return [name for name, label in FACETS.items()
+            if name not in skipped and len({label(p) for p in params}) > 1]
+
+
+def series_label(params: CellParams, facets: Sequence[str]) -> str:
+    """The flows, then the varying facets in brackets: 'BBR (10 Mbit/s, 100 ms)'."""
+    extra = [FACETS[f](params) for f in facets if f != "flows"]
+    head = flows_label(params)
+    return f"{head} ({', '.join(extra)})" if extra else head
+
+
+def cell_summary(params: CellParams, repetition: bool = True) -> str:
+    """One line naming a cell (or, without the repetition, a point) for tables and check details."""
+    parts = [flows_label(params), f"{params.loss * 100:g} % loss", f"{params.rtt_ms:g} ms", bottleneck_label(params),
+             queue_label(params)]
+    if path_label(params) != "symmetric":
+        parts.append(path_label(params))
+    if params.uplink.rate_schedule:
+        parts.append(FACETS["schedule"](params))
+    if repetition:
+        parts.append(f"rep {params.repetition}")
+    return ", ".join(parts)

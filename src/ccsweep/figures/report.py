@@ -1,0 +1,113 @@
+"""The sweep's HTML report: one self-contained file (figures embedded as SVG data URIs).
+
+It holds what a reader needs to trust or doubt a figure: the reference checks, cells whose
+emulator ran late, missing and failed cells, the environment the cells ran in, and per cell its
+parameters, measurements and self-check.  Everything comes from the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter
+from dataclasses import dataclass
+from importlib.resources import files
+
+import jinja2
+import yaml
+
+from ccsweep import __version__
+from ccsweep.figures.checks import CheckRow
+from ccsweep.figures.data import ExperimentData, SweepData
+from ccsweep.figures.points import cell_summary
+from ccsweep.figures.section import Section
+from ccsweep.result import CellResult
+
+
+@dataclass
+class RenderedFigure:
+    name: str
+    title: str
+    caption: str
+    svg_data_uri: str
+    png_path: str
+    svg_path: str
+
+
+def data_uri(svg: bytes) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
+
+
+def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]]:
+    """(field, value, cells) for each value seen: usually one value per field."""
+    rows = []
+    for field in ("hostname", "kernel", "ccsweep_version", "python", "executor", "available_cc", "tcp_rmem", "tcp_wmem",
+                  "rmem_max", "wmem_max"):
+        counts = Counter(_text(getattr(r.environment, field)) for r in results)
+        rows += [(field, value, n) for value, n in sorted(counts.items())]
+    return rows
+
+
+def _text(value: object) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _cell_row(result: CellResult) -> dict[str, object]:
+    check = result.link.selfcheck if result.link else None
+    flows = result.flows
+    return {
+        "id": result.cell.id,
+        "summary": cell_summary(result.cell.params),
+        "goodput": result.goodput_mbps,
+        "steady": result.goodput_steady_mbps,
+        "bottleneck": result.bottleneck_throughput_mbps,
+        "capacity": result.capacity_mbps,
+        "retransmits": sum(f.retransmits for f in flows),
+        "rtt_mean": _mean([f.rtt_mean_ms for f in flows]),
+        "late": bool(check and check.late),
+        "lateness_p99": check.lateness_p99_us if check else None,
+        "cpu_share": check.cpu_share if check else None,
+        "params": json.dumps(result.cell.params.model_dump(mode="json"), indent=1),
+        "environment": json.dumps(result.environment.model_dump(mode="json"), indent=1),
+        "started_at": result.started_at,
+    }
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
+                  checks: list[CheckRow], outputs: list[str]) -> str:
+    results = sweep.distinct_results()
+    late = [r for r in results if r.link and r.link.selfcheck.late]
+    experiments_of: dict[str, list[str]] = {}
+    for cell in sweep.manifest.cells:
+        experiments_of.setdefault(cell.id, []).append(cell.experiment)
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}g}"
+    env.filters["fixed"] = lambda v, digits=0: "–" if v is None else f"{v:,.{digits}f}"
+    return env.get_template("report.html.j2").render(
+        sweep=sweep,
+        version=__version__,
+        counts={"entries": len(sweep.manifest.cells), "distinct": len(experiments_of), "stored": len(results),
+                "missing": len(experiments_of) - len(results), "failed": len(sweep.failures), "late": len(late)},
+        checks=checks,
+        late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
+        failures=sweep.failures,
+        environment=_environment_summary(results),
+        sections=[{
+            "data": data,
+            "spec": yaml.safe_dump(data.experiment.model_dump(mode="json", exclude_defaults=True), sort_keys=False),
+            "section": section,
+            "figures": figures,
+            "cells": [_cell_row(r) for r in data.results],
+        } for data, section, figures in sections],
+        outputs=outputs,
+    )
+
+
+def _template(name: str) -> str:
+    return (files("ccsweep") / "report" / name).read_text()

@@ -1,0 +1,64 @@
+"""Quantities over time: repetitions resampled on one time grid, drawn as a mean line and a band.
+
+Each repetition's samples fall at slightly different instants (100 ms sampling started per
+process), so runs are interpolated onto a common grid before averaging; the band is the 95 %
+t-interval of the mean at each instant.  A single run is drawn as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+
+from ccsweep.figures.stats import mean_ci_columns
+
+GRID_STEP_S = 0.1
+
+
+@dataclass
+class Run:
+    """One repetition's samples of a quantity."""
+
+    t: np.ndarray
+    y: np.ndarray
+
+    @classmethod
+    def of(cls, t: Sequence[float], y: Sequence[float]) -> "Run":
+        return cls(np.asarray(t, dtype=float), np.asarray(y, dtype=float))
+
+
+def plot_band(ax: Axes, runs: Sequence[Run], *, label: str, color: object, step: float = GRID_STEP_S,
+              **line: object) -> Line2D | None:
+    """Mean of the runs over their common time span, with a t-interval band when there are several."""
+    runs = [r for r in runs if r.t.size]
+    if not runs:
+        return None
+    if len(runs) == 1:
+        (handle,) = ax.plot(runs[0].t, runs[0].y, label=label, color=color, **line)
+        return handle
+    start, end = max(r.t[0] for r in runs), min(r.t[-1] for r in runs)
+    grid = np.arange(start, end + step / 2, step) if end > start else np.array([start])
+    mean, half = mean_ci_columns(np.vstack([np.interp(grid, r.t, r.y) for r in runs]))
+    (handle,) = ax.plot(grid, mean, label=label, color=color, **line)
+    if half is not None:
+        ax.fill_between(grid, mean - half, mean + half, color=color, alpha=0.2, linewidth=0, label="_ci")
+    return handle
+
+
+def rate_from_cumulative(t: Sequence[float], cumulative: Sequence[float], window_s: float) -> Run:
+    """Mbit/s over consecutive windows of a cumulative byte count (e.g. 1 s bins)."""
+    ts = np.asarray(t, dtype=float)
+    if ts.size < 2:
+        return Run(np.array([]), np.array([]))
+    edges = np.arange(ts[0], ts[-1] + 1e-9, window_s)
+    counts = np.interp(edges, ts, np.asarray(cumulative, dtype=float))
+    return Run(edges[1:] - window_s / 2, np.diff(counts) * 8 / window_s / 1e6)
+
+
+def within(run: Run, start: float, end: float) -> Run:
+    keep = (run.t >= start) & (run.t <= end)
+    return Run(run.t[keep], run.y[keep])

@@ -1,0 +1,237 @@
+"""Every figure kind built from records of real cells (tests/fixtures/<kind>/, made by record.py).
+
+The figures are inspected as matplotlib objects: which series they draw, with which labels and
+axes, and whether the plotted numbers are the stored measurements.  Some assertions are physical
+(CUBIC queues more than BBR in a deep buffer): the recorded cells are real TCP over the emulator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+
+from ccsweep.figures.data import ExperimentData, load_sweep
+from ccsweep.figures.loss_table import steady_seconds
+from ccsweep.figures.points import group_points
+from ccsweep.figures.registry import BUILDERS, build_section
+from ccsweep.figures.section import Section
+from ccsweep.spec import FigureKind
+from ccsweep.store.file import FileStore
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def fixture_store(kind: str) -> tuple[FileStore, str]:
+    """The recorded store of a figure kind (read-only) and its one sweep's name."""
+    store = FileStore(FIXTURES / kind)
+    (sweep,) = store.list_sweeps()
+    return store, sweep
+
+
+_SECTIONS: dict[str, list[tuple[ExperimentData, Section]]] = {}
+
+
+def sections(kind: str) -> list[tuple[ExperimentData, Section]]:
+    """Each experiment of the kind's fixture with its built section (built once per test session)."""
+    if kind not in _SECTIONS:
+        store, sweep = fixture_store(kind)
+        _SECTIONS[kind] = [(exp, build_section(exp)) for exp in load_sweep(store, sweep).experiments]
+    return _SECTIONS[kind]
+
+
+def labels(ax: Axes) -> list[str]:
+    """Legend labels of the lines on an axes (helper artists start with '_')."""
+    return [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def line(ax: Axes, label: str):
+    (found,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+    return found
+
+
+def has_interval(ax: Axes) -> bool:
+    """An error-bar container or a band drawn for a repeated cell."""
+    return any(c.get_label() == "_ci" for c in ax.containers) or any(
+        isinstance(c, PolyCollection) and c.get_label() == "_ci" for c in ax.collections)
+
+
+def test_every_figure_kind_has_a_builder_and_a_fixture():
+    assert set(BUILDERS) == set(get_args(FigureKind))
+    for kind in BUILDERS:
+        store, _ = fixture_store(kind)
+        assert store.list_keys("cells/"), kind
+
+
+def test_fixtures_are_real_cells():
+    for kind in BUILDERS:
+        store, sweep = fixture_store(kind)
+        for exp in load_sweep(store, sweep).experiments:
+            assert exp.results and not exp.missing, kind
+            for result in exp.results:
+                assert result.status == "ok"
+                assert result.link is not None and result.link.uplink.out_packets > 0
+                assert result.environment.kernel
+
+
+def test_goodput_vs_loss_is_figure8():
+    ((data, section),) = sections("goodput-vs-loss")
+    (figure,) = section.figures
+    assert figure.name == data.name
+    (ax,) = figure.figure.axes
+    assert ax.get_xscale() == "log"
+    assert ax.get_xlabel().startswith("loss rate (%)")
+    assert ax.get_ylabel() == "goodput (Mbit/s)"
+    assert labels(ax) == ["CUBIC", "BBR", "Reno", "ideal (1 − p) × link rate"]
+    ideal = line(ax, "ideal (1 − p) × link rate")
+    np.testing.assert_allclose(ideal.get_ydata(), [(1 - x / 100) * 20 for x in ideal.get_xdata()])
+    # Each point is the mean over its two repetitions, with an interval drawn.
+    bbr = line(ax, "BBR")
+    expected = {}
+    for point in group_points(data.results):
+        if point.params.cc_label == "bbr":
+            expected[point.params.loss * 100] = np.mean([r.goodput_mbps for r in point.results])
+    np.testing.assert_allclose(bbr.get_ydata(), [expected[x] for x in bbr.get_xdata()])
+    assert list(bbr.get_xdata()) == [0.001, 0.1, 1, 5]
+    assert has_interval(ax)
+    # The paper's shape: CUBIC collapses with loss, BBR does not.
+    cubic = line(ax, "CUBIC")
+    assert cubic.get_ydata()[-1] < 0.2 * cubic.get_ydata()[0]
+    assert bbr.get_ydata()[-1] > 0.7 * bbr.get_ydata()[0]
+
+
+def test_capacity_share_has_one_series_per_rate():
+    ((data, section),) = sections("capacity-share-vs-loss")
+    (ax,) = section.figures[0].figure.axes
+    assert ax.get_ylabel() == "goodput / capacity"
+    assert ax.get_xscale() == "log"
+    assert sorted(labels(ax)) == sorted(["CUBIC (2 Mbit/s, droptail 30 kB (3 BDP))",
+                                         "CUBIC (20 Mbit/s, droptail 100 kB (1 BDP))",
+                                         "BBR (2 Mbit/s, droptail 30 kB (3 BDP))",
+                                         "BBR (20 Mbit/s, droptail 100 kB (1 BDP))", "ideal (1 − p)"])
+    for result in data.results:
+        series = line(ax, next(lb for lb in labels(ax) if lb.startswith(result.cell.params.cc_label.upper())
+                               and f"({result.cell.params.bandwidth_mbps:g} Mbit/s" in lb))
+        at = list(series.get_xdata()).index(result.cell.params.loss * 100)
+        assert series.get_ydata()[at] == pytest.approx(result.goodput_mbps / result.capacity_mbps)
+    assert all(0 <= y <= 1.05 for ln in ax.get_lines() for y in ln.get_ydata())
+
+
+def test_cellular_draws_goodput_and_the_trace_capacity():
+    ((data, section),) = sections("cellular")
+    main, over_time = section.figures
+    (ax,) = main.figure.axes
+    (ideal_label,) = [lb for lb in labels(ax) if lb.startswith("ideal")]
+    capacity = np.mean([r.capacity_mbps for r in data.results])
+    assert f"{capacity:.2f}" in ideal_label
+    assert over_time.name == f"{data.name}-capacity"
+    panels = over_time.figure.axes
+    assert len(panels) == 2  # one per algorithm, at the lowest loss
+    for panel in panels:
+        assert labels(panel)[0] == "capacity (trace)"
+        assert labels(panel)[1].endswith("throughput")
+        # The 1 s bins average to the capacity the cell measured over its flow (Verizon LTE: ~5-9 Mbit/s).
+        trace = line(panel, "capacity (trace)").get_ydata()
+        assert 3 < np.mean(trace) < 12
+    assert panels[-1].get_xlabel() == "time since flow start (s)"
+
+
+def test_step_response_shows_rate_estimate_and_rtt():
+    ((data, section),) = sections("step-response")
+    (figure,) = section.figures
+    rate_ax, bw_ax, rtt_ax = figure.figure.axes
+    assert rate_ax.get_ylabel() == "delivery rate (Mbit/s)"
+    assert bw_ax.get_ylabel() == "BBR bandwidth estimate (Mbit/s)"
+    assert rtt_ax.get_ylabel() == "smoothed RTT (ms)"
+    assert labels(rate_ax) == ["BBR", "CUBIC", "bottleneck rate"]
+    assert labels(bw_ax) == ["BBR", "bottleneck rate"]  # CUBIC has no bandwidth estimate
+    steps = line(rate_ax, "bottleneck rate")
+    assert list(steps.get_ydata()) == [10, 20, 10, 10]
+    assert list(steps.get_xdata()) == [0, 3, 6, 9]
+    assert has_interval(rate_ax) and has_interval(rtt_ax)
+    # BBR's estimate rises after the rate doubles (3 s) and is near the base rate before it.
+    estimate = line(bw_ax, "BBR")
+    t, bw = estimate.get_xdata(), estimate.get_ydata()
+    assert np.median(bw[(t > 4.5) & (t < 6)]) > 1.4 * np.median(bw[(t > 1.5) & (t < 3)])
+
+
+def test_bufferbloat_rtt_over_time_and_distribution():
+    ((data, section),) = sections("bufferbloat")
+    over_time, cdf = section.figures
+    (ax,) = over_time.figure.axes
+    assert labels(ax) == ["BBR", "CUBIC", "propagation RTT", "full buffer"]
+    assert line(ax, "propagation RTT").get_ydata()[0] == 40
+    # 10 BDP at 10 Mbit/s drains in 10 x 40 ms.
+    assert line(ax, "full buffer").get_ydata()[0] == pytest.approx(440)
+    assert has_interval(ax)
+    (cax,) = cdf.figure.axes
+    assert cdf.name == f"{data.name}-cdf"
+    assert cax.get_xlabel() == "smoothed RTT (ms)"
+    assert cax.get_ylim() == (0, 1)
+    median = {lb: np.interp(0.5, line(cax, lb).get_ydata(), line(cax, lb).get_xdata()) for lb in ("BBR", "CUBIC")}
+    assert median["CUBIC"] > 1.5 * median["BBR"]  # CUBIC fills the buffer, BBR does not
+
+
+def test_shallow_buffers_loss_queue_and_share():
+    (bbr_data, bbr), (mix_data, mix) = sections("shallow-buffers")
+    loss_fig, queue_fig = bbr.figures
+    (ax,) = loss_fig.figure.axes
+    assert ax.get_xscale() == "log"
+    assert list(ax.get_xticks()) == [0.5, 2]
+    assert labels(ax) == ["4 × BBR"]
+    assert ax.get_ylabel() == "loss rate at the bottleneck (%)"
+    for point in group_points(bbr_data.results):
+        up = [r.link.uplink for r in point.results]
+        rate = np.mean([100 * (u.drops_queue + u.drops_aqm + u.drops_loss) / u.in_packets for u in up])
+        bdp = point.params.uplink.queue.bytes / (40e6 / 8 * 0.025)
+        assert line(ax, "4 × BBR").get_ydata()[list(line(ax, "4 × BBR").get_xdata()).index(bdp)] == pytest.approx(rate)
+    (qax,) = queue_fig.figure.axes
+    assert queue_fig.name == f"{bbr_data.name}-queue"
+    assert labels(qax) == ["0.5 BDP buffer", "2 BDP buffer"]
+    assert qax.get_ylabel() == "queue at the bottleneck (BDP)"
+    # A drop-tail queue never holds more than its limit.
+    assert max(line(qax, "0.5 BDP buffer").get_ydata()) <= 0.5 * 1.05
+    (share_fig,) = mix.figures
+    (sax,) = share_fig.figure.axes
+    assert share_fig.name == mix_data.name
+    assert labels(sax) == ["BBR median share", "CUBIC median share"]
+    assert sax.get_ylim() == (0, 1)
+    assert has_interval(sax)
+
+
+def test_loss_table_describes_per_second_throughput():
+    ((data, section),) = sections("loss-table")
+    (table,) = section.tables
+    assert table.columns[:11] == ["path", "algorithm", "loss (%)", "seconds", "mean", "std", "min", "25%", "50%",
+                                  "75%", "max"]
+    assert len(table.rows) == 8
+    assert {row[0] for row in table.rows} == {"symmetric", "reverse 40 ms, 1 % loss"}
+    assert table.rows[0][0] == "symmetric"
+    for row in table.rows:
+        low, q1, q2, q3, high = row[6:11]
+        assert low <= q1 <= q2 <= q3 <= high
+        assert low <= row[4] <= high
+    by_setting = {(row[0], row[1], row[2]): row for row in table.rows}
+    for point in group_points(data.results):
+        seconds = [v for r in point.results for v in steady_seconds(r)]
+        path = "symmetric" if point.params.downlink.loss == 0 else "reverse 40 ms, 1 % loss"
+        row = by_setting[(path, point.params.cc_label.upper(), point.params.loss * 100)]
+        assert row[3] == len(seconds)
+        assert row[4] == pytest.approx(np.mean(seconds), abs=1e-3)
+    assert table.to_csv().splitlines()[0].startswith("path,algorithm,loss (%)")
+    (figure,) = section.figures
+    left, right = figure.figure.axes
+    assert (left.get_title(), right.get_title()) == ("symmetric", "reverse 40 ms, 1 % loss")
+    assert left.get_yscale() == "log"
+    assert labels(left) == ["BBR mean", "CUBIC mean"]
+
+
+def test_experiment_without_results_gets_a_note():
+    ((data, _),) = sections("bufferbloat")
+    empty = ExperimentData(experiment=data.experiment, results=[], missing=["abc"])
+    assert build_section(empty).notes == ["No stored results yet."]
+
