@@ -1,0 +1,198 @@
+"""Generate ccsweep's Grafana dashboards with grafana-foundation-sdk (the JSON files beside this script).
+
+    python dashboards/generate.py          # rewrite dashboards/*.json
+    python dashboards/generate.py --check  # exit 1 if a committed file differs (tests do this too)
+
+The dashboards are code so their queries can be reviewed and tested: tests/services evaluates every
+panel's PromQL against a Prometheus that scraped real cells. Metric names are those of
+src/ccsweep/metrics.py; the sweep:* and cell:* series are the recording rules in monitoring/rules.yml.
+The Helm chart ships these files as ConfigMaps for Grafana's dashboard sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from grafana_foundation_sdk.builders import barchart, bargauge, common, dashboard, prometheus, stat, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.common import BigValueColorMode, VizOrientation
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync,
+    DataSourceRef,
+    DataTransformerConfig,
+    Threshold,
+    ThresholdsMode,
+    VariableRefresh,
+    VariableSort,
+)
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+HERE = Path(__file__).resolve().parent
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+SWEEP = 'sweep="$sweep"'
+CELL = 'sweep="$sweep", cell="$cell"'
+FLOW_LEGEND = "flow {{flow}} {{cc}}"
+LAST = common.ReduceDataOptions().calcs(["lastNotNull"])
+
+
+def query(expr: str, legend: str = "", ref: str = "A") -> prometheus.Dataquery:
+    return prometheus.Dataquery().expr(expr).legend_format(legend or "__auto").ref_id(ref).datasource(DATASOURCE)
+
+
+def instant_table(expr: str) -> prometheus.Dataquery:
+    return prometheus.Dataquery().expr(expr).instant().format(PromQueryFormat.TABLE).ref_id("A").datasource(DATASOURCE)
+
+
+def graph(title: str, unit: str, *targets: prometheus.Dataquery, span: int = 12, description: str = "") -> timeseries.Panel:
+    panel = timeseries.Panel().title(title).unit(unit).datasource(DATASOURCE).height(8).span(span).fill_opacity(5)
+    if description:
+        panel = panel.description(description)
+    for target in targets:
+        panel = panel.with_target(target)
+    return panel
+
+
+def big_number(title: str, unit: str, expr: str, span: int = 4, red_above: float | None = None) -> stat.Panel:
+    steps = [Threshold(value=None, color="green")]
+    if red_above is not None:
+        steps.append(Threshold(value=red_above, color="red"))
+    return (stat.Panel().title(title).unit(unit).datasource(DATASOURCE).height(4).span(span)
+            .color_mode(BigValueColorMode.VALUE).reduce_options(LAST)
+            .thresholds(dashboard.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(steps))
+            .with_target(query(expr)))
+
+
+def variables(builder: dashboard.Dashboard, *, with_cell: bool) -> dashboard.Dashboard:
+    builder = builder.with_variable(dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
+    builder = builder.with_variable(
+        dashboard.QueryVariable("sweep").label("Sweep").datasource(DATASOURCE)
+        .query("label_values(ccsweep_cell_duration_seconds, sweep)")
+        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC))
+    if with_cell:
+        builder = builder.with_variable(
+            dashboard.QueryVariable("cell").label("Cell").datasource(DATASOURCE)
+            .query(f"label_values(ccsweep_cell_duration_seconds{{{SWEEP}}}, cell)")
+            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC))
+    return builder
+
+
+def base(title: str, uid: str, description: str) -> dashboard.Dashboard:
+    return (dashboard.Dashboard(title).uid(uid).description(description).tags(["ccsweep"])
+            .refresh("5s").time("now-30m", "now").timezone("browser").tooltip(DashboardCursorSync.CROSSHAIR)
+            .readonly())
+
+
+def sweep_overview() -> dashboard.Dashboard:
+    builder = variables(base("ccsweep / Sweep overview", "ccsweep-sweep-overview",
+                             "Progress of a sweep, its running cells live, and goodput vs loss as cells finish."),
+                        with_cell=False)
+    return (
+        builder
+        .with_row(dashboard.Row("Progress"))
+        .with_panel(big_number("Progress", "percentunit", f"sweep:ccsweep_progress:ratio{{{SWEEP}}}"))
+        .with_panel(big_number("ETA", "s", f"sweep:ccsweep_eta:seconds{{{SWEEP}}}"))
+        .with_panel(big_number("Cells running", "none", f"sweep:ccsweep_cells:running{{{SWEEP}}}"))
+        .with_panel(big_number("Cells failed", "none", f"sweep:ccsweep_cells:failed{{{SWEEP}}}", red_above=1))
+        .with_panel(big_number("Cells flagged late", "none", f"sweep:ccsweep_cells_late:count{{{SWEEP}}}", red_above=1))
+        .with_panel(big_number("Cells in the sweep", "none", f"sweep:ccsweep_cells:total{{{SWEEP}}}"))
+        .with_panel(graph("Cells by state", "none",
+                          query(f"sweep:ccsweep_cells:done{{{SWEEP}}}", "done", "A"),
+                          query(f"sweep:ccsweep_cells:cached{{{SWEEP}}}", "cached", "B"),
+                          query(f"sweep:ccsweep_cells:running{{{SWEEP}}}", "running", "C"),
+                          query(f"sweep:ccsweep_cells:failed{{{SWEEP}}}", "failed", "D")))
+        .with_panel(bargauge.Panel().title("Running cells: flow time done").unit("percentunit").min(0).max(1)
+                    .datasource(DATASOURCE).height(8).span(12).orientation(VizOrientation.HORIZONTAL).reduce_options(LAST)
+                    .with_target(query(f"cell:ccsweep_cell_progress:ratio{{{SWEEP}}}",
+                                       "{{algorithm}} loss {{loss}} ({{cell}})")))
+        .with_row(dashboard.Row("Live"))
+        .with_panel(graph("Goodput per running cell", "bps",
+                          query(f"ccsweep_cell_goodput_bits_per_second{{{SWEEP}}}",
+                                "{{algorithm}} loss {{loss}} rtt {{rtt}} ({{cell}})"), span=24,
+                          description="Receiver goodput of all flows of each cell, per second of flow time."))
+        .with_row(dashboard.Row("Results"))
+        .with_panel(
+            barchart.Panel().title("Goodput vs loss per algorithm (finished cells)").unit("bps")
+            .description("Mean goodput of the finished cells at each loss rate, one bar per algorithm; "
+                         "fills in as cells finish.")
+            .datasource(DATASOURCE).height(10).span(24).x_field("loss")
+            .with_target(instant_table(f"sweep_algorithm_loss:ccsweep_cell_result_goodput_bits_per_second:avg{{{SWEEP}}}"))
+            .with_transformation(DataTransformerConfig(id_val="groupingToMatrix", options={
+                "rowField": "loss", "columnField": "algorithm", "valueField": "Value"}))
+            .with_transformation(DataTransformerConfig(id_val="sortBy", options={"sort": [{"field": "loss"}]})))
+    )
+
+
+def cell_detail() -> dashboard.Dashboard:
+    builder = variables(base("ccsweep / Cell detail", "ccsweep-cell-detail",
+                             "Every time series of one cell: TCP state per flow and the emulated link."),
+                        with_cell=True)
+    return (
+        builder
+        .with_row(dashboard.Row("Cell"))
+        .with_panel(big_number("Flow time done", "percentunit", f"cell:ccsweep_cell_progress:ratio{{{CELL}}}", span=6))
+        .with_panel(big_number("Result goodput", "bps", f"ccsweep_cell_result_goodput_bits_per_second{{{CELL}}}", span=6))
+        .with_panel(big_number("Flow time", "s", f"ccsweep_cell_duration_seconds{{{CELL}}}", span=6))
+        .with_panel(big_number("Emulator ran late", "bool_yes_no", f"ccsweep_cell_result_late{{{CELL}}}", span=6,
+                               red_above=1))
+        .with_row(dashboard.Row("TCP"))
+        .with_panel(graph("Goodput", "bps",
+                          query(f"ccsweep_cell_goodput_bits_per_second{{{CELL}}}", "all flows", "A"),
+                          query(f"ccsweep_cell_flow_goodput_bits_per_second{{{CELL}}}", FLOW_LEGEND, "B")))
+        .with_panel(graph("RTT (smoothed)", "s", query(f"ccsweep_cell_rtt_seconds{{{CELL}}}", FLOW_LEGEND)))
+        .with_panel(graph("Congestion window", "none", query(f"ccsweep_cell_cwnd_segments{{{CELL}}}", FLOW_LEGEND),
+                          description="tcpi_snd_cwnd, in segments."))
+        .with_panel(graph("Pacing and delivery rate", "bps",
+                          query(f"ccsweep_cell_pacing_rate_bits_per_second{{{CELL}}}", "pacing " + FLOW_LEGEND, "A"),
+                          query(f"ccsweep_cell_delivery_rate_bits_per_second{{{CELL}}}", "delivery " + FLOW_LEGEND, "B")))
+        .with_panel(graph("BBR bandwidth estimate", "bps",
+                          query(f"ccsweep_cell_bbr_bandwidth_bits_per_second{{{CELL}}}", FLOW_LEGEND),
+                          description="BBR's max-filtered delivery rate (TCP_CC_INFO); BBR flows only."))
+        .with_panel(graph("Retransmits", "none", query(f"cell:ccsweep_cell_retransmits:rate10s{{{CELL}}}", FLOW_LEGEND),
+                          description="Segments retransmitted per second (10 s rate of tcpi_total_retrans)."))
+        .with_row(dashboard.Row("Emulated link (uplink)"))
+        .with_panel(graph("Bottleneck queue", "decbytes", query(f"ccsweep_cell_queue_bytes{{{CELL}}}", "bytes"), span=8))
+        .with_panel(graph("Bottleneck queue (packets)", "none",
+                          query(f"ccsweep_cell_queue_packets{{{CELL}}}", "packets"), span=8))
+        .with_panel(graph("Drops by cause", "none", query(f"cell:ccsweep_cell_drops:rate10s{{{CELL}}}", "{{cause}}"),
+                          span=8, description="Packets dropped per second: random loss, full queue, AQM."))
+        .with_panel(graph("Emulator lateness (p99)", "s",
+                          query(f"ccsweep_cell_emulator_lateness_p99_seconds{{{CELL}}}", "p99"), span=24,
+                          description="How late the emulator released packets; a late cell's result is flagged."))
+    )
+
+
+DASHBOARDS: dict[str, Callable[[], dashboard.Dashboard]] = {
+    "sweep-overview.json": sweep_overview,
+    "cell-detail.json": cell_detail,
+}
+
+
+def render(build: Callable[[], dashboard.Dashboard]) -> str:
+    """The dashboard's JSON, panels numbered 1.. (Grafana needs ids unique within a dashboard)."""
+    model = build().build()
+    for number, panel in enumerate(model.panels or [], start=1):
+        panel.id_val = number
+    return json.dumps(json.loads(JSONEncoder().encode(model)), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for name, build in DASHBOARDS.items():
+        path, text = HERE / name, render(build)
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+            print(f"wrote {path}")
+    for name in stale:
+        print(f"dashboards/{name} differs from the generator: run python dashboards/generate.py", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
