@@ -100,16 +100,28 @@ def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
     items = json.loads(done.stdout)
     assert items and used == set(items[0]), (used, items[0])
     # The node selector is a JSON object in a string: the cell template splices it into podSpecPatch.
-    patch = all_templates()["cell"]["podSpecPatch"].replace("{{inputs.parameters.node-selector}}", items[0]["node_selector"])
-    selector = json.loads(patch)["nodeSelector"]
+    selector = cell_pod_patch(node_selector=items[0]["node_selector"])["nodeSelector"]
     assert selector == json.loads(items[0]["node_selector"])
     assert selector and all(k.startswith("ccsweep.io/cc-") and v == "true" for k, v in selector.items())
+
+
+def cell_pod_patch(**values: str) -> dict:
+    """The cell template's podSpecPatch with its input parameters substituted, as Argo does."""
+    cell = all_templates()["cell"]
+    defaults = {p["name"]: p.get("value") for p in cell["inputs"]["parameters"]}
+    patch = cell["podSpecPatch"]
+    for name, value in {**defaults, **{k.replace("_", "-"): v for k, v in values.items()}}.items():
+        if value is not None:
+            patch = patch.replace(f"{{{{inputs.parameters.{name}}}}}", value)
+    return json.loads(patch)
 
 
 def test_cell_template_is_least_privilege_with_equal_requests_and_limits():
     cell = all_templates()["cell"]
     container = cell["container"]
-    assert container["resources"]["requests"] == container["resources"]["limits"]
+    (main,) = cell_pod_patch(node_selector="{}", cpu="2", memory="1Gi")["containers"]
+    assert main["name"] == "main"
+    assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
     security = container["securityContext"]
     assert security["privileged"] is False
     assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN"]}
