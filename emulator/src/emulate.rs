@@ -4,7 +4,7 @@
 use crate::lateness::Lateness;
 use crate::link::{Direction, LossPosition, Server};
 use crate::linklog::LinkLog;
-use crate::netdev::{Devices, Endpoint};
+use crate::netdev::{check_device_name, check_netns_name, parse_address, Devices, Endpoint};
 use crate::queue::{Queue, QueueSpec};
 use crate::sys;
 use crate::trace::Trace;
@@ -83,8 +83,28 @@ fn direction_config(
     })
 }
 
+/// The two ends of the link, checked so that a bad name or address is an argument error before
+/// any namespace exists.
+fn endpoints(args: &Args) -> Result<(Endpoint, Endpoint), String> {
+    option("sender-netns", check_netns_name(&args.sender_netns))?;
+    option("receiver-netns", check_netns_name(&args.receiver_netns))?;
+    if args.sender_netns == args.receiver_netns {
+        return Err("--receiver-netns: must differ from --sender-netns (one device in each)".into());
+    }
+    let sender_addr = option("sender-addr", parse_address(&args.sender_addr))?;
+    let receiver_addr = option("receiver-addr", parse_address(&args.receiver_addr))?;
+    if sender_addr == receiver_addr {
+        return Err(format!("--receiver-addr: {receiver_addr} is also --sender-addr (the two ends need two addresses)"));
+    }
+    let sender = Endpoint { netns: args.sender_netns.clone(), local: sender_addr, peer: receiver_addr };
+    let receiver = Endpoint { netns: args.receiver_netns.clone(), local: receiver_addr, peer: sender_addr };
+    Ok((sender, receiver))
+}
+
 impl Config {
     pub fn from_args(args: &Args) -> Result<Self, String> {
+        let (sender, receiver) = endpoints(args)?;
+        option("dev", check_device_name(&args.dev))?;
         if !(576..=9000).contains(&args.mtu) {
             return Err(format!("--mtu: {} is outside 576 to 9000", args.mtu));
         }
@@ -117,16 +137,8 @@ impl Config {
             None => None,
         };
         Ok(Self {
-            sender: Endpoint {
-                netns: args.sender_netns.clone(),
-                local: args.sender_addr.clone(),
-                peer: args.receiver_addr.clone(),
-            },
-            receiver: Endpoint {
-                netns: args.receiver_netns.clone(),
-                local: args.receiver_addr.clone(),
-                peer: args.sender_addr.clone(),
-            },
+            sender,
+            receiver,
             dev: args.dev.clone(),
             mtu: args.mtu,
             uplink,
@@ -218,8 +230,8 @@ pub fn run(config: Config) -> Result<(), String> {
         "dev": config.dev,
         "sender_netns": config.sender.netns,
         "receiver_netns": config.receiver.netns,
-        "sender_addr": config.sender.local,
-        "receiver_addr": config.receiver.local,
+        "sender_addr": config.sender.local.to_string(),
+        "receiver_addr": config.receiver.local.to_string(),
     }));
 
     let t0 = sys::monotonic_ns();
@@ -232,12 +244,15 @@ pub fn run(config: Config) -> Result<(), String> {
     let mut previous_lateness = Lateness::default();
     let mut reason = "signal";
 
+    // Each write runs the receiving side's network stack in our context, so the clock is read
+    // afresh for every packet: lateness is measured at the moment of its own write.
+    let clock = || sys::monotonic_ns() - t0;
     loop {
-        let now = sys::monotonic_ns() - t0;
+        let now = clock();
         uplink.advance(now);
-        uplink.release(now, |packet| sys::write(receiver_fd, packet));
+        uplink.release(clock, |packet| sys::write(receiver_fd, packet));
         downlink.advance(now);
-        downlink.release(now, |packet| sys::write(sender_fd, packet));
+        downlink.release(clock, |packet| sys::write(sender_fd, packet));
         for direction in [&mut uplink, &mut downlink] {
             while pool.len() < SPARE_BUFFERS {
                 match direction.spare.pop() {
@@ -247,6 +262,8 @@ pub fn run(config: Config) -> Result<(), String> {
             }
             direction.spare.clear();
         }
+        // The writes above may have taken a while: plan the next wake-up from the present.
+        let now = clock();
         if let Some(sink) = stats.as_mut() {
             if now >= next_stats_ns {
                 let mut lateness = uplink.lateness.clone();

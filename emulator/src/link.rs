@@ -13,7 +13,7 @@
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
 use crate::queue::{DropCause, Packet, Queue};
-use crate::trace::{Trace, OPPORTUNITY_BYTES};
+use crate::trace::{Trace, HEADER_BYTES, OPPORTUNITY_BYTES, OPPORTUNITY_IP_BITS};
 use rand::Rng;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -36,28 +36,26 @@ impl LossPosition {
     }
 }
 
-/// The bottleneck's service: a constant IP-layer rate, or Mahimahi's trace of opportunities.
+/// The bottleneck's service: Mahimahi's trace of opportunities, or a constant rate that is the
+/// smooth version of Mahimahi's constant-rate trace (see `Server::rate`).
 pub enum Server {
-    Rate { bps: f64, link_free_ns: f64, in_service: Option<(Packet, u64)>, next_opportunity: u64 },
+    Rate { opportunity_ns: f64, link_free_ns: f64, in_service: Option<(Packet, u64)>, next_opportunity: u64 },
     Trace { trace: Trace, next_k: u64, in_transit: Option<(Packet, u64)> },
 }
 
 impl Server {
+    /// A constant rate of `bps` as Mahimahi plays it: `bps / 12000` opportunities of 1504 bytes
+    /// per second (ReBBR's constant-rate traces), here evenly spaced and with fluid byte
+    /// accounting. Every packet costs its IP length plus the 4-byte TUN header, as under mm-link,
+    /// so a 1500-byte packet takes exactly one opportunity and full-size packets leave at `bps`
+    /// of IP bytes.
     pub fn rate(bps: f64) -> Self {
-        Server::Rate { bps, link_free_ns: 0.0, in_service: None, next_opportunity: 0 }
+        let opportunity_ns = OPPORTUNITY_IP_BITS * 1e9 / bps;
+        Server::Rate { opportunity_ns, link_free_ns: 0.0, in_service: None, next_opportunity: 0 }
     }
 
     pub fn trace(trace: Trace) -> Self {
         Server::Trace { trace, next_k: 0, in_transit: None }
-    }
-
-    /// Bytes the link accounts beyond the IP packet: Mahimahi's 4-byte TUN header in trace mode,
-    /// so a trace delivers exactly what it delivers under mm-link.
-    fn header_bytes(&self) -> u32 {
-        match self {
-            Server::Rate { .. } => 0,
-            Server::Trace { .. } => 4,
-        }
     }
 }
 
@@ -75,6 +73,7 @@ pub struct Counters {
     pub drops_aqm: u64,
     pub write_errors: u64,
     pub queue_bytes_max: u64,
+    pub queue_packets_max: u64,
 }
 
 pub struct Direction {
@@ -137,13 +136,15 @@ impl Direction {
             self.spare.push(data);
             return;
         }
-        let packet = Packet { size: data.len() as u32 + self.server.header_bytes(), data, arrival_ns: now_ns };
+        let packet = Packet { size: data.len() as u32 + HEADER_BYTES, data, arrival_ns: now_ns };
         self.log_capacity_until(now_ns);
         if let Some(log) = self.log.as_mut() {
             log.arrival(now_ns, packet.size);
         }
         self.queue.enqueue(packet, now_ns, &mut self.dropped);
+        // The queue only grows here, so its size right after an enqueue is its running maximum.
         self.counters.queue_bytes_max = self.counters.queue_bytes_max.max(self.queue.bytes());
+        self.counters.queue_packets_max = self.counters.queue_packets_max.max(self.queue.len() as u64);
         self.settle_drops(now_ns);
         self.advance(now_ns);
     }
@@ -165,7 +166,7 @@ impl Direction {
     pub fn advance(&mut self, now_ns: u64) {
         loop {
             let progressed = match &mut self.server {
-                Server::Rate { bps, link_free_ns, in_service, .. } => {
+                Server::Rate { opportunity_ns, link_free_ns, in_service, .. } => {
                     if let Some((_, depart)) = in_service {
                         if *depart <= now_ns {
                             let (packet, depart) = in_service.take().expect("a packet in service");
@@ -181,7 +182,7 @@ impl Direction {
                         if let Some(packet) = next {
                             // CoDel may have dropped the head: serve the survivor from its own arrival.
                             let start = start.max(packet.arrival_ns as f64);
-                            let finish = start + packet.size as f64 * 8e9 / *bps;
+                            let finish = start + packet.size as f64 * *opportunity_ns / OPPORTUNITY_BYTES as f64;
                             *link_free_ns = finish;
                             *in_service = Some((packet, finish.ceil() as u64));
                         }
@@ -251,14 +252,15 @@ impl Direction {
         self.delay_line.push_back((t_ns + self.delay_ns, packet));
     }
 
-    /// Constant-rate links log 1504-byte opportunities at the rate's pace, so capacity reads the
-    /// same in `mm-throughput-graph` as for a trace.
+    /// Constant-rate links log their 1504-byte opportunities, so capacity reads the same in
+    /// `mm-throughput-graph` as for the equivalent Mahimahi trace.
     fn log_capacity_until(&mut self, t_ns: u64) {
-        let (Server::Rate { bps, next_opportunity, .. }, Some(log)) = (&mut self.server, self.log.as_mut()) else {
+        let (Server::Rate { opportunity_ns, next_opportunity, .. }, Some(log)) = (&mut self.server, self.log.as_mut())
+        else {
             return;
         };
         loop {
-            let at = (*next_opportunity as f64 * OPPORTUNITY_BYTES as f64 * 8e9 / *bps) as u64;
+            let at = (*next_opportunity as f64 * *opportunity_ns) as u64;
             if at > t_ns {
                 return;
             }
@@ -268,12 +270,15 @@ impl Direction {
     }
 
     /// Hands every packet whose delay has elapsed to `write`, recording how late it left.
-    pub fn release(&mut self, now_ns: u64, mut write: impl FnMut(&[u8]) -> bool) {
-        while let Some((due, _)) = self.delay_line.front() {
-            if *due > now_ns {
+    /// `clock` is read once per packet, just before its write: a write delivers the packet into
+    /// the receiving stack in our context, so each one delays the packets after it.
+    pub fn release(&mut self, mut clock: impl FnMut() -> u64, mut write: impl FnMut(&[u8]) -> bool) {
+        while let Some(&(due, _)) = self.delay_line.front() {
+            let now_ns = clock();
+            if due > now_ns {
                 return;
             }
-            let (due, packet) = self.delay_line.pop_front().expect("a due packet");
+            let (_, packet) = self.delay_line.pop_front().expect("a due packet");
             self.lateness.record(now_ns - due);
             if write(&packet.data) {
                 self.counters.out_packets += 1;
@@ -318,7 +323,7 @@ impl Direction {
     /// Bytes the link could have carried in `elapsed_ns`.
     pub fn capacity_bytes(&self, elapsed_ns: u64) -> u64 {
         match &self.server {
-            Server::Rate { bps, .. } => (*bps * elapsed_ns as f64 / 8e9) as u64,
+            Server::Rate { opportunity_ns, .. } => (elapsed_ns as f64 / *opportunity_ns * OPPORTUNITY_BYTES as f64) as u64,
             Server::Trace { trace, .. } => {
                 let n = trace.timestamps_ms.len() as u64;
                 let period = trace.period_ns();
@@ -349,6 +354,7 @@ impl Direction {
             "queue_packets": self.queue.len(),
             "queue_bytes": self.queue.bytes(),
             "queue_bytes_max": c.queue_bytes_max,
+            "queue_packets_max": c.queue_packets_max,
             "delay_line_packets": self.delay_line.len(),
         })
     }
@@ -385,10 +391,13 @@ mod tests {
         let mut now = 0;
         while now <= until_ns {
             d.advance(now);
-            d.release(now, |_| {
-                out.push(now);
-                true
-            });
+            d.release(
+                || now,
+                |_| {
+                    out.push(now);
+                    true
+                },
+            );
             now += 1_000;
         }
         out
@@ -402,7 +411,43 @@ mod tests {
         assert_eq!(departures.len(), 100);
         assert_eq!(departures[0], 10_120_000);
         assert_eq!(departures[99], 10_000_000 + 100 * 120_000);
-        assert_eq!(d.counters.bottleneck_bytes, 150_000);
+        // Each packet counts its 4-byte TUN header, as in mm-link.
+        assert_eq!(d.counters.bottleneck_bytes, 100 * 1504);
+    }
+
+    #[test]
+    fn constant_rate_charges_small_packets_the_tun_header() {
+        // 12 Mbit/s is one 1504-byte opportunity per ms. Ten 100-byte packets cost 10 x 104 bytes:
+        // the last leaves at 1040/1504 ms = 691.5 us (seen at the next 1 us step); without the
+        // header it would be 1000/1504 ms = 664.9 us.
+        let mut d = direction(Server::rate(12e6), "infinite", 0, 0.0);
+        let departures = run(&mut d, 10, 100, 0, 1_000_000);
+        assert_eq!(departures.len(), 10);
+        assert_eq!(departures[9], 692_000);
+    }
+
+    #[test]
+    fn constant_rate_log_and_byte_limits_count_1504_per_full_packet() {
+        // At 12 Mbit/s (one opportunity per ms), five 1500-byte packets arrive at once into
+        // `droptail bytes=4500`: one is served, two wait (2 x 1504 <= 4500 < 3 x 1504, where IP
+        // bytes alone would let three wait), two are dropped. The log reads as mm-link's would.
+        let path = std::env::temp_dir().join(format!("ccsweep-link-unit-{}.log", std::process::id()));
+        let path_text = path.to_str().expect("a UTF-8 temp dir");
+        let log = LinkLog::create(path_text, "uplink", "12 Mbit/s", "droptail bytes=4500", "unit test").unwrap();
+        let queue = Queue::new(QueueSpec::parse("droptail bytes=4500").unwrap(), 1);
+        let mut d = Direction::new("uplink", Server::rate(12e6), queue, 0, 0.0, LossPosition::After, 1, Some(log));
+        (0..5).for_each(|_| d.arrive(0, vec![0; 1500]));
+        [1, 2, 3].iter().for_each(|ms| d.advance(ms * 1_000_000));
+        d.finish(3_500_000).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let body: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
+        let expected = [
+            "0 # 1504", "0 + 1504", "0 + 1504", "0 + 1504", "0 + 1504", "0 d 1 1504", "0 + 1504", "0 d 1 1504",
+            "1 # 1504", "1 - 1504 1", "2 # 1504", "2 - 1504 2", "3 # 1504", "3 - 1504 3",
+        ];
+        assert_eq!(body, expected);
+        assert_eq!((d.counters.queue_packets_max, d.counters.queue_bytes_max), (2, 3008));
     }
 
     #[test]

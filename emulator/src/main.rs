@@ -1,5 +1,5 @@
 //! ccsweep-link: a user-space link emulator with Mahimahi's link model between two network
-//! namespaces. See emulator/README.md for the model, the order of loss, queue and delay, and the
+//! namespaces. See docs/emulator.md for the model, the order of loss, queue and delay, and the
 //! output it writes.
 
 mod emulate;
@@ -13,7 +13,7 @@ mod trace;
 mod units;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use std::process::ExitCode;
 
 /// Emulate a bottleneck link (rate or Mahimahi trace, one-way delay, Bernoulli loss, queue)
@@ -39,7 +39,8 @@ pub struct Args {
     /// MTU of both devices (bytes, 576 to 9000).
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
-    /// Constant uplink rate (IP bytes), e.g. 100mbit.
+    /// Constant uplink rate, e.g. 100mbit: as Mahimahi's constant-rate trace, each packet costs
+    /// its IP length + 4 bytes, so 1500-byte packets leave at exactly this rate.
     #[arg(long)]
     pub uplink_rate: Option<String>,
     /// Mahimahi trace for the uplink (1504-byte opportunities at ms timestamps).
@@ -98,17 +99,40 @@ pub struct Args {
     pub spin: String,
 }
 
+/// Parses the command line. Every option's value may start with a hyphen, so that
+/// `--uplink-rate -3mbit` reaches our own parser, which names the option and the allowed range,
+/// instead of being taken for an unknown option.
+fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, clap::Error> {
+    let command = Args::command().mut_args(|arg| {
+        let takes_value = arg.get_action().takes_values();
+        arg.allow_hyphen_values(takes_value)
+    });
+    Args::from_arg_matches(&command.try_get_matches_from(argv)?)
+}
+
+/// clap's message as one line: its first paragraph (the error and the options it names, e.g.
+/// each missing required option on a line of its own), without the usage and help hints.
+fn one_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let joined = message.join(" ");
+    let joined = joined.trim_start_matches("error: ").trim();
+    if joined.is_empty() { "bad arguments (see --help)".to_string() } else { joined.to_string() }
+}
+
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match parse_args(std::env::args()) {
         Ok(args) => args,
         Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = err.print();
             return ExitCode::SUCCESS;
         }
         Err(err) => {
-            let rendered = err.render().to_string();
-            let first = rendered.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            eprintln!("ccsweep-link: error: {first}");
+            eprintln!("ccsweep-link: error: {}", one_line(&err));
             return ExitCode::from(2);
         }
     };
@@ -125,5 +149,30 @@ fn main() -> ExitCode {
             eprintln!("ccsweep-link: error: {message}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<String> {
+        std::iter::once("ccsweep-link").chain(args.iter().copied()).map(String::from).collect()
+    }
+
+    #[test]
+    fn a_missing_option_is_named_on_one_line() {
+        let err = parse_args(argv(&["--sender-netns", "s"])).unwrap_err();
+        let line = one_line(&err);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with("the following required arguments were not provided:"), "{line}");
+        assert!(line.contains("--receiver-netns"), "{line}");
+    }
+
+    #[test]
+    fn values_may_start_with_a_hyphen() {
+        let args = parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--uplink-rate", "-3mbit"])).unwrap();
+        assert_eq!(args.uplink_rate.as_deref(), Some("-3mbit"));
+        assert!(parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--once", "-3"])).is_err());
     }
 }

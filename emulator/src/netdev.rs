@@ -4,32 +4,88 @@
 //! is in later: so we `setns` into the sender namespace, create its device, do the same in the
 //! receiver namespace, and return to where we started. No NAT, no forwarding, no iptables.
 //! Namespaces that did not exist are created here and removed again when `Devices` is dropped,
-//! also after an error; the TUN devices vanish with their file descriptors.
+//! and also when opening fails part-way; the TUN devices vanish with their file descriptors.
 
 use std::ffi::CString;
 use std::fs::File;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::Command;
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// The kernel's IFNAMSIZ: a device name has at most 15 bytes plus the terminating NUL.
+const IFNAMSIZ: usize = 16;
+/// NAME_MAX: `ip netns` keeps each namespace as a file under /run/netns.
+const NETNS_NAME_MAX: usize = 255;
 
 /// Where a device lives and how it is addressed.
 pub struct Endpoint {
     pub netns: String,
-    pub local: String,
-    pub peer: String,
+    pub local: Ipv4Addr,
+    pub peer: Ipv4Addr,
+}
+
+/// Checks a device name against the kernel's rules (dev_valid_name), so a bad `--dev` is an
+/// argument error before any namespace exists rather than a failed ioctl afterwards.
+pub fn check_device_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() < IFNAMSIZ
+        && name != "."
+        && name != ".."
+        && !name.contains(|c: char| c == '/' || c == ':' || c.is_whitespace());
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a device name (1 to 15 bytes, no '/', ':' or spaces, not . or ..)"))
+    }
+}
+
+/// Checks a namespace name as `ip netns` does (it becomes a file name under /run/netns).
+pub fn check_netns_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty() && name.len() <= NETNS_NAME_MAX && name != "." && name != ".." && !name.contains('/');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a namespace name (1 to 255 bytes, no '/', not . or ..)"))
+    }
+}
+
+/// Checks an address for one end of the point-to-point pair: a unicast IPv4 address.
+pub fn parse_address(text: &str) -> Result<Ipv4Addr, String> {
+    let address: Ipv4Addr = text.trim().parse().map_err(|_| format!("{text:?} is not an IPv4 address"))?;
+    if address.is_unspecified() || address.is_broadcast() || address.is_multicast() || address.is_loopback() {
+        return Err(format!("{address} is not a unicast address for a device"));
+    }
+    Ok(address)
 }
 
 pub struct Devices {
     pub sender: OwnedFd,
     pub receiver: OwnedFd,
-    created_netns: Vec<String>,
+    /// Declared after the descriptors, so the devices close before their namespaces go.
+    _namespaces: CreatedNamespaces,
 }
 
-impl Drop for Devices {
+/// Namespaces this process created; each is removed when this is dropped, so every exit path
+/// (success, an error part-way through `Devices::open`, or a later error) cleans them up.
+struct CreatedNamespaces(Vec<String>);
+
+impl CreatedNamespaces {
+    /// Creates `name` unless it exists, and owns it from the moment `ip netns add` succeeds.
+    fn ensure(&mut self, name: &str) -> Result<(), String> {
+        if Path::new(&format!("/run/netns/{name}")).exists() {
+            return Ok(());
+        }
+        ip(&["netns", "add", name])?;
+        self.0.push(name.to_string());
+        Ok(())
+    }
+}
+
+impl Drop for CreatedNamespaces {
     fn drop(&mut self) {
-        for name in &self.created_netns {
+        for name in &self.0 {
             let _ = Command::new("ip").args(["netns", "del", name]).status();
         }
     }
@@ -59,6 +115,7 @@ fn setns(fd: RawFd, what: &str) -> Result<(), String> {
 
 /// Opens a TUN device named `dev` (IFF_TUN | IFF_NO_PI: plain IP packets, one per read, no
 /// GSO super-packets since we ask for no offloads) in the current network namespace.
+/// `dev` has passed `check_device_name`.
 fn open_tun(dev: &str) -> Result<OwnedFd, String> {
     let path = CString::new("/dev/net/tun").expect("no NUL");
     // SAFETY: plain open(2); the result is checked before use.
@@ -69,13 +126,9 @@ fn open_tun(dev: &str) -> Result<OwnedFd, String> {
     // SAFETY: fd is a fresh, valid descriptor that we now own.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut request = [0u8; 40];
-    let name = dev.as_bytes();
-    if name.is_empty() || name.len() >= 16 {
-        return Err(format!("--dev {dev:?}: a device name has 1 to 15 characters"));
-    }
-    request[..name.len()].copy_from_slice(name);
+    request[..dev.len()].copy_from_slice(dev.as_bytes());
     let flags = (libc::IFF_TUN | libc::IFF_NO_PI) as u16;
-    request[16..18].copy_from_slice(&flags.to_ne_bytes());
+    request[IFNAMSIZ..IFNAMSIZ + 2].copy_from_slice(&flags.to_ne_bytes());
     // SAFETY: TUNSETIFF reads a struct ifreq (40 bytes) that we own for the call's duration.
     if unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF, request.as_mut_ptr()) } < 0 {
         return Err(format!("TUNSETIFF {dev}: {}", std::io::Error::last_os_error()));
@@ -83,46 +136,28 @@ fn open_tun(dev: &str) -> Result<OwnedFd, String> {
     Ok(owned)
 }
 
+/// Creates the device of `endpoint` inside its namespace, returns to `home`, and configures it.
+fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<OwnedFd, String> {
+    let ns = open_netns(&endpoint.netns)?;
+    setns(ns.as_raw_fd(), &endpoint.netns)?;
+    let tun = open_tun(dev).map_err(|e| format!("{e} in namespace {}", endpoint.netns));
+    setns(home.as_raw_fd(), "the original namespace")?;
+    let tun = tun?;
+    configure(endpoint, dev, mtu)?;
+    Ok(tun)
+}
+
 impl Devices {
-    /// Creates and configures both devices; creates missing namespaces (removed on drop).
+    /// Creates and configures both devices; creates missing namespaces (removed on drop, and on
+    /// any error here).
     pub fn open(sender: &Endpoint, receiver: &Endpoint, dev: &str, mtu: u32) -> Result<Self, String> {
-        let mut devices_created = Vec::new();
-        for endpoint in [sender, receiver] {
-            let name = &endpoint.netns;
-            if !Path::new(&format!("/run/netns/{name}")).exists() {
-                ip(&["netns", "add", name])?;
-                devices_created.push(name.clone());
-            }
-        }
-        // From here on, Drop removes what we created whatever fails.
+        let mut namespaces = CreatedNamespaces(Vec::new());
+        namespaces.ensure(&sender.netns)?;
+        namespaces.ensure(&receiver.netns)?;
         let home = File::open("/proc/self/ns/net").map_err(|e| format!("/proc/self/ns/net: {e}"))?;
-        let mut partial = PartialDevices { created_netns: devices_created, fds: Vec::new() };
-        for endpoint in [sender, receiver] {
-            let ns = open_netns(&endpoint.netns)?;
-            setns(ns.as_raw_fd(), &endpoint.netns)?;
-            let tun = open_tun(dev);
-            setns(home.as_raw_fd(), "the original namespace")?;
-            partial.fds.push(tun?);
-            configure(endpoint, dev, mtu)?;
-        }
-        let receiver_fd = partial.fds.pop().expect("two devices");
-        let sender_fd = partial.fds.pop().expect("two devices");
-        Ok(Self { sender: sender_fd, receiver: receiver_fd, created_netns: std::mem::take(&mut partial.created_netns) })
-    }
-}
-
-/// Holds what `Devices::open` made so far, so an error part-way removes it.
-struct PartialDevices {
-    created_netns: Vec<String>,
-    fds: Vec<OwnedFd>,
-}
-
-impl Drop for PartialDevices {
-    fn drop(&mut self) {
-        self.fds.clear();
-        for name in &self.created_netns {
-            let _ = Command::new("ip").args(["netns", "del", name]).status();
-        }
+        let sender_fd = open_device(sender, &home, dev, mtu)?;
+        let receiver_fd = open_device(receiver, &home, dev, mtu)?;
+        Ok(Self { sender: sender_fd, receiver: receiver_fd, _namespaces: namespaces })
     }
 }
 
@@ -134,4 +169,36 @@ fn configure(endpoint: &Endpoint, dev: &str, mtu: u32) -> Result<(), String> {
     let local = format!("{}/32", endpoint.local);
     let peer = format!("{}/32", endpoint.peer);
     ip(&["-n", ns, "addr", "add", &local, "peer", &peer, "dev", dev])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_names_follow_the_kernel() {
+        assert!(check_device_name("ccl0").is_ok());
+        assert!(check_device_name("fifteen-bytes-x").is_ok());
+        assert!(check_device_name("sixteen-bytes-xx").is_err());
+        for bad in ["", ".", "..", "a/b", "a:b", "a b"] {
+            assert!(check_device_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn namespace_names_follow_ip_netns() {
+        assert!(check_netns_name("cell-42s").is_ok());
+        assert!(check_netns_name(&"n".repeat(255)).is_ok());
+        for bad in [String::new(), ".".into(), "..".into(), "a/b".into(), "n".repeat(256)] {
+            assert!(check_netns_name(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_unicast_ipv4() {
+        assert_eq!(parse_address("10.0.0.1").unwrap(), Ipv4Addr::new(10, 0, 0, 1));
+        for bad in ["10.0.0", "fe80::1", "0.0.0.0", "255.255.255.255", "224.0.0.1", "127.0.0.1"] {
+            assert!(parse_address(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -44,7 +44,8 @@ pub struct QueueSpec {
 }
 
 impl QueueSpec {
-    /// Parses `KIND [arg=value[,arg=value...]]`; unknown kinds or arguments are errors naming them.
+    /// Parses `KIND [arg=value[,arg=value...]]`; unknown kinds, unknown or repeated arguments are
+    /// errors naming them (a repeated key has no obvious winner, so it is refused).
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
@@ -56,6 +57,9 @@ impl QueueSpec {
             let value: u64 = value
                 .parse()
                 .map_err(|_| format!("queue argument {key}={value:?} is not a whole number"))?;
+            if args.iter().any(|(seen, _)| seen == key) {
+                return Err(format!("queue argument {key:?} is given twice"));
+            }
             args.push((key.to_string(), value));
         }
         let allowed: &[&str] = match name {
@@ -382,6 +386,7 @@ mod tests {
         assert!(QueueSpec::parse("fifo packets=10").unwrap_err().contains("unknown queue"));
         assert!(QueueSpec::parse("droptail packets=x").unwrap_err().contains("whole number"));
         assert!(QueueSpec::parse("infinite packets=3").is_err());
+        assert_eq!(QueueSpec::parse("droptail packets=5,packets=6").unwrap_err(), "queue argument \"packets\" is given twice");
     }
 
     #[test]

@@ -4,6 +4,11 @@ use std::fs;
 
 /// Bytes one delivery opportunity carries: a 1500-byte IP packet plus Mahimahi's 4-byte TUN header.
 pub const OPPORTUNITY_BYTES: u64 = 1504;
+/// Bytes the link counts for each packet beyond its IP length: Mahimahi's TUN header.
+pub const HEADER_BYTES: u32 = 4;
+/// IP bits of the full-size packet one opportunity carries: Mahimahi's R bit/s trace has
+/// R / 12000 opportunities per second (100 Mbit/s: 8.33 per ms, as ReBBR generated them).
+pub const OPPORTUNITY_IP_BITS: f64 = 12_000.0;
 
 /// A validated trace. Timestamps are non-decreasing milliseconds; the trace repeats with a period
 /// equal to its last timestamp, unless played `once`.

@@ -26,6 +26,16 @@ TRACES = Path(os.environ.get("CCSWEEP_TRACES", REPO.parent / "shared" / "traces"
 _names = itertools.count()
 
 
+def namespace_tag() -> str:
+    """A prefix no other test (or test run) uses; namespaces are named `<tag>s` and `<tag>r`."""
+    return f"cce{os.getpid() % 100000}x{next(_names)}"
+
+
+def netns_names() -> set[str]:
+    """Names `ip netns list` shows (each line is `name` or `name (id: N)`)."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
 
 def link_binary() -> str:
     candidates = [os.environ.get("CCSWEEP_LINK"), str(REPO / "bin" / "ccsweep-link"), shutil.which("ccsweep-link")]
@@ -78,7 +88,7 @@ def stop(process: subprocess.Popen, timeout: float = 10) -> None:
 @contextlib.contextmanager
 def running_link(tmp_path: Path, *args: str) -> Iterator[Link]:
     """Starts ccsweep-link with `args` between two fresh namespaces; yields once it is ready."""
-    tag = f"cce{os.getpid() % 100000}x{next(_names)}"
+    tag = namespace_tag()
     workdir = tmp_path / tag
     workdir.mkdir()
     command = [link_binary(), "--sender-netns", f"{tag}s", "--receiver-netns", f"{tag}r",
@@ -93,8 +103,8 @@ def running_link(tmp_path: Path, *args: str) -> Iterator[Link]:
         stop(process)
         lines = [json.loads(line) for line in process.stdout.read().splitlines() if line.strip()]
         link.summary = next((line for line in lines if line.get("event") == "summary"), {})
-        leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert tag not in leftover, f"namespaces left behind: {leftover}"
+        leftover = {f"{tag}s", f"{tag}r"} & netns_names()
+        assert not leftover, f"namespaces left behind: {leftover}"
 
 
 @contextlib.contextmanager
