@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ccsweep.cell import (
     MAHIMAHI_OPPORTUNITY_BYTES,
     Cell,
@@ -21,7 +23,7 @@ from ccsweep.cell import (
     QueueParams,
     TraceRef,
 )
-from ccsweep.spec import Experiment, FlowGroup, QueueSetting, ReversePath, SpecError, SweepSpec, TraceSetting
+from ccsweep.spec import Experiment, FlowGroup, QueueSetting, ReversePath, SpecError, SweepSpec, TraceSetting, one_line
 
 
 def trace_search_path() -> list[Path]:
@@ -67,9 +69,9 @@ def expand(spec: SweepSpec) -> list[Cell]:
 def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
     links = _bottlenecks(exp)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
-    axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, exp.queue, reverses,
+    axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, enumerate(exp.queue), reverses,
                              range(exp.repetitions))
-    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), queue, reverse, rep in axes:
+    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, rep in axes:
         up_loss = loss if exp.loss_direction in ("uplink", "both") else 0.0
         down_loss = loss if exp.loss_direction in ("downlink", "both") else 0.0
         down_delay = rtt / 2
@@ -79,7 +81,8 @@ def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
         params = CellParams(
             flows=tuple(_flows(mix)),
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=tuple(exp.rate_schedule) if rate else (),
-                                   delay_ms=rtt / 2, loss=up_loss, queue=_queue(queue, mean_mbps, rtt)),
+                                   delay_ms=rtt / 2, loss=up_loss,
+                                   queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss),
             duration_s=exp.duration_s,
             warmup_s=exp.effective_warmup_s,
@@ -106,11 +109,21 @@ def _flows(mix: list[FlowGroup]) -> Iterator[FlowParams]:
             yield FlowParams(cc=group.cc, start_s=group.start_s + i * group.stagger_s)
 
 
-def _queue(setting: QueueSetting, rate_mbps: float, rtt_ms: float) -> QueueParams:
+def _queue(setting: QueueSetting, rate_mbps: float, rtt_ms: float, where: str) -> QueueParams:
+    """The resolved queue of a path; a limit the path makes invalid is a SpecError naming `where`.
+
+    The spec validates each queue on its own; only here, with the path's rate and RTT, does a BDP
+    multiple become bytes (0 bytes at rtt_ms 0, say), so this is where such a mistake shows.
+    """
     limit_bytes = setting.bytes
+    bdp_bytes = rate_mbps * 1e6 / 8 * rtt_ms / 1000
     if setting.bdp is not None:
-        bdp_bytes = rate_mbps * 1e6 / 8 * rtt_ms / 1000
         limit_bytes = max(setting.min_bytes, round(setting.bdp * bdp_bytes))
-    return QueueParams(kind=setting.kind, packets=setting.packets, bytes=limit_bytes, target_ms=setting.target_ms,
-                       interval_ms=setting.interval_ms, qdelay_ref_ms=setting.qdelay_ref_ms,
-                       max_burst_ms=setting.max_burst_ms)
+    try:
+        return QueueParams(kind=setting.kind, packets=setting.packets, bytes=limit_bytes, target_ms=setting.target_ms,
+                           interval_ms=setting.interval_ms, qdelay_ref_ms=setting.qdelay_ref_ms,
+                           max_burst_ms=setting.max_burst_ms)
+    except ValidationError as exc:
+        context = (f" (bdp {setting.bdp:g} of a {bdp_bytes:.0f}-byte BDP at {rate_mbps:g} Mbit/s and {rtt_ms:g} ms "
+                   f"RTT is {limit_bytes} bytes; set min_bytes)" if setting.bdp is not None else "")
+        raise SpecError(f"{where}: {one_line(exc)}{context}") from None

@@ -19,6 +19,9 @@ from ccsweep.cell import BufferParams, LossPosition, QueueKind, RateStep
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
+#: Where an experiment's loss axis applies: the data direction, the ACK direction, or both.
+LossDirection = Literal["uplink", "downlink", "both"]
+
 #: Figure builders a spec can ask for (see ccsweep.figures).
 FigureKind = Literal[
     "goodput-vs-loss",
@@ -39,6 +42,13 @@ class SpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: The arguments only one queue kind takes (mm-link's CoDel and PIE parameters).
+KIND_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
+    "codel": ("target_ms", "interval_ms"),
+    "pie": ("qdelay_ref_ms", "max_burst_ms"),
+}
+
+
 class QueueSetting(SpecModel):
     """A queue as written in a spec: limits in packets/bytes or as a multiple of the path's BDP."""
 
@@ -53,9 +63,24 @@ class QueueSetting(SpecModel):
     max_burst_ms: float | None = Field(default=None, gt=0, le=10_000)
 
     @model_validator(mode="after")
-    def _bdp_or_bytes(self) -> "QueueSetting":
+    def _fields_fit_kind(self) -> "QueueSetting":
+        # Checked when the spec is read, so a mistake is one line naming the field (the resolved
+        # QueueParams repeats the kind rules for cells that arrive as JSON without a spec).  Only a
+        # BDP multiple's byte count is left to expansion, which knows the path's rate and RTT.
+        limits = [name for name in ("packets", "bytes", "bdp") if getattr(self, name) is not None]
+        if self.kind == "infinite" and limits:
+            raise ValueError(f"kind infinite takes no limit ({', '.join(limits)} given); a limited queue is "
+                             "droptail, drophead, codel or pie")
+        if self.kind != "infinite" and not limits:
+            raise ValueError(f"kind {self.kind} needs a limit: packets, bytes or bdp (at least one)")
         if self.bdp is not None and self.bytes is not None:
-            raise ValueError("give queue.bdp or queue.bytes, not both")
+            raise ValueError("give bdp or bytes, not both")
+        if self.min_bytes and self.bdp is None:
+            raise ValueError("min_bytes is the floor of a bdp limit: give bdp with it")
+        for kind, names in KIND_ONLY_FIELDS.items():
+            given = [name for name in names if getattr(self, name) is not None]
+            if given and self.kind != kind:
+                raise ValueError(f"{', '.join(given)}: only for kind {kind}, not {self.kind}")
         return self
 
 
@@ -96,7 +121,7 @@ class Experiment(SpecModel):
     flow_stagger_s: float = Field(default=0, ge=0)
     loss_percent: list[float] | None = Field(default=None, min_length=1)
     loss: list[float] | None = Field(default=None, min_length=1, description="fractions; give this or loss_percent")
-    loss_direction: Literal["uplink", "downlink", "both"] = "uplink"
+    loss_direction: LossDirection = "uplink"
     loss_position: LossPosition = "after"
     rtt_ms: list[float] = Field(min_length=1)
     bandwidth_mbps: list[float] | None = Field(default=None, min_length=1)

@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
+from synthetic import experiment, goodput
 
-from ccsweep.figures.data import ExperimentData, load_sweep
+from ccsweep.figures.data import ExperimentData, MissingCell, load_sweep
 from ccsweep.figures.loss_table import steady_seconds
-from ccsweep.figures.points import group_points
+from ccsweep.figures.points import group_points, loss_series
 from ccsweep.figures.registry import BUILDERS, build_section
 from ccsweep.figures.section import Section
+from ccsweep.figures.timeplot import rate_from_cumulative
 from ccsweep.spec import FigureKind
 from ccsweep.store.file import FileStore
 
@@ -232,6 +234,48 @@ def test_loss_table_describes_per_second_throughput():
 
 def test_experiment_without_results_gets_a_note():
     ((data, _),) = sections("bufferbloat")
-    empty = ExperimentData(experiment=data.experiment, results=[], missing=["abc"])
+    empty = ExperimentData(experiment=data.experiment, results=[], missing=[MissingCell("abc", None, "not run")])
     assert build_section(empty).notes == ["No stored results yet."]
 
+
+
+def test_cellular_capacity_and_throughput_share_their_bins():
+    ((data, section),) = sections("cellular")
+    duration = data.results[0].cell.params.duration_s
+    for panel in section.figures[1].figure.axes:
+        capacity = line(panel, "capacity (trace)").get_xdata()
+        (throughput,) = [line(panel, lb).get_xdata() for lb in labels(panel) if lb.endswith("throughput")]
+        # Whole-second bins from the flow's start, whichever clock sampled the series (the emulator's
+        # capacity counter starts before the flow, the receiver's count at it).
+        for xs in (capacity, throughput):
+            assert xs[0] == 0.5 and xs[-1] <= duration - 0.5
+            np.testing.assert_allclose(np.diff(xs), 1.0)
+        assert set(capacity) <= set(throughput) or set(throughput) <= set(capacity)
+
+
+def test_rate_bins_start_where_asked_and_only_where_sampled():
+    t = np.arange(-0.3, 9.95, 0.1)  # 10 Mbit/s from 0.3 s before the flow to 9.9 s into it
+    run = rate_from_cumulative(t, (t + 0.3) * 1.25e6, 1.0, 0, 10)
+    np.testing.assert_allclose(run.t, np.arange(0.5, 9.5, 1.0))  # no bin [9, 10]: no sample after 9.9 s
+    np.testing.assert_allclose(run.y, 10.0)
+    assert rate_from_cumulative([0.0], [0.0], 1.0, 0, 10).t.size == 0
+
+
+@pytest.mark.parametrize("figure", ["goodput-vs-loss", "capacity-share-vs-loss"])
+def test_loss_in_both_directions_is_one_series_per_algorithm(figure):
+    data = experiment({"figure": figure, "cc": ["bbr", "cubic"], "loss_percent": [0.1, 1, 5],
+                       "loss_direction": "both"}, goodput(lambda c: 90 * (1 - c.params.loss)))
+    ((ax,),) = [fig.figure.axes for fig in build_section(data).figures]
+    assert [lb for lb in labels(ax) if not lb.startswith("ideal")] == ["BBR", "CUBIC"]
+    assert list(line(ax, "BBR").get_xdata()) == [0.1, 1, 5]
+
+
+def test_loss_series_keeps_a_reverse_paths_own_loss_apart():
+    data = experiment({"cc": ["bbr"], "loss_percent": [1, 2], "loss_direction": "both",
+                       "reverse": [{"label": "sym"}, {"label": "lossy-acks", "loss_percent": 0.5}]},
+                      goodput(lambda c: 50.0))
+    series = loss_series(group_points(data.results), "both")
+    assert [[(p.params.uplink.loss, p.params.downlink.loss) for p in s] for s in series] == [
+        [(0.01, 0.01), (0.02, 0.02)], [(0.01, 0.005), (0.02, 0.005)]]
+    # Grouped by the data direction only, the symmetric path would fall apart into one series per loss.
+    assert len(loss_series(group_points(data.results), "uplink")) == 3

@@ -27,6 +27,19 @@ def with_exp(**changes):
     ({"loss": [0.1]}, "give exactly one of loss (fraction) and loss_percent"),
     ({"queue": [{"kind": "fifo"}]}, "experiments[e].queue[0].kind: 'fifo': Input should be 'infinite', 'droptail'"),
     ({"colour": "red"}, "experiments[e].colour: unknown field"),
+    ({"queue": [{"kind": "droptail"}]},
+     "experiments[e].queue[0]: kind droptail needs a limit: packets, bytes or bdp (at least one)"),
+    ({"queue": [{"kind": "infinite", "bdp": 1}]},
+     "experiments[e].queue[0]: kind infinite takes no limit (bdp given); a limited queue is droptail, drophead, "
+     "codel or pie"),
+    ({"queue": [{"kind": "droptail", "packets": 10, "target_ms": 5}]},
+     "experiments[e].queue[0]: target_ms: only for kind codel, not droptail"),
+    ({"queue": [{"kind": "infinite"}, {"kind": "codel", "bytes": 9000, "max_burst_ms": 100}]},
+     "experiments[e].queue[1]: max_burst_ms: only for kind pie, not codel"),
+    ({"queue": [{"kind": "drophead", "bytes": 9000, "bdp": 1}]},
+     "experiments[e].queue[0]: give bdp or bytes, not both"),
+    ({"queue": [{"kind": "drophead", "packets": 10, "min_bytes": 3000}]},
+     "experiments[e].queue[0]: min_bytes is the floor of a bdp limit: give bdp with it"),
 ])
 def test_bad_field_is_one_line_naming_it(changes, expected):
     with pytest.raises(SpecError) as info:
@@ -35,6 +48,32 @@ def test_bad_field_is_one_line_naming_it(changes, expected):
     assert "\n" not in message
     assert message.startswith("t.yaml: ")
     assert expected in message
+
+
+@pytest.mark.parametrize("queue", [
+    {"kind": "infinite"},
+    {"kind": "droptail", "packets": 100, "bytes": 150000},
+    {"kind": "drophead", "bdp": 0.5, "min_bytes": 30000},
+    {"kind": "codel", "packets": 100, "target_ms": 5, "interval_ms": 100},
+    {"kind": "pie", "bdp": 2, "qdelay_ref_ms": 15, "max_burst_ms": 150},
+])
+def test_good_queues_validate_and_expand(queue):
+    (cell,) = expand(parse_spec(with_exp(queue=[queue])))
+    assert cell.params.uplink.queue.kind == queue["kind"]
+
+
+def test_a_bdp_limit_of_zero_bytes_names_the_queue():
+    spec = parse_spec(with_exp(rtt_ms=[0], queue=[{"kind": "infinite"}, {"kind": "droptail", "bdp": 1}]))
+    with pytest.raises(SpecError) as info:
+        expand(spec)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("experiments[e].queue[1]: bytes: Input should be greater than or equal to 1 ")
+    assert "0 bytes; set min_bytes" in message
+    # A floor makes the same path valid.
+    (_, cell) = expand(parse_spec(with_exp(rtt_ms=[0], queue=[{"kind": "infinite"},
+                                                              {"kind": "droptail", "bdp": 1, "min_bytes": 3000}])))
+    assert cell.params.uplink.queue.bytes == 3000
 
 
 def test_percent_and_fraction_give_the_same_cells():

@@ -14,7 +14,7 @@ import numpy as np
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, group_points, group_series, series_label, varying_facets
+from ccsweep.figures.points import Point, drain_ms, group_points, group_series, series_label, varying_facets
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.stats import mean_ci_columns
 from ccsweep.figures.style import new_figure, series_colors
@@ -25,10 +25,8 @@ QUANTILES = np.linspace(0, 1, 201)
 
 def full_buffer_rtt_ms(params: CellParams) -> float | None:
     """Propagation RTT plus the time the bottleneck needs to drain a full queue."""
-    rate, limit = params.uplink.rate_mbps, params.uplink.queue.bytes
-    if rate is None or limit is None:
-        return None
-    return params.rtt_ms + limit * 8 / (rate * 1e6) * 1000
+    drain = drain_ms(params)
+    return params.rtt_ms + drain if drain is not None else None
 
 
 def rtt_runs(data: ExperimentData, point: Point) -> list[Run]:

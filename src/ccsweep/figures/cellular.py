@@ -18,7 +18,7 @@ from ccsweep.figures.lossplot import plot_vs_loss
 from ccsweep.figures.points import Point, flows_label, group_points, rate_label
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_color, new_figure
-from ccsweep.figures.timeplot import plot_band, rate_from_cumulative, within
+from ccsweep.figures.timeplot import plot_band, rate_from_cumulative
 
 WINDOW_S = 1.0
 
@@ -37,7 +37,8 @@ def build(data: ExperimentData) -> Section:
     def ideal(params: CellParams, loss: float) -> float | None:
         return (1 - loss) * capacity if capacity is not None else None
 
-    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, ylabel="goodput (Mbit/s)", ideal=ideal,
+    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
+                 ylabel="goodput (Mbit/s)", ideal=ideal,
                  ideal_label=lambda p: f"ideal (1 − p) × mean capacity {rate_label(round(capacity or 0, 2))}")
     ax.set_title(data.title)
     section.figures.append(FigureOut(data.name, data.title, fig,
@@ -63,11 +64,11 @@ def _capacity_over_time(data: ExperimentData, points: Sequence[Point]) -> Figure
             series = data.timeseries(result.cell.id)
             if series is None or series.link is None:
                 continue
-            capacity_runs.append(within(rate_from_cumulative(series.link.t, series.link.uplink_capacity_bytes,
-                                                             WINDOW_S), 0, duration))
+            capacity_runs.append(rate_from_cumulative(series.link.t, series.link.uplink_capacity_bytes, WINDOW_S,
+                                                      0, duration))
             flows = series.flows
             total = np.sum([np.asarray(f.receiver_bytes, dtype=float) for f in flows], axis=0)
-            throughput_runs.append(within(rate_from_cumulative(flows[0].receiver_t, total, WINDOW_S), 0, duration))
+            throughput_runs.append(rate_from_cumulative(flows[0].receiver_t, total, WINDOW_S, 0, duration))
         if not capacity_runs:
             continue
         drawn = True

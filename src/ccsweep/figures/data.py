@@ -1,9 +1,11 @@
 """A sweep's stored results, gathered per experiment through the ResultStore interface only.
 
-Figures and reports never run anything and never read a trace file: everything comes from the
-store (file:// or s3://), so they can be rebuilt anywhere, any time.  Cells are grouped by the
-manifest, not by the experiment named in a record, because one stored cell can serve two
-experiments or sweeps (content-addressed ids).
+Figures and reports never run anything: everything comes from the store (file:// or s3://), so
+they can be rebuilt anywhere, any time.  Cells are grouped by the manifest, not by the experiment
+named in a record, because one stored cell can serve two experiments or sweeps (content-addressed
+ids).  The one exception to "store only" is describing cells that have no record: the manifest
+keeps their ids, so their experiment is expanded again, which for a trace-driven experiment reads
+the trace files to hash them; where they are absent, such cells are listed by id alone.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ccsweep.expand import expand_experiment
+from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.spec import Experiment, SpecError, parse_spec
+from ccsweep.spec import Experiment, SpecError, SweepSpec, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
 SeriesLoader = Callable[[str], TimeSeries | None]
@@ -27,12 +31,21 @@ class FailedAttempt:
 
 
 @dataclass
+class MissingCell:
+    """A planned cell without a stored result: what it is and, where the store tells, why."""
+
+    cell_id: str
+    summary: str | None
+    reason: str
+
+
+@dataclass
 class ExperimentData:
     """One experiment's spec and its stored results, with time series fetched on first use."""
 
     experiment: Experiment
     results: list[CellResult]
-    missing: list[str] = field(default_factory=list)
+    missing: list[MissingCell] = field(default_factory=list)
     load_series: SeriesLoader = lambda _cell_id: None
     _series: dict[str, TimeSeries | None] = field(default_factory=dict, repr=False)
 
@@ -84,16 +97,53 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     for cell in manifest.cells:
         if cell.id not in results:
             results[cell.id] = store.get_result(cell.id)
-    failures = [_latest_failure(store, cell_id) for cell_id, result in results.items() if result is None]
+    failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in results.items()
+                                       if result is None) if f is not None}
+    why = _MissingReasons([r for r in results.values() if r is not None], failures)
     experiments = []
     for exp in spec.experiments:
         ids = list(dict.fromkeys(c.id for c in manifest.cells if c.experiment == exp.name))
         found = [r for r in (results[i] for i in ids) if r is not None and r.status == "ok"]
-        experiments.append(ExperimentData(experiment=exp, results=found,
-                                          missing=[i for i in ids if results[i] is None],
+        absent = [i for i in ids if results[i] is None]
+        experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(spec, exp, absent),
                                           load_series=store.get_timeseries))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
-                     failures=[f for f in failures if f is not None])
+                     failures=list(failures.values()))
+
+
+class _MissingReasons:
+    """Why planned cells have no result, from what the store holds.
+
+    A cell is described by expanding its experiment again (the manifest keeps only ids); an
+    algorithm that no stored cell's kernel offered explains a cell the executor skipped, and a
+    failure record explains one that ran and failed.  Nothing stored says why any other cell is
+    missing: it has not run yet, or its run was interrupted.
+    """
+
+    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt]):
+        self.available = sorted({cc for r in stored for cc in r.environment.available_cc})
+        self.kernels = {r.environment.kernel for r in stored}
+        self.failures = failures
+
+    def describe(self, spec: SweepSpec, exp: Experiment, ids: list[str]) -> list[MissingCell]:
+        if not ids:
+            return []
+        try:
+            cells = {c.id: c for c in expand_experiment(spec.name, exp)}
+        except SpecError as exc:  # a trace-driven experiment on a machine without the trace files
+            return [MissingCell(i, None, self._reason(i, []) + f"; parameters unknown here ({exc})") for i in ids]
+        return [MissingCell(i, cell_summary(cells[i].params) if i in cells else None,
+                            self._reason(i, [f.cc for f in cells[i].params.flows] if i in cells else []))
+                for i in ids]
+
+    def _reason(self, cell_id: str, ccs: list[str]) -> str:
+        lacking = sorted({cc for cc in ccs if cc not in self.available})
+        if lacking and self.kernels:
+            where = "this kernel" if len(self.kernels) == 1 else "the kernels of the stored cells"
+            return f"{', '.join(lacking)} unavailable on {where} (available: {', '.join(self.available)})"
+        if cell_id in self.failures:
+            return f"failed: {self.failures[cell_id].error}"
+        return "no result stored: not run yet, or interrupted"
 
 
 def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:

@@ -24,7 +24,8 @@ def build(data: ExperimentData) -> Section:
     fig, (ax,) = new_figure()
     points = group_points(data.results)
     several_rates = len({p.params.bandwidth_mbps for p in points}) > 1
-    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, ylabel="goodput (Mbit/s)", ideal=ideal_goodput,
+    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
+                 ylabel="goodput (Mbit/s)", ideal=ideal_goodput,
                  ideal_label=lambda p: f"ideal (1 − p) × {rate_label(p.bandwidth_mbps or 0)}" if several_rates
                  else "ideal (1 − p) × link rate")
     ax.set_title(data.title)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, cc_name, flows_label, group_points, group_series, path_label
+from ccsweep.figures.points import Point, cc_name, flows_label, group_points, loss_series, path_label
 from ccsweep.figures.section import FigureOut, Section, TableOut
 from ccsweep.figures.stats import mean_ci
 from ccsweep.figures.style import cc_color, cc_marker, new_figure
@@ -62,7 +62,7 @@ def build(data: ExperimentData) -> Section:
 def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
     fig, axes = new_figure(1, len(paths), width=4.2 * len(paths) + 1, sharex=True, sharey=True)
     for ax, (path, members) in zip(axes, paths.items()):
-        for series in group_series(members, uplink__loss=0.0):
+        for series in loss_series(members, data.experiment.loss_direction):
             cc = series[0].params.flows[0].cc
             color = cc_color(cc)
             rows = []

@@ -14,19 +14,20 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.points import Point, group_series, series_label, varying_facets
+from ccsweep.figures.points import Point, loss_series, series_label, varying_facets
 from ccsweep.figures.style import IDEAL_STYLE, cc_marker, series_colors
 from ccsweep.result import CellResult
+from ccsweep.spec import LossDirection
 
 Value = Callable[[CellResult], float | None]
 #: The ideal value at a loss fraction for a series, or None where there is none.
 Ideal = Callable[[CellParams, float], float | None]
 
 
-def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, ylabel: str, ideal: Ideal | None = None,
-                 ideal_label: Callable[[CellParams], str] | None = None) -> None:
+def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direction: LossDirection, ylabel: str,
+                 ideal: Ideal | None = None, ideal_label: Callable[[CellParams], str] | None = None) -> None:
     """One line per series (mean over repetitions, t-interval bars), and the ideal per distinct ideal curve."""
-    series = group_series(points, uplink__loss=0.0)
+    series = loss_series(points, loss_direction)
     facets = varying_facets([s[0].params for s in series], skip=("loss",))
     colors = series_colors([s[0].params for s in series])
     losses: set[float] = set()

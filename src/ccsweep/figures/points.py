@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ccsweep.cell import CellParams
 from ccsweep.figures.stats import mean_ci
 from ccsweep.result import CellResult
+from ccsweep.spec import LossDirection
 
 #: Payload of a 1500-byte packet with TCP timestamps (1500 - 20 IP - 20 TCP - 12 options).
 MSS_BYTES = 1448
@@ -69,12 +70,32 @@ def group_points(results: Iterable[CellResult]) -> list[Point]:
     return list(points.values())
 
 
-def group_series(points: Iterable[Point], **blank: object) -> list[list[Point]]:
-    """Points grouped into series along the blanked axes (e.g. uplink__loss=0), in first-seen order."""
+def _grouped(points: Iterable[Point], key: Callable[[CellParams], str]) -> list[list[Point]]:
     series: dict[str, list[Point]] = {}
     for point in points:
-        series.setdefault(_key(point.params, **blank), []).append(point)
+        series.setdefault(key(point.params), []).append(point)
     return list(series.values())
+
+
+def group_series(points: Iterable[Point], **blank: object) -> list[list[Point]]:
+    """Points grouped into series along the blanked axes (e.g. uplink__loss=0), in first-seen order."""
+    return _grouped(points, lambda params: _key(params, **blank))
+
+
+def loss_series(points: Iterable[Point], loss_direction: LossDirection) -> list[list[Point]]:
+    """Points grouped into series along an experiment's loss axis, in first-seen order.
+
+    The axis always sets the data direction's loss.  With `loss_direction: both` it sets the ACK
+    direction's too, unless a reverse path gives that its own loss: a cell whose ACK loss equals
+    its data loss follows the axis (blanked to a marker no fixed loss can equal), any other keeps
+    its fixed ACK loss, which then tells series apart.  A reverse path's fixed loss equal to a
+    value on the axis cannot be told from following it: the cell's parameters are the same.
+    """
+    def key(params: CellParams) -> str:
+        follows = loss_direction == "both" and params.downlink.loss == params.uplink.loss
+        return _key(params, uplink__loss=0.0, **({"downlink__loss": "axis"} if follows else {}))
+
+    return _grouped(points, key)
 
 
 # Human labels.
@@ -105,6 +126,14 @@ def bdp_bytes(params: CellParams) -> float | None:
     """The path's bandwidth-delay product at the base rate; None for a trace link."""
     rate = params.uplink.rate_mbps
     return rate * 1e6 / 8 * params.rtt_ms / 1000 if rate is not None else None
+
+
+def drain_ms(params: CellParams) -> float | None:
+    """Time the bottleneck takes to send a full queue at its base rate; None without a rate or a byte limit."""
+    rate, limit = params.uplink.rate_mbps, params.uplink.queue.bytes
+    if rate is None or limit is None:
+        return None
+    return limit * 8 / (rate * 1e6) * 1000
 
 
 def buffer_bdp(params: CellParams) -> float | None:

@@ -56,7 +56,7 @@ def write_csv(rows: Iterable[RebbrRow]) -> str:
 
 def read_csv(text: str) -> list[RebbrRow]:
     """Rows of a ReBBR-format CSV (ccsweep's or ReBBR's own); a wrong header is a one-line ValueError."""
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), skipinitialspace=True)  # "a, b" as well as "a,b"
     header = next(reader, None)
     if header is None or [h.strip() for h in header] != COLUMNS:
         raise ValueError(f"not a ReBBR CSV: header {header!r}, expected {','.join(COLUMNS)}")

@@ -17,7 +17,7 @@ import jinja2
 import yaml
 
 from ccsweep import __version__
-from ccsweep.figures.checks import CheckRow
+from ccsweep.figures.checks import CLAIMS, CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.section import Section
@@ -95,6 +95,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         counts={"entries": len(sweep.manifest.cells), "distinct": len(experiments_of), "stored": len(results),
                 "missing": len(experiments_of) - len(results), "failed": len(sweep.failures), "late": len(late)},
         checks=checks,
+        inapplicable=[c for c in CLAIMS if c.id not in {row.claim.id for row in checks}],
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
         environment=_environment_summary(results),

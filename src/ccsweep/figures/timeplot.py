@@ -49,14 +49,21 @@ def plot_band(ax: Axes, runs: Sequence[Run], *, label: str, color: object, step:
     return handle
 
 
-def rate_from_cumulative(t: Sequence[float], cumulative: Sequence[float], window_s: float) -> Run:
-    """Mbit/s over consecutive windows of a cumulative byte count (e.g. 1 s bins)."""
+def rate_from_cumulative(t: Sequence[float], cumulative: Sequence[float], window_s: float, start: float,
+                         end: float) -> Run:
+    """Mbit/s in consecutive windows from `start` to `end` of a cumulative byte count (e.g. 1 s bins).
+
+    The bin edges are fixed by the caller, not by the series' first sample, so series sampled by
+    different clocks (the emulator's capacity counter starts before the flow, the receiver at it)
+    share their bins.  Only bins the samples cover are kept: outside them there is no count.
+    """
     ts = np.asarray(t, dtype=float)
-    if ts.size < 2:
+    edges = np.arange(start, end + 1e-9, window_s)
+    if ts.size < 2 or edges.size < 2:
         return Run(np.array([]), np.array([]))
-    edges = np.arange(ts[0], ts[-1] + 1e-9, window_s)
     counts = np.interp(edges, ts, np.asarray(cumulative, dtype=float))
-    return Run(edges[1:] - window_s / 2, np.diff(counts) * 8 / window_s / 1e6)
+    covered = (edges[:-1] >= ts[0] - 1e-9) & (edges[1:] <= ts[-1] + 1e-9)
+    return Run((edges[1:] - window_s / 2)[covered], (np.diff(counts) * 8 / window_s / 1e6)[covered])
 
 
 def within(run: Run, start: float, end: float) -> Run:

@@ -1,0 +1,121 @@
+"""Every reference check made to pass and made to fail by synthetic records, and the statistics behind them.
+
+The fixture cells only reach some claims (their paths are small, so the tenfold claim's 1.25 MB
+BDP is never in scope); here each claim gets cells in its scope with numbers on either side of
+its bound, so a wrong comparison or a wrong bound shows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from synthetic import experiment, goodput
+
+from ccsweep.cell import Cell
+from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
+from ccsweep.figures.data import ExperimentData, SweepData
+from ccsweep.figures.stats import mean_ci, mean_ci_columns, t_central_probability, t_critical
+from ccsweep.result import FlowSeries, TimeSeries
+from ccsweep.store import SweepManifest
+
+#: Mathis at 1 % loss and 100 ms: 1448 B x 8 / 0.1 s x 1.22 / 0.1 = 1.41 Mbit/s.
+MATHIS_1PCT = mathis_mbps(100, 0.01, 100)
+
+
+def verdicts(claim_id: str, data: ExperimentData) -> list[bool]:
+    (claim,) = [c for c in CLAIMS if c.id == claim_id]
+    return [v.ok for v in claim.evaluate(data)]
+
+
+def bbr_estimate(follows: bool) -> Callable[[Cell], TimeSeries]:
+    """BBR's bandwidth estimate over 30 s: 100 Mbit/s, and 200 from 11 s on if it follows the step at 10 s."""
+    def series(cell: Cell) -> TimeSeries:
+        t = [i / 10 for i in range(300)]
+        bw = [200e6 if follows and s >= 11 else 100e6 for s in t]
+        return TimeSeries(cell_id=cell.id, flows=[FlowSeries(t=t, bbr_bw_bps=[int(b) for b in bw])])
+    return series
+
+
+# (claim, experiment fields, measurements that pass, measurements that fail, series factory)
+CASES = {
+    "bbr-ideal": ({"cc": ["bbr"], "loss_percent": [1]},  # bound 0.9 x 0.99 x 100 = 89.1
+                  goodput(lambda c: 90.0), goodput(lambda c: 88.0), None),
+    "cubic-tenfold": ({"cc": ["cubic"], "loss_percent": [0.001, 0.1]},  # 100 Mbit/s x 100 ms: the paper's BDP
+                      goodput(lambda c: 90.0 if c.params.loss < 1e-4 else 8.9),
+                      goodput(lambda c: 90.0 if c.params.loss < 1e-4 else 9.1), None),
+    "mathis": ({"cc": ["reno"], "loss_percent": [1]},
+               goodput(lambda c: 1.9 * MATHIS_1PCT, rtt_mean_ms=100), goodput(lambda c: 2.1 * MATHIS_1PCT,
+                                                                              rtt_mean_ms=100), None),
+    "bbr-step": ({"cc": ["bbr"], "loss_percent": [0], "rate_schedule": [{"at_s": 10, "factor": 2}]},
+                 goodput(lambda c: 90.0), goodput(lambda c: 90.0), bbr_estimate),
+    # 10 BDP at 100 Mbit/s drains in 1000 ms: both bounds are 100 + 500 ms.
+    "bbr-low-delay": ({"cc": ["bbr"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 10}]},
+                      goodput(lambda c: 90.0, rtt_p50_ms=590), goodput(lambda c: 90.0, rtt_p50_ms=610), None),
+    "cubic-fills-buffer": ({"cc": ["cubic"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 10}]},
+                           goodput(lambda c: 90.0, rtt_p95_ms=610), goodput(lambda c: 90.0, rtt_p95_ms=590), None),
+}
+
+
+def test_every_claim_has_a_case():
+    assert set(CASES) == {c.id for c in CLAIMS}
+
+
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_claim_passes_and_fails(claim_id: str):
+    exp, passing, failing, series = CASES[claim_id]
+    assert verdicts(claim_id, experiment(exp, passing, series and series(True))) == [True]
+    assert verdicts(claim_id, experiment(exp, failing, series and series(False))) == [False]
+
+
+@pytest.mark.parametrize(("claim_id", "exp"), [
+    ("bbr-ideal", {"cc": ["bbr"], "loss_percent": [10]}),  # the paper's claim stops at 5 %
+    ("bbr-ideal", {"cc": ["cubic"], "loss_percent": [1]}),
+    ("cubic-tenfold", {"cc": ["cubic"], "loss_percent": [0.001, 0.1], "bandwidth_mbps": [10]}),  # BDP too small
+    ("mathis", {"cc": ["cubic"], "loss_percent": [0.1]}),  # below 1 %
+    ("bbr-low-delay", {"cc": ["bbr"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 2}]}),  # not deep
+])
+def test_claims_ignore_cells_outside_their_scope(claim_id: str, exp: dict[str, Any]):
+    assert verdicts(claim_id, experiment(exp, goodput(lambda c: 1.0, rtt_p50_ms=1e4))) == []
+
+
+def test_run_checks_rows_are_per_claim_and_experiment():
+    exp = CASES["bbr-ideal"][0]
+    data = experiment({**exp, "loss_percent": [1, 5]}, goodput(lambda c: 95.0 if c.params.loss < 0.02 else 80.0))
+    manifest = SweepManifest(name="s", spec={}, cells=[], created_at="now", ccsweep_version="0")
+    (row,) = run_checks(SweepData(manifest=manifest, description="", experiments=[data], failures=[]))
+    assert isinstance(row, CheckRow) and row.claim.id == "bbr-ideal" and row.experiment == "e"
+    assert (row.passed, len(row.verdicts), row.status) == (1, 2, "fail")  # 80 < 0.9 x 0.95 x 100
+
+
+def test_mathis_is_capped_at_the_links_payload_rate():
+    assert MATHIS_1PCT == pytest.approx(1448 * 8 / 0.1 * 1.22 / 0.1 / 1e6)
+    assert mathis_mbps(1, 0.01, 10) == pytest.approx(1448 / 1500 * 0.99 * 10)
+
+
+@pytest.mark.parametrize(("dof", "critical"), [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (9, 2.2622),
+                                               (30, 2.0423)])
+def test_t_critical_matches_the_tables(dof: int, critical: float):
+    assert t_critical(dof) == pytest.approx(critical, abs=1e-4)
+    assert t_central_probability(t_critical(dof), dof) == pytest.approx(0.95, abs=1e-12)
+
+
+def test_t_critical_refuses_zero_degrees_of_freedom():
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t_critical(0)
+
+
+def test_mean_ci_is_the_t_interval():
+    mean, half = mean_ci([1.0, 2.0, 3.0])  # sample sd 1, n 3, t(0.975, 2) = 4.303
+    assert mean == 2.0
+    assert half == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
+    assert mean_ci([5.0]) == (5.0, None)
+    with pytest.raises(ValueError):
+        mean_ci([])
+    means, halves = mean_ci_columns(np.array([[1.0, 10.0], [3.0, 10.0]]))
+    np.testing.assert_allclose(means, [2.0, 10.0])
+    np.testing.assert_allclose(halves, [12.706205, 0.0], rtol=1e-6)  # sd sqrt(2) over sqrt(2) runs
+    assert mean_ci_columns(np.array([[1.0, 2.0]]))[1] is None

@@ -1,0 +1,179 @@
+"""`ccsweep figures` over copies of the recorded fixture stores: files, report, checks and the ReBBR CSV.
+
+Each fixture store (tests/fixtures/<kind>/, records of real short cells) is copied first: the
+fixtures stay read-only, and what `ccsweep figures` writes lands in the copy, as it would in a
+user's store.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ccsweep.cli import main
+from ccsweep.figures import rebbr_csv
+from ccsweep.figures.checks import CLAIMS, run_checks
+from ccsweep.figures.data import load_sweep
+from ccsweep.figures.points import cell_summary
+from ccsweep.plan import plan_sweep
+from ccsweep.spec import parse_spec
+from ccsweep.store.file import FileStore
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+#: The figures each fixture's sweep must produce (file stems under figures/).
+FIGURES = {
+    "goodput-vs-loss": ["fx-goodput"],
+    "capacity-share-vs-loss": ["fx-bandwidth"],
+    "cellular": ["fx-cellular", "fx-cellular-capacity"],
+    "step-response": ["fx-step"],
+    "bufferbloat": ["fx-bufferbloat", "fx-bufferbloat-cdf"],
+    "shallow-buffers": ["fx-shallow-bbr", "fx-shallow-bbr-queue", "fx-shallow-mix"],
+    "loss-table": ["fx-loss-table"],
+}
+HEADER = "congestion_control,loss_rate,goodput_Mbps,rtt_ms,bandwidth_Mbps,specified_bw_Mbps"
+
+
+def copy_store(kind: str, tmp_path: Path) -> tuple[Path, str]:
+    """A writable copy of a fixture store and its one sweep's name."""
+    root = tmp_path / kind
+    shutil.copytree(FIXTURES / kind, root)
+    (sweep,) = [p.name for p in (root / "sweeps").iterdir()]
+    return root, sweep
+
+
+def ccsweep_figures(root: Path, sweep: str) -> Path:
+    """Run `ccsweep figures` on a store; return the sweep's output folder."""
+    done = CliRunner().invoke(main, ["figures", "--store", str(root), "--sweep", sweep])
+    assert done.exit_code == 0, done.output
+    return root / "sweeps" / sweep
+
+
+def check_rows(report: str) -> list[tuple[str, str, str]]:
+    """(statement, experiment, pass|fail) per row of the report's reference-check table."""
+    section = report[report.index('id="checks"'):report.index('id="selfcheck"')]
+    rows = re.findall(r'<tr>\s*<td>([^<]*)</td>\s*<td><a href="#exp-[^"]*">([^<]*)</a></td>\s*<td class="(\w+)">',
+                      section)
+    return [(html.unescape(statement), experiment, status) for statement, experiment, status in rows]
+
+
+def not_checked(report: str) -> list[str]:
+    section = report[report.index('id="checks"'):report.index('id="selfcheck"')]
+    return [html.unescape(item) for item in re.findall(r"<li>([^<]*) \(scope:", section)]
+
+
+@pytest.mark.parametrize("kind", sorted(FIGURES))
+def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
+    root, sweep = copy_store(kind, tmp_path)
+    out = ccsweep_figures(root, sweep)
+    for name in FIGURES[kind]:
+        assert (out / "figures" / f"{name}.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), name
+        assert b"<svg" in (out / "figures" / f"{name}.svg").read_bytes()[:2000], name
+    assert sorted(p.stem for p in (out / "figures").glob("*.png")) == sorted(FIGURES[kind])
+    report = (out / "report.html").read_text()
+    for name in FIGURES[kind]:
+        assert f'href="figures/{name}.png"' in report and f'href="figures/{name}.svg"' in report
+    # One pass/fail row per claim and experiment in scope, as run_checks decides; every other
+    # claim is listed as not checked, so each claim of the issue is accounted for exactly once.
+    data = load_sweep(FileStore(root), sweep)
+    expected = [(row.claim.statement, row.experiment, row.status) for row in run_checks(data)]
+    assert check_rows(report) == expected
+    assert all(status in ("pass", "fail") for _, _, status in expected)
+    checked = {statement for statement, _, _ in expected}
+    unchecked = not_checked(report)
+    assert sorted(checked | set(unchecked)) == sorted(c.statement for c in CLAIMS)
+    assert not checked & set(unchecked)
+    # The CSV: ReBBR's header, one row per stored cell with a bottleneck measurement, read back exactly.
+    text = (out / "rebbr.csv").read_text()
+    assert text.splitlines()[0] == HEADER
+    rows = rebbr_csv.rows_of(data.distinct_results())
+    assert len(rows) == len(data.distinct_results())  # real cells all measured their bottleneck
+    assert rebbr_csv.read_csv(text) == rows
+    for exp in data.experiments:
+        assert rebbr_csv.read_csv((out / "rebbr" / f"{exp.name}.csv").read_text()) == rebbr_csv.rows_of(exp.results)
+
+
+def test_figure8_fixture_checks_the_issue_claims(tmp_path: Path):
+    root, sweep = copy_store("goodput-vs-loss", tmp_path)
+    report = (ccsweep_figures(root, sweep) / "report.html").read_text()
+    statements = {c.id: c.statement for c in CLAIMS}
+    rows = {statement: status for statement, _, status in check_rows(report)}
+    # BBR, CUBIC and Reno at 20 Mbit/s, 40 ms, 0.001-5 % loss: the BBR and Mathis claims apply...
+    assert rows[statements["bbr-ideal"]] == "pass"
+    assert rows[statements["mathis"]] == "pass"
+    # ...the tenfold claim needs the paper's 1.25 MB BDP, which this path (100 kB) is far below.
+    assert statements["cubic-tenfold"] in not_checked(report)
+
+
+def test_bufferbloat_fixture_passes_the_delay_checks(tmp_path: Path):
+    root, sweep = copy_store("bufferbloat", tmp_path)
+    report = (ccsweep_figures(root, sweep) / "report.html").read_text()
+    statements = {c.id: c.statement for c in CLAIMS}
+    rows = {statement: status for statement, _, status in check_rows(report)}
+    assert rows[statements["bbr-low-delay"]] == "pass"
+    assert rows[statements["cubic-fills-buffer"]] == "pass"
+
+
+def test_csv_round_trips_and_reads_rebbrs_spacing():
+    rows = [rebbr_csv.RebbrRow("bbr", 0.001, 95.123456789, 100.0, 100.27, 100.0),
+            rebbr_csv.RebbrRow("cubic", 1e-05, 1 / 3, 2.0, 0.01, 0.01)]
+    text = rebbr_csv.write_csv(rows)
+    assert text.splitlines()[0] == HEADER
+    assert rebbr_csv.read_csv(text) == rows
+    spaced = "congestion_control, loss_rate, goodput_Mbps, rtt_ms, bandwidth_Mbps, specified_bw_Mbps\n" \
+             "bbr, 0.01, 90.5, 100, 100.27, 100\n"
+    assert rebbr_csv.read_csv(spaced) == [rebbr_csv.RebbrRow("bbr", 0.01, 90.5, 100.0, 100.27, 100.0)]
+    with pytest.raises(ValueError, match="not a ReBBR CSV"):
+        rebbr_csv.read_csv("cc,loss\nbbr,0.01\n")
+
+
+def test_report_says_why_cells_are_missing(tmp_path: Path):
+    root, sweep = copy_store("goodput-vs-loss", tmp_path)
+    store = FileStore(root)
+    data = load_sweep(store, sweep)
+    # Plan the same grid with Vegas added, as on a kernel without it: the executor skips those cells.
+    manifest = store.get_manifest(sweep)
+    spec = manifest.spec | {"name": "with-vegas", "experiments": [
+        manifest.spec["experiments"][0] | {"cc": ["cubic", "bbr", "reno", "vegas"]}]}
+    plan = plan_sweep(parse_spec(spec), store)
+    vegas = [c for c in plan.pending if c.params.cc_label == "vegas"]
+    assert len(vegas) == len(plan.pending) == 8
+    # And delete two stored Reno cells, as if the sweep had been interrupted before them.
+    reno = [r.cell for r in data.experiments[0].results if r.cell.params.cc_label == "reno"][:2]
+    for cell in reno:
+        shutil.rmtree(root / "cells" / cell.id)
+    report = (ccsweep_figures(root, "with-vegas") / "report.html").read_text()
+    missing = {i: (html.unescape(summary), html.unescape(why)) for i, summary, why in
+               re.findall(r"<tr><td><code>(\w+)</code></td><td>([^<]*)</td><td>([^<]*)</td></tr>", report)}
+    assert set(missing) == {c.id for c in vegas} | {c.id for c in reno}
+    for cell in vegas:
+        summary, why = missing[cell.id]
+        assert summary == cell_summary(cell.params)
+        assert why == "vegas unavailable on this kernel (available: bbr, cubic, reno)"
+    for cell in reno:
+        summary, why = missing[cell.id]
+        assert summary == cell_summary(cell.params)
+        assert why == "no result stored: not run yet, or interrupted"
+    assert f"{len(vegas) + len(reno)} missing" in report
+
+
+def test_missing_trace_cells_are_listed_by_id_without_the_traces(tmp_path: Path, monkeypatch):
+    root, sweep = copy_store("cellular", tmp_path)
+    store = FileStore(root)
+    (gone, *_) = load_sweep(store, sweep).experiments[0].results
+    shutil.rmtree(root / "cells" / gone.cell.id)
+    # The traces live beside the clone unless CCSWEEP_TRACES says otherwise (as for the presets' tests).
+    traces = os.environ.get("CCSWEEP_TRACES") or str(FIXTURES.parents[2] / "shared" / "traces")
+    monkeypatch.setenv("CCSWEEP_TRACES", traces)
+    (missing,) = load_sweep(store, sweep).experiments[0].missing
+    assert (missing.cell_id, missing.summary) == (gone.cell.id, cell_summary(gone.cell.params))
+    monkeypatch.setattr("ccsweep.expand.trace_search_path", lambda: [tmp_path / "no-traces"])  # a machine without
+    (missing,) = load_sweep(store, sweep).experiments[0].missing
+    assert (missing.cell_id, missing.summary) == (gone.cell.id, None)
+    assert missing.reason.startswith("no result stored: not run yet, or interrupted; parameters unknown here (trace ")
