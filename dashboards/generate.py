@@ -1,7 +1,7 @@
 """Generate ccsweep's Grafana dashboards with grafana-foundation-sdk (the JSON files beside this script).
 
     python dashboards/generate.py          # rewrite dashboards/*.json
-    python dashboards/generate.py --check  # exit 1 if a committed file differs (tests do this too)
+    python dashboards/generate.py --check  # exit 1 if a committed file differs (tests/unit/test_dashboards.py)
 
 The dashboards are code so their queries can be reviewed and tested: tests/services evaluates every
 panel's PromQL against a Prometheus that scraped real cells. Metric names are those of
@@ -18,7 +18,14 @@ from pathlib import Path
 
 from grafana_foundation_sdk.builders import barchart, bargauge, common, dashboard, prometheus, stat, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.common import BigValueColorMode, VizOrientation
+from grafana_foundation_sdk.models.common import (
+    BigValueColorMode,
+    LegendDisplayMode,
+    LegendPlacement,
+    SortOrder,
+    TooltipDisplayMode,
+    VizOrientation,
+)
 from grafana_foundation_sdk.models.dashboard import (
     DashboardCursorSync,
     DataSourceRef,
@@ -34,8 +41,17 @@ HERE = Path(__file__).resolve().parent
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 SWEEP = 'sweep="$sweep"'
 CELL = 'sweep="$sweep", cell="$cell"'
+#: Cells of the sweep narrowed by the overview's multi-value variables (Grafana: `All` is `.*`).
+PATH_VARIABLES = {"experiment": "Experiment", "rtt": "RTT", "bandwidth": "Bandwidth"}
+CELLS = ", ".join([SWEEP, *(f'{name}=~"${name}"' for name in PATH_VARIABLES)])
+#: Goodput vs loss, one row per (loss, series): `series` joins every label the recording rule keeps
+#: apart besides loss, so two paths (RTTs, bandwidths, experiments) never fall into one bar.
+GOODPUT_VS_LOSS = (f'label_join(sweep_algorithm_loss:ccsweep_cell_result_goodput_bits_per_second:avg{{{CELLS}}}, '
+                   '"series", " ", "algorithm", "rtt", "bandwidth", "experiment")')
 FLOW_LEGEND = "flow {{flow}} {{cc}}"
 LAST = common.ReduceDataOptions().calcs(["lastNotNull"])
+LEGEND = common.VizLegendOptions().display_mode(LegendDisplayMode.LIST).placement(LegendPlacement.BOTTOM).show_legend(True)
+TOOLTIP = common.VizTooltipOptions().mode(TooltipDisplayMode.MULTI).sort(SortOrder.DESCENDING)
 
 
 def query(expr: str, legend: str = "", ref: str = "A") -> prometheus.Dataquery:
@@ -47,7 +63,10 @@ def instant_table(expr: str) -> prometheus.Dataquery:
 
 
 def graph(title: str, unit: str, *targets: prometheus.Dataquery, span: int = 12, description: str = "") -> timeseries.Panel:
-    panel = timeseries.Panel().title(title).unit(unit).datasource(DATASOURCE).height(8).span(span).fill_opacity(5)
+    # Legend and tooltip set explicitly: without them the SDK writes `"options": null`, which its
+    # own Dashboard.from_json cannot read back.
+    panel = (timeseries.Panel().title(title).unit(unit).datasource(DATASOURCE).height(8).span(span).fill_opacity(5)
+             .legend(LEGEND).tooltip(TOOLTIP))
     if description:
         panel = panel.description(description)
     for target in targets:
@@ -65,17 +84,28 @@ def big_number(title: str, unit: str, expr: str, span: int = 4, red_above: float
             .with_target(query(expr)))
 
 
-def variables(builder: dashboard.Dashboard, *, with_cell: bool) -> dashboard.Dashboard:
-    builder = builder.with_variable(dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
-    builder = builder.with_variable(
-        dashboard.QueryVariable("sweep").label("Sweep").datasource(DATASOURCE)
-        .query("label_values(ccsweep_cell_duration_seconds, sweep)")
-        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC))
-    if with_cell:
-        builder = builder.with_variable(
-            dashboard.QueryVariable("cell").label("Cell").datasource(DATASOURCE)
-            .query(f"label_values(ccsweep_cell_duration_seconds{{{SWEEP}}}, cell)")
+def label_variable(name: str, label: str, selector: str = "") -> dashboard.QueryVariable:
+    """A variable listing the values of a cell label (every cell pushes ccsweep_cell_duration_seconds)."""
+    metric = f"ccsweep_cell_duration_seconds{{{selector}}}" if selector else "ccsweep_cell_duration_seconds"
+    return (dashboard.QueryVariable(name).label(label).datasource(DATASOURCE).query(f"label_values({metric}, {name})")
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC))
+
+
+def variables(builder: dashboard.Dashboard, *, with_cell: bool) -> dashboard.Dashboard:
+    """Data source and sweep; then one cell (cell detail) or the paths of the sweep's cells (overview).
+
+    A sweep may cross several experiments, RTTs and bandwidths: the overview's cell panels can be
+    narrowed to some of them (multi-value, All by default).
+    """
+    builder = builder.with_variable(dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
+    builder = builder.with_variable(label_variable("sweep", "Sweep"))
+    if with_cell:
+        return builder.with_variable(label_variable("cell", "Cell", SWEEP))
+    selector = SWEEP
+    for name, label in PATH_VARIABLES.items():
+        builder = builder.with_variable(label_variable(name, label, selector).multi(True).include_all(True)
+                                        .all_value(".*"))
+        selector += f', {name}=~"${name}"'
     return builder
 
 
@@ -105,22 +135,24 @@ def sweep_overview() -> dashboard.Dashboard:
                           query(f"sweep:ccsweep_cells:failed{{{SWEEP}}}", "failed", "D")))
         .with_panel(bargauge.Panel().title("Running cells: flow time done").unit("percentunit").min(0).max(1)
                     .datasource(DATASOURCE).height(8).span(12).orientation(VizOrientation.HORIZONTAL).reduce_options(LAST)
-                    .with_target(query(f"cell:ccsweep_cell_progress:ratio{{{SWEEP}}}",
+                    .with_target(query(f"cell:ccsweep_cell_progress:ratio{{{CELLS}}}",
                                        "{{algorithm}} loss {{loss}} ({{cell}})")))
         .with_row(dashboard.Row("Live"))
         .with_panel(graph("Goodput per running cell", "bps",
-                          query(f"ccsweep_cell_goodput_bits_per_second{{{SWEEP}}}",
+                          query(f"ccsweep_cell_goodput_bits_per_second{{{CELLS}}}",
                                 "{{algorithm}} loss {{loss}} rtt {{rtt}} ({{cell}})"), span=24,
                           description="Receiver goodput of all flows of each cell, per second of flow time."))
         .with_row(dashboard.Row("Results"))
         .with_panel(
-            barchart.Panel().title("Goodput vs loss per algorithm (finished cells)").unit("bps")
-            .description("Mean goodput of the finished cells at each loss rate, one bar per algorithm; "
-                         "fills in as cells finish.")
+            barchart.Panel().title("Goodput vs loss per algorithm and path (finished cells)").unit("bps")
+            .description("Mean goodput of the finished cells at each loss rate (over repetitions and queues), "
+                         "one bar per algorithm, RTT, bandwidth and experiment, so that points of different "
+                         "paths never share a bar; narrow them with the Experiment, RTT and Bandwidth variables. "
+                         "Fills in as cells finish.")
             .datasource(DATASOURCE).height(10).span(24).x_field("loss")
-            .with_target(instant_table(f"sweep_algorithm_loss:ccsweep_cell_result_goodput_bits_per_second:avg{{{SWEEP}}}"))
+            .with_target(instant_table(GOODPUT_VS_LOSS))
             .with_transformation(DataTransformerConfig(id_val="groupingToMatrix", options={
-                "rowField": "loss", "columnField": "algorithm", "valueField": "Value"}))
+                "rowField": "loss", "columnField": "series", "valueField": "Value"}))
             .with_transformation(DataTransformerConfig(id_val="sortBy", options={"sort": [{"field": "loss"}]})))
     )
 

@@ -252,7 +252,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
     finished result.
     """
-    from ccsweep.executor import run_sweep, summary_table
+    from ccsweep.executor import notice, run_sweep, summary_table
 
     sweep = _load(spec, sweep_name)
     store = _open(store_url)
@@ -267,9 +267,13 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     if summary.interrupted:
         sys.exit(130)
     if figures:
-        _build_figures(store_url, sweep.name, console)
-    counts = summary.counts()
-    sys.exit(1 if counts["failed"] else 0)
+        try:
+            _write_figures(store, sweep.name, console)
+        except StoreError as exc:  # the sweep's own status matters more than figures that can wait
+            notice(console, f"figures not built yet: {exc}")
+            notice(console, f"  build them once the store is back: ccsweep figures --store {store.url} "
+                            f"--sweep {sweep.name}")
+    sys.exit(1 if summary.counts()["failed"] else 0)
 
 
 @main.command(name="upload-spool")
@@ -305,14 +309,16 @@ def figures_cmd(store_url: str, sweep_name: str) -> None:
 
 
 def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
-    from ccsweep.figures import build_sweep_outputs
-
-    store = _open(store_url)
     try:
-        locations = build_sweep_outputs(store, sweep_name)
+        _write_figures(_open(store_url), sweep_name, console)
     except StoreError as exc:
         fail(str(exc))
-    for location in locations:
+
+
+def _write_figures(store: ResultStore, sweep_name: str, console: Console) -> None:
+    from ccsweep.figures import build_sweep_outputs
+
+    for location in build_sweep_outputs(store, sweep_name):
         console.print(f"wrote {location}")
 
 

@@ -7,6 +7,7 @@ failures and lets Ctrl-C reach every cell, each of which cleans up its own names
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -26,7 +28,7 @@ from ccsweep.metrics import SweepMetrics
 from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
 from ccsweep.store import ResultStore
-from ccsweep.store.spool import Spool
+from ccsweep.store.spool import FlushReport, Spool
 
 #: Exit status of `ccsweep cell` when the kernel lacks the cell's algorithm.
 EXIT_UNAVAILABLE = 3
@@ -58,6 +60,8 @@ class CellOutcome:
     goodput_mbps: float | None = None
     late: bool = False
     error: str | None = None
+    #: The cell's folder in the local spool while its result waits there for the store.
+    spooled: Path | None = None
 
 
 @dataclass
@@ -77,6 +81,7 @@ class _Running:
     process: subprocess.Popen[str]
     started: float
     cost: float
+    log: Path  # the cell's stderr
 
 
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
@@ -100,19 +105,23 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         console.print(f"[yellow]skipping cells: {reason}[/yellow]")
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}")
-    metrics = SweepMetrics(pushgateway, spec.name) if pushgateway else None
+    warning_log = WarningLog(console)
+    metrics = SweepMetrics(pushgateway, spec.name, err=warning_log) if pushgateway else None
     try:
         if metrics:
             metrics.update(total=len(plan.cells), **_progress(summary))
         if runnable:
             budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
             summary.interrupted = _run_cells(runnable, store, workdir, budget, jobs, pushgateway, summary, console,
-                                             metrics)
+                                             warning_log, metrics)
     finally:
         if metrics:
             metrics.update(**_progress(summary))
             metrics.finish()
-    _flush_spool(store, console)
+    left = set(_flush_spool(store, console).remaining)
+    for outcome in summary.outcomes:
+        if outcome.spooled is not None and outcome.cell.id not in left:
+            outcome.spooled = None  # uploaded by this last pass
     return summary
 
 
@@ -123,21 +132,65 @@ def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:
             "failed": counts["failed"] + counts["unavailable"] + counts["interrupted"]}
 
 
-def _flush_spool(store: ResultStore, console: Console) -> None:
-    """Upload results spooled by earlier cells while this store was unreachable (see store/spool.py)."""
+def _flush_spool(store: ResultStore, console: Console) -> FlushReport:
+    """Upload results spooled by cells while this store was unreachable (see store/spool.py)."""
     spool = Spool()
     if not spool.pending(store.url):
-        return
+        return FlushReport(store.url)
     report = spool.flush(store)
     if report.uploaded:
         console.print(f"uploaded {len(report.uploaded)} spooled cell result(s) to {store.url}")
     if report.remaining:
-        console.print(f"[yellow]{len(report.remaining)} cell result(s) stay in the spool {spool.root} "
-                      f"({report.error}); `ccsweep upload-spool` uploads them later[/yellow]")
+        notice(console, f"{len(report.remaining)} cell result(s) stay in the spool {spool.root} ({report.error}); "
+                        f"`ccsweep upload-spool --store {store.url}` or the next `ccsweep run` uploads them")
+    return report
+
+
+def notice(console: Console, text: str) -> None:
+    """Print a line as it is, in yellow and unwrapped: paths, URLs and commands stay whole in logs."""
+    console.print(text, style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+class WarningLog(io.TextIOBase):
+    """The console's warning lines: each distinct one printed once.
+
+    A cell's stderr goes to its cell.log (its folder vanishes with the run's temporary workdir),
+    so its `ccsweep: warning:` lines are copied here when it ends.  An outage makes every cell,
+    and the executor's own metrics pusher (which writes here as a stream), warn the same line:
+    the console says it once.
+    """
+
+    PREFIX = "ccsweep: warning:"
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.seen: set[str] = set()
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            self.warn(line)
+        return len(text)
+
+    def warn(self, line: str) -> None:
+        if line.strip() and line not in self.seen:
+            self.seen.add(line)
+            notice(self.console, line)
+
+    def from_log(self, log: Path) -> None:
+        for line in _log_lines(log):
+            if line.startswith(self.PREFIX):
+                self.warn(line)
+
+
+def _log_lines(log: Path) -> list[str]:
+    try:
+        return log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
 
 
 def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: float, jobs: int | None,
-               pushgateway: str | None, summary: SweepSummary, console: Console,
+               pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
                metrics: SweepMetrics | None = None) -> bool:
     """Admit cells while their CPU cost fits the budget; returns True if interrupted."""
     queue = list(cells)
@@ -157,12 +210,13 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: flo
                 time.sleep(0.2)
                 for item in [r for r in running if r.process.poll() is not None]:
                     running.remove(item)
+                    warning_log.from_log(item.log)
                     outcome = _outcome(item)
                     summary.outcomes.append(outcome)
                     done_work += item.cell.params.duration_s
                     finished += 1
                     if outcome.status == "failed":
-                        progress.console.print(f"[red]cell {item.cell.id} failed: {outcome.error}[/red]")
+                        progress.console.print(f"[red]cell {item.cell.id} failed: {escape(outcome.error or '')}[/red]")
                     elif outcome.late:
                         progress.console.print(f"[yellow]cell {item.cell.id}: emulator ran late (machine busy?)"
                                                "; result flagged[/yellow]")
@@ -183,6 +237,7 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: flo
             except subprocess.TimeoutExpired:
                 item.process.kill()
                 item.process.wait()
+            warning_log.from_log(item.log)
             summary.outcomes.append(CellOutcome(item.cell, "interrupted"))
         return True
     finally:
@@ -208,10 +263,10 @@ def _start(cell: Cell, store: ResultStore, workdir: Path, pushgateway: str | Non
            "--workdir", str(cell_dir), "--executor", "local"]
     if pushgateway:
         cmd += ["--pushgateway", pushgateway]
-    log = open(cell_dir / "cell.log", "w")
-    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    log.close()
-    return _Running(cell, process, time.monotonic(), cell_cpu_cost(cell))
+    log = cell_dir / "cell.log"
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    return _Running(cell, process, time.monotonic(), cell_cpu_cost(cell), log)
 
 
 def _outcome(item: _Running) -> CellOutcome:
@@ -220,25 +275,34 @@ def _outcome(item: _Running) -> CellOutcome:
     try:
         report = json.loads(out.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a report "
-                                                      f"(see its cell.log)")
+        last = next((line for line in reversed(_log_lines(item.log)) if line.strip()), "no output")
+        return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a "
+                                                      f"report: {last}")
+    spooled = report.get("spooled")
     return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"),
-                       late=bool(report.get("late")), error=report.get("error"))
+                       late=bool(report.get("late")), error=report.get("error"),
+                       spooled=Path(spooled) if spooled else None)
 
 
 def summary_table(summary: SweepSummary) -> Table:
-    """Per experiment: how many cells ran, came from the store, failed or were skipped."""
+    """Per experiment: how many cells ran, came from the store, failed or were skipped.
+
+    `spooled` counts results still in the local spool (the store was unreachable): safe on this
+    machine, not yet in the store; the line before the table says where and how to upload them.
+    """
     table = Table(title=f"sweep {summary.sweep}")
     statuses = ["ok", "cached", "failed", "unavailable", "interrupted"]
     table.add_column("experiment")
     for status in statuses:
         table.add_column(status, justify="right")
     table.add_column("late", justify="right")
+    table.add_column("spooled", justify="right")
     per_exp: dict[str, Counter[str]] = {}
     for outcome in summary.outcomes:
         counts = per_exp.setdefault(outcome.cell.experiment, Counter())
         counts[outcome.status] += 1
         counts["late"] += int(outcome.late)
+        counts["spooled"] += int(outcome.spooled is not None)
     for exp, counts in per_exp.items():
-        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["late"]))
+        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["late"]), str(counts["spooled"]))
     return table

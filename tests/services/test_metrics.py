@@ -6,9 +6,7 @@
 from __future__ import annotations
 
 import io
-import json
 import time
-import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -17,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.metrics import CellMetrics, SweepMetrics
 from ccsweep.runner.api import FlowSample, LiveSample
+from prom import wait_for
 from servers import Server
 from test_s3_store import result_of
 
@@ -44,22 +43,6 @@ def gateway_metrics(gateway: Server, cell: str) -> dict[str, list[Any]]:
             if s.labels.get("cell") == cell:
                 found.setdefault(s.name, []).append(s)
     return found
-
-
-def query(prometheus: Server, expr: str) -> list[dict[str, Any]]:
-    url = f"{prometheus.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    body = json.loads(urllib.request.urlopen(url, timeout=5).read())
-    assert body["status"] == "success", body
-    return body["data"]["result"]
-
-
-def wait_for(prometheus: Server, expr: str, timeout: float = 20) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = query(prometheus, expr)
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.5)
 
 
 def test_live_gauges_then_only_the_outcome(pushgateway: Server):

@@ -52,15 +52,29 @@ def test_exclusive_write_keeps_the_first_record(s3: dict[str, str], bucket_url: 
     assert store.get_result(first.cell.id).goodput_mbps == 12.5
 
 
-def test_concurrent_exclusive_writers_store_exactly_one(s3: dict[str, str], bucket_url: str):
-    """Eight writers race for one key: the conditional PUT lets exactly one win, with its bytes."""
+def test_second_exclusive_write_is_refused_by_the_server(s3: dict[str, str], bucket_url: str):
+    """The conditional PUT (minio's private _put_object with If-None-Match) really is conditional."""
+    store = open_store(bucket_url)
+    assert store.write_bytes("cells/once/result.json", b"first", exclusive=True) is True
+    assert store.write_bytes("cells/once/result.json", b"second", exclusive=True) is False
+    assert store.read_bytes("cells/once/result.json") == b"first"
+
+
+def test_concurrent_writers_of_one_cell_store_one_consistent_attempt(s3: dict[str, str], bucket_url: str,
+                                                                     tmp_path: Path):
+    """Eight runners race to store one cell, each with its own time series and link log: exactly one
+    record wins, and the files a reader finds beside it are that winner's, and only those."""
     store = open_store(bucket_url)
     outcomes: dict[int, bool] = {}
     barrier = threading.Barrier(8)
 
     def write(i: int) -> None:
+        result = result_of(4).model_copy(update={"goodput_mbps": float(i)})
+        series = TimeSeries(cell_id=result.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[i])])
+        log = tmp_path / f"uplink-{i}.log.gz"
+        log.write_bytes(f"log of writer {i}".encode())
         barrier.wait()
-        outcomes[i] = store.write_bytes("cells/race/result.json", f"writer {i}".encode(), exclusive=True)
+        outcomes[i] = store.put_cell(result, series, {"uplink.log.gz": log})
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
     for t in threads:
@@ -68,8 +82,13 @@ def test_concurrent_exclusive_writers_store_exactly_one(s3: dict[str, str], buck
     for t in threads:
         t.join()
     winners = [i for i, won in outcomes.items() if won]
-    assert len(winners) == 1, outcomes
-    assert store.read_bytes("cells/race/result.json") == f"writer {winners[0]}".encode()
+    assert len(outcomes) == 8 and len(winners) == 1, outcomes
+    cell_id = result_of(4).cell.id
+    assert store.get_result(cell_id).goodput_mbps == winners[0]
+    assert store.get_timeseries(cell_id).flows[0].rtt_us == [winners[0]]
+    assert store.get_cell_file(cell_id, "uplink.log.gz") == f"log of writer {winners[0]}".encode()
+    folders = {key.split("/")[2] for key in store.list_keys(f"cells/{cell_id}/") if key.count("/") == 3}
+    assert len(folders) == 1, f"losers remove their files: {folders}"
 
 
 def test_list_keys_and_missing_objects(s3: dict[str, str], bucket_url: str):

@@ -75,9 +75,13 @@ def test_a_spooled_cell_already_stored_elsewhere_keeps_the_stored_record(down_st
                                                                           tmp_path: Path):
     spool = Spool(tmp_path / "spool")
     spooled = result_of(40).model_copy(update={"goodput_mbps": 1.0})
-    store_cell(down_store, spooled, None, {}, spool=spool, retries=0, err=io.StringIO())
+    series = {rtt: TimeSeries(cell_id=spooled.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[rtt])]) for rtt in (1, 2)}
+    store_cell(down_store, spooled, series[1], {}, spool=spool, retries=0, err=io.StringIO())
     own_minio.start()
     store = open_store(down_store.url)
-    store.put_cell(result_of(40))  # another runner stored the same cell meanwhile
+    store.put_cell(result_of(40), series[2])  # another runner stored the same cell meanwhile
     assert spool.flush(store).uploaded == [spooled.cell.id]
     assert store.get_result(spooled.cell.id).goodput_mbps == 12.5, "write-once: the first record stays"
+    assert store.get_timeseries(spooled.cell.id).flows[0].rtt_us == [2], "...with its own time series"
+    assert len(store.list_keys(f"cells/{spooled.cell.id}/")) == 2, "the spooled attempt's files are not uploaded"
+    assert spool.pending(store.url) == []

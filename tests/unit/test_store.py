@@ -1,5 +1,6 @@
 """The file store: write-once records, manifests never silently replaced, atomic files."""
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.result import CellResult, Environment, FlowSeries, TimeSeries
 from ccsweep.store import StoreError, SweepManifest, open_store
+from ccsweep.store.base import attempt_folder
 
 
 def make_result(status="ok", goodput=90.0, seed=1) -> CellResult:
@@ -59,3 +61,31 @@ def test_manifest_with_another_spec_is_refused(tmp_path: Path):
         store.put_manifest(manifest.model_copy(update={"spec": {"a": 2}}))
     assert store.get_manifest("s").spec == {"a": 1}
     assert store.list_sweeps() == ["s"]
+
+
+def test_a_runner_that_loses_the_race_never_leaves_its_files_beside_the_record(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch):
+    """The interleaving of an Argo retry: B checked before A's record existed, so B writes its files
+    after A stored the cell.  A's record keeps A's files; B's are removed again."""
+    store = open_store(str(tmp_path))
+    first, second = make_result(goodput=90.0), make_result(goodput=1.0)
+    assert store.put_cell(first, TimeSeries(cell_id=first.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[100])]))
+    monkeypatch.setattr(store, "has_result", lambda cell_id: False)  # B's look happened before A's record
+    assert store.put_cell(second, TimeSeries(cell_id=second.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[999])])) is False
+    assert store.get_result(first.cell.id).goodput_mbps == 90.0
+    assert store.get_timeseries(first.cell.id).flows[0].rtt_us == [100]
+    record = store.read_bytes(f"cells/{first.cell.id}/result.json")
+    assert store.list_keys(f"cells/{first.cell.id}/") == sorted([f"cells/{first.cell.id}/result.json",
+                                                                 f"{attempt_folder(first.cell.id, record)}/timeseries.json.gz"])
+    assert len(list((tmp_path / "cells" / first.cell.id).iterdir())) == 2, "B's empty folder is gone too"
+
+
+def test_records_stored_before_attempt_folders_still_find_their_files(tmp_path: Path):
+    """Stores (and test fixtures) written by 0.1.0 keep a cell's files beside its record."""
+    result = make_result()
+    cell_dir = tmp_path / "cells" / result.cell.id
+    cell_dir.mkdir(parents=True)
+    (cell_dir / "result.json").write_text(result.model_copy(update={"artifacts": ["timeseries.json.gz"]}).model_dump_json())
+    series = TimeSeries(cell_id=result.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[42])])
+    (cell_dir / "timeseries.json.gz").write_bytes(gzip.compress(series.model_dump_json().encode()))
+    assert open_store(str(tmp_path)).get_timeseries(result.cell.id).flows[0].rtt_us == [42]

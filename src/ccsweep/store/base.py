@@ -2,21 +2,25 @@
 
 Layout (relative to the store's root or prefix):
 
-    cells/<cell id>/result.json            the CellResult, written last: its presence means "done"
-    cells/<cell id>/timeseries.json.gz     100 ms time series (TimeSeries)
-    cells/<cell id>/<file>                 extra files such as uplink.log.gz
-    cells/<cell id>/failed/<utc>.json      records of failed attempts (never count as done)
-    sweeps/<sweep>/manifest.json           the resolved spec and its cells (id, experiment)
-    sweeps/<sweep>/<file>                  figures/*.png|svg, report.html, rebbr.csv
+    cells/<cell id>/result.json                      the CellResult, written last and once: "done"
+    cells/<cell id>/attempt-<hash>/timeseries.json.gz  100 ms time series (TimeSeries)
+    cells/<cell id>/attempt-<hash>/<file>            extra files such as uplink.log.gz
+    cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
+    sweeps/<sweep>/manifest.json                     the resolved spec and its cells (id, experiment)
+    sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
 
 Cells are stored by content-addressed id, not under a sweep, so a cell shared by two sweeps
-(figure8 inside full-sweep) runs once.  Backends implement five byte-level primitives; the
-rules (write once, record last, manifests never silently replaced) live here only.
+(figure8 inside full-sweep) runs once.  A cell's files sit in a folder named by the hash of its
+record's bytes, so two runners racing on one cell (an Argo retry beside a slow first pod) never
+mix: each writes its own folder, exactly one record wins, and the record names its folder.
+Backends implement byte-level primitives; the rules (write once, record last, manifests never
+silently replaced) live here only.  docs/services.md describes the layout for users.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 
 from abc import ABC, abstractmethod
 from datetime import datetime, timezone
@@ -78,16 +82,21 @@ class ResultStore(ABC):
     def list_keys(self, prefix: str) -> list[str]:
         """Keys below a prefix, sorted."""
 
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove an object if it exists (only a losing attempt's own files are ever removed)."""
+
     # Cells.
     def has_result(self, cell_id: str) -> bool:
-        return self.exists(f"cells/{cell_id}/result.json")
+        return self.exists(record_key(cell_id))
 
     def put_cell(self, result: CellResult, timeseries: TimeSeries | None = None,
                  files: dict[str, Path] | None = None) -> bool:
         """Store a finished cell: files first, the record last and only once.
 
-        Returns False (and changes nothing) when a record for this cell is already stored.
-        A failed result is kept for diagnosis under failed/ and never marks the cell done.
+        Returns False (and leaves the stored cell as it was) when a record for this cell is
+        already stored.  A failed result is kept for diagnosis under failed/ and never marks the
+        cell done.
         """
         cell_id = result.cell.id
         if result.status != "ok":
@@ -97,28 +106,47 @@ class ResultStore(ABC):
             return True
         if self.has_result(cell_id):
             return False
-        names = []
+        blobs: dict[str, bytes] = {}
         if timeseries is not None:
-            self.write_bytes(f"cells/{cell_id}/timeseries.json.gz", gzip.compress(timeseries.model_dump_json().encode()),
-                             content_type="application/gzip")
-            names.append("timeseries.json.gz")
+            blobs[TIMESERIES] = gzip.compress(timeseries.model_dump_json().encode())
         for name, path in (files or {}).items():
-            self.write_bytes(f"cells/{cell_id}/{name}", path.read_bytes(), content_type=content_type_of(name))
-            names.append(name)
-        record = result.model_copy(update={"artifacts": names})
-        return self.write_bytes(f"cells/{cell_id}/result.json", record.model_dump_json(indent=1).encode(),
-                                content_type="application/json", exclusive=True)
+            blobs[name] = path.read_bytes()
+        record = result.model_copy(update={"artifacts": list(blobs)})
+        return self.commit_cell(cell_id, record.model_dump_json(indent=1).encode(), blobs)
+
+    def commit_cell(self, cell_id: str, record: bytes, files: dict[str, bytes]) -> bool:
+        """Write one attempt of a cell: its files in the record's own folder, then the record, once.
+
+        When another attempt's record is already there, this attempt's files are removed again
+        and False is returned: a reader only ever finds the files of the record it read.
+        """
+        folder = attempt_folder(cell_id, record)
+        for name, data in files.items():
+            self.write_bytes(f"{folder}/{name}", data, content_type=content_type_of(name))
+        if self.write_bytes(record_key(cell_id), record, content_type="application/json", exclusive=True):
+            return True
+        if self.read_bytes(record_key(cell_id)) != record:  # identical bytes would share the folder
+            for name in files:
+                self.delete(f"{folder}/{name}")
+        return False
 
     def get_result(self, cell_id: str) -> CellResult | None:
-        data = self.read_bytes(f"cells/{cell_id}/result.json")
+        data = self.read_bytes(record_key(cell_id))
         return CellResult.model_validate_json(data) if data is not None else None
 
     def get_timeseries(self, cell_id: str) -> TimeSeries | None:
-        data = self.read_bytes(f"cells/{cell_id}/timeseries.json.gz")
+        data = self.get_cell_file(cell_id, TIMESERIES)
         return TimeSeries.model_validate_json(gzip.decompress(data)) if data is not None else None
 
     def get_cell_file(self, cell_id: str, name: str) -> bytes | None:
-        return self.read_bytes(f"cells/{cell_id}/{name}")
+        """A file stored with the cell's record (None without a record or without that file)."""
+        record = self.read_bytes(record_key(cell_id))
+        if record is None:
+            return None
+        data = self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
+        if data is None:  # stores written before attempt folders keep the files beside the record
+            data = self.read_bytes(f"cells/{cell_id}/{name}")
+        return data
 
     # Sweeps.
     def put_manifest(self, manifest: SweepManifest) -> None:
@@ -148,6 +176,22 @@ class ResultStore(ABC):
     def location(self, key: str) -> str:
         """Where a key can be found by a person (a path or an s3:// URL)."""
         return f"{self.url.rstrip('/')}/{key}"
+
+
+TIMESERIES = "timeseries.json.gz"
+
+
+def record_key(cell_id: str) -> str:
+    return f"cells/{cell_id}/result.json"
+
+
+def attempt_folder(cell_id: str, record: bytes) -> str:
+    """Where the files of the attempt that wrote `record` live: named by the record's SHA-256.
+
+    Every attempt's record differs (start time, host, measurements), so attempts never share a
+    folder; re-uploading the same attempt (from the spool) lands in the same one.
+    """
+    return f"cells/{cell_id}/attempt-{hashlib.sha256(record).hexdigest()[:16]}"
 
 
 def content_type_of(name: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from ccsweep.store.base import ResultStore
@@ -49,6 +50,12 @@ class FileStore(ResultStore):
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        with suppress(OSError):  # its folder too once empty: keys, not folders, are the objects
+            path.parent.rmdir()
 
     def list_keys(self, prefix: str) -> list[str]:
         base = self._path(prefix)

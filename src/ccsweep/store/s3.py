@@ -90,6 +90,9 @@ class S3Store(ResultStore):
             try:
                 # put_object has no way to send If-None-Match (it turns unknown headers into
                 # x-amz-meta-*); _put_object is the single PUT it uses itself for small objects.
+                # It is private API: its signature is that of minio==7.2.20, pinned in pyproject.toml.
+                # Before raising the pin, run tests/services/test_s3_store.py (a second exclusive
+                # write must be refused, and eight racing writers must store exactly one record).
                 self._call(f"write {key}", lambda: self._client._put_object(
                     self.bucket, name, data, headers={"Content-Type": content_type, "If-None-Match": "*"}))
                 return True
@@ -110,6 +113,9 @@ class S3Store(ResultStore):
                 raise
 
         return self._call(f"look up {key}", stat)
+
+    def delete(self, key: str) -> None:
+        self._call(f"delete {key}", lambda: self._client.remove_object(self.bucket, self._object(key)))
 
     def list_keys(self, prefix: str) -> list[str]:
         def listing() -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.store.base import ResultStore, StoreUnavailable, content_type_of
+from ccsweep.store.base import ResultStore, StoreUnavailable, attempt_folder, content_type_of, record_key
 from ccsweep.store.file import FileStore
 
 #: Uploads tried after a cell is spooled: 1, 2, 4, 8, 16 s apart (about half a minute in all).
@@ -100,7 +100,11 @@ class Spool:
         return sorted(p.name for p in cells.iterdir()) if cells.is_dir() else []
 
     def flush(self, store: ResultStore) -> FlushReport:
-        """Upload every cell spooled for `store` (files first, the record last and only once)."""
+        """Upload every cell spooled for `store` (files first, the record last and only once).
+
+        A cell leaves the spool only once it is uploaded; the first unreachable upload ends the
+        pass, so nothing is dropped while the store is down.
+        """
         report = FlushReport(store.url)
         if not self.pending(store.url):
             return report
@@ -118,15 +122,15 @@ class Spool:
 
 
 def _upload_cell(local: FileStore, store: ResultStore, cell_id: str) -> None:
-    keys = local.list_keys(f"cells/{cell_id}/")
-    record = f"cells/{cell_id}/result.json"
-    done = record in keys and store.has_result(cell_id)
-    for key in keys:
-        if key == record or (done and "/failed/" not in key):
-            continue  # a stored cell's files are already there; failed attempts are always kept
+    """Failed attempts as they are; the record with its attempt's files through commit_cell (write once)."""
+    for key in local.list_keys(f"cells/{cell_id}/failed/"):
         store.write_bytes(key, local.read_bytes(key) or b"", content_type=content_type_of(key))
-    if record in keys and not done:
-        store.write_bytes(record, local.read_bytes(record) or b"", content_type="application/json", exclusive=True)
+    record = local.read_bytes(record_key(cell_id))
+    if record is None or store.has_result(cell_id):
+        return  # nothing to upload, or another runner stored the cell: its record stays
+    folder = attempt_folder(cell_id, record) + "/"
+    files = {key.removeprefix(folder): local.read_bytes(key) or b"" for key in local.list_keys(folder)}
+    store.commit_cell(cell_id, record, files)
 
 
 def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | None, files: dict[str, Path],
@@ -144,7 +148,7 @@ def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | 
     retries = int(os.environ.get("CCSWEEP_SPOOL_RETRIES", DEFAULT_RETRIES)) if retries is None else retries
     backoff_s = float(os.environ.get("CCSWEEP_SPOOL_BACKOFF_S", DEFAULT_BACKOFF_S)) if backoff_s is None else backoff_s
     where = spool.keep(store.url, result, timeseries, files)
-    print(f"ccsweep: store unreachable ({reason}); cell {result.cell.id} kept in {where}, "
+    print(f"ccsweep: warning: store unreachable ({reason}); cell {result.cell.id} kept in {where}, "
           f"retrying {retries} times over {backoff_s * (2**retries - 1):g} s", file=err, flush=True)
     for attempt in range(retries):
         time.sleep(backoff_s * 2**attempt)
