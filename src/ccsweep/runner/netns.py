@@ -58,6 +58,17 @@ def sysctl_settings(buffers: BufferParams) -> dict[str, str]:
     }
 
 
+#: Writes sysctls inside `ip netns exec`. A cell pod is not privileged, so its runtime mounts
+#: /proc/sys read-only; `ip netns exec` runs the command in a mount namespace of its own, where
+#: SYS_ADMIN may remount /proc/sys writable without touching the pod's own view
+#: (docs/kubernetes-privileges.md). Where /proc/sys is writable already (a host), nothing is remounted.
+_SET_SYSCTLS = '[ -w /proc/sys/net/ipv4/tcp_rmem ] || mount -o remount,rw /proc/sys; exec sysctl -q -w "$@"'
+
+
+def _set_sysctls(namespace: str, settings: dict[str, str]) -> None:
+    _ip("netns", "exec", namespace, "sh", "-c", _SET_SYSCTLS, "sysctl", *(f"{k}={v}" for k, v in settings.items()))
+
+
 def read_sysctls(namespace: str, names: tuple[str, ...] = RECORDED_SYSCTLS) -> dict[str, list[int]]:
     """Effective values inside `namespace`, as lists of integers."""
     out = _ip("netns", "exec", namespace, "sysctl", "-n", *names)
@@ -74,8 +85,7 @@ def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespa
             _ip("netns", "add", name)
             created.append(name)
             _ip("-n", name, "link", "set", "lo", "up")
-            settings = [f"{key}={value}" for key, value in sysctl_settings(buffers).items()]
-            _ip("netns", "exec", name, "sysctl", "-q", "-w", *settings)
+            _set_sysctls(name, sysctl_settings(buffers))
         yield names
     finally:
         with deferred_interrupts():
