@@ -82,8 +82,10 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None) -> None:
     """Record SPEC's manifest in the store; print the cells still to run as JSON.
 
-    Each item: {id, experiment, node_selector}; node_selector (a JSON string) asks for nodes whose
-    kernel offers the cell's algorithms, as labelled by the chart's node probe.
+    Each item: {id, experiment, node_selector}; node_selector (an object of node labels) asks for
+    nodes whose kernel offers the cell's algorithms, as labelled by the chart's node probe. It is an
+    object, not a JSON string, because Argo renders an object item as JSON once, while it escapes the
+    quotes of a string item twice (which broke the cell pod's podSpecPatch).
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`.
@@ -103,7 +105,7 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
         metrics = SweepMetrics(pushgateway, sweep.name)
         metrics.update(total=len(the_plan.cells), cached=len(the_plan.cached))
         metrics.close()
-    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": json.dumps(node_selector(c))}
+    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c)}
                            for c in the_plan.pending]))
 
 
@@ -298,6 +300,34 @@ def upload_spool(store_url: str | None, spool_dir: Path | None) -> None:
     if not urls:
         click.echo("spool is empty", err=True)
     sys.exit(1 if remaining else 0)
+
+
+@main.command()
+@store_option
+@click.option("--sweep", "sweep_name", required=True, help="The planned sweep to check.")
+def status(store_url: str, sweep_name: str) -> None:
+    """How complete a planned sweep is: its cells with and without a stored result.
+
+    Exit status: 0 when every cell of the sweep's manifest has a result, 1 otherwise (then the
+    cells without one are listed). The last step of an Argo sweep runs this: the store, not
+    Argo's step status (which says Succeeded for a fan-out that continues on failure), decides
+    whether the sweep is complete.
+    """
+    store = _open(store_url)
+    try:
+        manifest = store.get_manifest(sweep_name)
+        if manifest is None:
+            fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
+        cell_ids = list(dict.fromkeys(c.id for c in manifest.cells))
+        missing = [cell_id for cell_id in cell_ids if not store.has_result(cell_id)]
+    except StoreError as exc:
+        fail(str(exc))
+    click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(missing)} stored, "
+               f"{len(missing)} without a result")
+    if missing:
+        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/ in {store.url}; "
+                   "run the sweep again to retry them)", err=True)
+        sys.exit(1)
 
 
 @main.command(name="figures")

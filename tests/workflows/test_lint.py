@@ -82,7 +82,7 @@ def command_flags(template: dict) -> tuple[list[str], set[str]]:
     return [match.group(1)], set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
 
 
-@pytest.mark.parametrize("name", ["plan", "cell", "figures"])
+@pytest.mark.parametrize("name", ["plan", "cell", "figures", "verdict"])
 def test_templates_call_ccsweep_with_flags_it_has(name: str):
     (subcommand,), flags = command_flags(all_templates()[name])
     command = cli.commands[subcommand]
@@ -99,9 +99,10 @@ def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     items = json.loads(done.stdout)
     assert items and used == set(items[0]), (used, items[0])
-    # The node selector is a JSON object in a string: the cell template splices it into podSpecPatch.
-    selector = cell_pod_patch(node_selector=items[0]["node_selector"])["nodeSelector"]
-    assert selector == json.loads(items[0]["node_selector"])
+    # An object item: Argo substitutes {{item.node_selector}} with its compact JSON, once.
+    rendered = json.dumps(items[0]["node_selector"], separators=(",", ":"))
+    selector = cell_pod_patch(node_selector=rendered)["nodeSelector"]
+    assert selector == items[0]["node_selector"]
     assert selector and all(k.startswith("ccsweep.io/cc-") and v == "true" for k, v in selector.items())
 
 
