@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# build-local.sh [--import SOCKET] pause|rootfs|cell
+# build-local.sh [--import SOCKET] pause|rootfs|cell|argoexec
 # The project's images WITHOUT Docker or a registry (the machines here reach package registries
 # only). Prints the OCI archive's path on stdout; logs go to stderr.
 #   pause   the sandbox image: the static pause binary from hack/tools/kubernetes.sh
 #   rootfs  just the cached Debian bookworm minbase rootfs (debootstrap, ~1 min once)
 #   cell    what images/cell/Dockerfile builds, assembled locally: the rootfs, plus a venv with
-#           the ccsweep package, the emulator binary ccsweep-link, argoexec, and traces.
+#           the ccsweep package with its operator extra (the chart's operator and node probe
+#           run it), the emulator binary ccsweep-link, the sweep presets and traces.
 #           Mahimahi is NOT in the local image (its source is on GitHub, unreachable here): the
 #           Dockerfile builds it for users with internet; the label ccsweep.mahimahi says which.
+#   argoexec  Argo's executor (images/argoexec/Dockerfile): the static argoexec binary from
+#           hack/tools/argo.sh, alone with CA certificates; the controller's --executor-image.
 # --import SOCKET (or CONTAINERD_ADDRESS): also `ctr -n k8s.io images import` the archive there,
 # so pods can use it with imagePullPolicy: Never.
 # Inputs of `cell` (each optional except the package; missing ones are reported and labelled):
 #   CCSWEEP_PACKAGE_SRC  folder with pyproject.toml (default: the repo root)
 #   CCSWEEP_LINK         emulator binary (default: $CCSWEEP_CACHE/cargo-target/release/ccsweep-link)
-#   ARGOEXEC             argoexec binary (default: ./bin/argoexec from hack/tools/argo.sh)
 #   CCSWEEP_TRACES       folder of Mahimahi traces (default: ../shared/traces beside the clone)
 # Outputs are cached in $CCSWEEP_CACHE/images/ by a hash of their inputs.
 set -euo pipefail
@@ -26,10 +28,16 @@ REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
 K8S_VERSION=1.33.13
 SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-ROOTFS_PACKAGES=(python3 python3-venv iproute2 iperf3 ca-certificates)
+# procps: `sysctl`, which the cell runner uses for per-namespace TCP buffer limits.
+ROOTFS_PACKAGES=(python3 python3-venv iproute2 procps iperf3 ca-certificates)
 CELL_IMAGE=${CCSWEEP_CELL_IMAGE:-localhost/ccsweep/cell:local}
+ARGO_VERSION=v3.7.18   # hack/tools/argo.sh
+ARGOEXEC_IMAGE=localhost/ccsweep/argoexec:$ARGO_VERSION
 PAUSE_IMAGE=localhost/ccsweep/pause:v$K8S_VERSION
 PY_TAG=3.11   # bookworm's python3
+# pip for wheels and downloads: the project's venv (make venv) has one; a Debian python3 may not.
+PIP_PYTHON=${PIP_PYTHON:-$REPO_ROOT/.venv/bin/python}
+[[ -x $PIP_PYTHON ]] || PIP_PYTHON=python3
 _T0=$(date +%s)
 
 log() { printf '[build-local %3ss] %s\n' "$(($(date +%s) - _T0))" "$*" >&2; }
@@ -37,6 +45,8 @@ die() { log "ERROR: $*"; exit 1; }
 short_hash() { sha256sum | cut -c1-12; }
 file_hash() { if [[ -f ${1:-} ]]; then sha256sum < "$1" | cut -c1-12; else echo absent; fi; }
 tree_hash() { if [[ -d ${1:-} ]]; then (cd "$1" && find . -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 -r sha256sum) | short_hash; else echo absent; fi; }
+# prune DIR GLOB KEEP: delete DIR/GLOB except KEEP (older builds of the same image, ~400 MB each).
+prune() { find "$1" -maxdepth 1 -name "$2" ! -path "$3" -exec rm -rf {} +; }
 mkoci() { python3 "$REPO_ROOT/images/mkoci.py" "$@" >/dev/null; }
 
 build_pause() {
@@ -70,6 +80,7 @@ build_rootfs() {
     rm -rf "$dir.partial"/var/cache/apt/archives/*.deb "$dir.partial"/var/lib/apt/lists/*
     touch "$dir.partial/.complete"
     rm -rf "$dir"; mv "$dir.partial" "$dir"
+    prune "$IMAGES" 'rootfs-*' "$dir"
   fi
   echo "$dir"
 }
@@ -82,29 +93,29 @@ build_wheels() {
   # Build from a copy: setuptools would leave build/ and *.egg-info in the source tree.
   local copy=$wheels.src
   rm -rf "$copy"; mkdir -p "$copy"
-  cp -r "$src/pyproject.toml" "$src/src" "$copy/"
+  cp -r "$src/pyproject.toml" "$src/src" "$src/operator" "$copy/"
   [[ ! -f $src/README.md ]] || cp "$src/README.md" "$copy/"
   log "pip wheel $src (from a copy)"
-  python3 -m pip wheel -q --no-deps -w "$wheels" "$copy" >&2
+  "$PIP_PYTHON" -m pip wheel -q --no-deps -w "$wheels" "$copy" >&2
   rm -rf "$copy"
   local platforms=() v
   for v in 17 24 27 28 31 34 36; do platforms+=(--platform "manylinux_2_${v}_x86_64"); done
   log "pip download dependencies for CPython $PY_TAG manylinux"
-  python3 -m pip download -q --only-binary=:all: --python-version "$PY_TAG" --implementation cp \
-    "${platforms[@]}" --platform manylinux2014_x86_64 -d "$wheels" "$wheels"/ccsweep-*.whl >&2
+  local wheel; wheel=$(echo "$wheels"/ccsweep-*.whl)
+  "$PIP_PYTHON" -m pip download -q --only-binary=:all: --python-version "$PY_TAG" --implementation cp \
+    "${platforms[@]}" --platform manylinux2014_x86_64 -d "$wheels" "$wheel[operator]" >&2
 }
 
 build_cell() {
   local src=${CCSWEEP_PACKAGE_SRC:-$REPO_ROOT}
   local link=${CCSWEEP_LINK:-$CCSWEEP_CACHE/cargo-target/release/ccsweep-link}
-  local argoexec=${ARGOEXEC:-$REPO_BIN/argoexec}
   local traces=${CCSWEEP_TRACES:-$(dirname "$REPO_ROOT")/shared/traces}
   [[ -f $src/pyproject.toml ]] || die "no pyproject.toml in $src (set CCSWEEP_PACKAGE_SRC)"
   local base; base=$(build_rootfs)
 
   local key
-  key=$(printf '%s\n' "$base" "$(file_hash "$src/pyproject.toml")" "$(tree_hash "$src/src")" \
-        "$(file_hash "$link")" "$(file_hash "$argoexec")" "$(tree_hash "$traces")" \
+  key=$(printf '%s\n' "$base" "$(file_hash "$src/pyproject.toml")" "$(tree_hash "$src/src")" "$(tree_hash "$src/operator")" \
+        "$(file_hash "$link")" "$(tree_hash "$REPO_ROOT/sweeps")" "$(tree_hash "$traces")" \
         "$(file_hash "$REPO_ROOT/images/mkoci.py")" "$(file_hash "$0")" | short_hash)
   local out=$IMAGES/cell-$key.tar
   if [[ -s $out ]]; then log "cached $out"; echo "$out"; return; fi
@@ -118,16 +129,15 @@ build_cell() {
   cp -r "$work/wheels" "$work/root/tmp/wheels"
   local chroot_env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
   chroot "$work/root" "${chroot_env[@]}" python3 -m venv /opt/ccsweep/venv
-  chroot "$work/root" "${chroot_env[@]}" /opt/ccsweep/venv/bin/pip install -q --no-index --no-compile \
-    --find-links /tmp/wheels ccsweep >&2
+  chroot "$work/root" "${chroot_env[@]}" /opt/ccsweep/venv/bin/pip install -q --no-index \
+    --find-links /tmp/wheels 'ccsweep[operator]' >&2
   rm -rf "$work/root/tmp/wheels" "$work/root/.complete"
 
   local labels=(--label "org.opencontainers.image.source=ccsweep images/build-local.sh")
   labels+=(--label "ccsweep.mahimahi=absent (needs GitHub; see images/cell/Dockerfile)")
   if [[ -x $link ]]; then cp "$link" "$work/extra/usr/local/bin/ccsweep-link"; labels+=(--label ccsweep.emulator=present)
   else log "WARNING: emulator binary $link not found: image has no ccsweep-link"; labels+=(--label ccsweep.emulator=absent); fi
-  if [[ -x $argoexec ]]; then cp "$argoexec" "$work/extra/usr/local/bin/argoexec"; labels+=(--label ccsweep.argoexec=present)
-  else log "WARNING: $argoexec not found (run hack/tools/argo.sh): image has no argoexec"; labels+=(--label ccsweep.argoexec=absent); fi
+  cp -r "$REPO_ROOT/sweeps" "$work/extra/opt/ccsweep/sweeps"   # presets by name (spec.py's search path)
   if [[ -d $traces ]]; then cp -r "$traces" "$work/extra/opt/ccsweep/traces"
   else log "WARNING: no traces at $traces"; mkdir -p "$work/extra/opt/ccsweep/traces"; fi
 
@@ -137,7 +147,30 @@ build_cell() {
     --env CCSWEEP_TRACES=/opt/ccsweep/traces --env CCSWEEP_LINK=/usr/local/bin/ccsweep-link \
     "${labels[@]}"
   rm -rf "$work"
+  prune "$IMAGES" 'cell-*.tar' "$out"
   log "built $CELL_IMAGE ($(du -h "$out" | cut -f1))"
+  echo "$out"
+}
+
+build_argoexec() {
+  local bin=$REPO_BIN/argoexec
+  [[ -x $bin ]] || die "$bin missing: run hack/tools/argo.sh"
+  # ldd exits 1 for a static binary, hence the `|| true` (pipefail would take that as failure).
+  grep -q 'not a dynamic executable' <<< "$(ldd "$bin" 2>&1 || true)" \
+    || die "$bin is not static (hack/tools/argo.sh builds with CGO_ENABLED=0)"
+  local out=$IMAGES/argoexec-$ARGO_VERSION-$(file_hash "$bin").tar
+  if [[ ! -s $out ]]; then
+    local stage=$IMAGES/work/argoexec
+    rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/etc/ssl/certs" "$stage/tmp"
+    chmod 1777 "$stage/tmp"
+    cp "$(readlink -f "$bin")" "$stage/bin/argoexec"
+    cp /etc/ssl/certs/ca-certificates.crt "$stage/etc/ssl/certs/"
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:8737:8737:nonroot:/home/nonroot:/sbin/nologin\n' > "$stage/etc/passwd"
+    mkoci --name "$ARGOEXEC_IMAGE" --out "$out" --root "$stage" --entrypoint argoexec \
+      --env PATH=/bin --label "org.opencontainers.image.source=ccsweep images/build-local.sh"
+    rm -rf "$stage"
+    log "built $ARGOEXEC_IMAGE ($(du -h "$out" | cut -f1))"
+  fi
   echo "$out"
 }
 
@@ -156,6 +189,7 @@ main() {
     pause) tar=$(build_pause);;
     rootfs) build_rootfs; return;;
     cell) tar=$(build_cell);;
+    argoexec) tar=$(build_argoexec);;
     *) sed -n '2,20p' "$0" >&2; exit 2;;
   esac
   [[ -z $sock ]] || import_into "$sock" "$tar"

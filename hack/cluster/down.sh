@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # down.sh [BASE] [NS]: stop the cluster that up.sh started at BASE, and undo what it did on the
-# host: daemons (by their recorded PIDs only), container shims serving our containerd socket,
+# host: add-ons and daemons (by their recorded PIDs only), container shims serving our containerd socket,
 # mounts under BASE, the pod network namespaces (cni-*) our containerd made, and NS itself.
 # Safe to run twice, and after a partial or failed up.sh. Keeps BASE's caches (PKI, images).
 set -euo pipefail
@@ -48,17 +48,20 @@ stop_pids() {
   ((${#@})) && log "stopped ${*%%:*}" || true
 }
 
+# stop_group NAME...: the recorded daemons among NAME, all at once.
+stop_group() {
+  local d pid entries=()
+  for d in "$@"; do
+    pid=$(pid_of "$d") && entries+=("$d:$pid")
+    rm -f "$(pidfile "$d")"
+  done
+  ((${#entries[@]} == 0)) || stop_pids "${entries[@]}"
+}
+
 # Node and control plane together (they only talk to each other), then etcd, which they use.
 stop_daemons() {
-  local group d pid entries
-  for group in "kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver" etcd; do
-    entries=()
-    for d in $group; do
-      pid=$(pid_of "$d") && entries+=("$d:$pid")
-      rm -f "$(pidfile "$d")"
-    done
-    ((${#entries[@]} == 0)) || stop_pids "${entries[@]}"
-  done
+  stop_group kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver
+  stop_group etcd
 }
 
 kill_containers() {
@@ -124,6 +127,8 @@ main() {
   pids=$(our_pids | tr '\n' ' ')
   # shellcheck disable=SC2086
   [[ -z $pids ]] || log "tearing down $BASE (netns $NS); daemons RSS $(rss_mb $pids) MB"
+  # The Argo controller first: it would replace the pods delete_pods removes (retries).
+  stop_group "${ADDONS[@]}"
   record_cni_netns
   delete_pods
   record_cni_netns

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by up.sh and down.sh (sourced). A cluster is a BASE folder (outside the clone) plus a
 # network namespace NS. Layout of BASE:
-#   pids/<daemon>.pid   one file per daemon we started (down.sh kills exactly these)
+#   pids/<daemon>.pid   one file per daemon we started (down.sh kills exactly these), add-ons too
 #   state/              what up.sh created on the host (netns marker, cni netns list)
 #   logs/<daemon>.log   daemon logs;  pki/  kubeconfigs  containerd/  etcd/  kubelet/
 #   kubectl, ctr        wrappers that run inside NS with this cluster's credentials
@@ -17,7 +17,10 @@ NODE_NAME=${CCSWEEP_NODE_NAME:-ccsweep-node}
 NODE_IP=10.200.0.1          # only exists inside NS: a veth pair there carries it
 POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.96.0.0/16
+# The cluster itself (up.sh starts these; all must run for the cluster to count as healthy).
 DAEMONS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+# Add-ons started later beside the node (argo.sh, services.sh); down.sh stops them first.
+ADDONS=(workflow-controller minio prometheus-pushgateway prometheus)
 IN_NS=(nsenter "--net=/run/netns/$NS")   # not `ip netns exec`: it remounts /sys and hides cgroups
 SOCK=$BASE/containerd/containerd.sock
 
@@ -73,6 +76,29 @@ our_shim_pids() {
 
 our_pids() {
   local d
-  for d in "${DAEMONS[@]}"; do pid_of "$d" || true; done
+  for d in "${ADDONS[@]}" "${DAEMONS[@]}"; do pid_of "$d" || true; done
   our_shim_pids
 }
+
+# Start DAEMON (name) inside NS, detached in its own session, and record its PID.
+start_daemon() {
+  local name=$1; shift
+  setsid "${IN_NS[@]}" "$@" > "$BASE/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+  log "started $name (pid $!), log: $BASE/logs/$name.log"
+}
+
+# wait_for WHAT TIMEOUT CMD...: poll CMD every 0.3 s; on timeout show the daemon log tail.
+wait_for() {
+  local what=$1 timeout=$2 end; shift 2
+  end=$(($(date +%s) + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if (($(date +%s) > end)); then
+      tail -n 20 "$BASE/logs/$what.log" >&2 || true
+      die "$what not ready after ${timeout}s"
+    fi
+    pid_of "$what" >/dev/null || { tail -n 20 "$BASE/logs/$what.log" >&2; die "$what exited"; }
+    sleep 0.3
+  done
+}
+

@@ -33,31 +33,10 @@ cluster_healthy() {
   "$BASE/kubectl" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 
-# Start DAEMON (name) inside NS, detached in its own session, and record its PID.
-start_daemon() {
-  local name=$1; shift
-  setsid "${IN_NS[@]}" "$@" > "$BASE/logs/$name.log" 2>&1 < /dev/null &
-  echo $! > "$(pidfile "$name")"
-  log "started $name (pid $!), log: $BASE/logs/$name.log"
-}
-
-# wait_for WHAT TIMEOUT CMD...: poll CMD every 0.3 s; on timeout show the daemon log tail.
-wait_for() {
-  local what=$1 timeout=$2 end; shift 2
-  end=$(($(date +%s) + timeout))
-  until "$@" >/dev/null 2>&1; do
-    if (($(date +%s) > end)); then
-      tail -n 20 "$BASE/logs/$what.log" >&2 || true
-      die "$what not ready after ${timeout}s"
-    fi
-    pid_of "$what" >/dev/null || { tail -n 20 "$BASE/logs/$what.log" >&2; die "$what exited"; }
-    sleep 0.3
-  done
-}
-
 prepare_base() {
   # Fresh cluster state every time; PKI and the containerd content store are kept (cache).
-  rm -rf "$BASE/etcd" "$BASE/kubelet" "$BASE/containerd/state" "$BASE/cni/ipam" "$BASE/pod-logs" "$BASE/logs" "$BASE/pids"
+  rm -rf "$BASE/etcd" "$BASE/kubelet" "$BASE/containerd/state" "$BASE/cni/ipam" "$BASE/pod-logs" "$BASE/logs" "$BASE/pids" \
+    "$BASE/minio" "$BASE/prometheus"   # the add-ons' data (services.sh) starts empty too
   mkdir -p "$BASE"/{pids,state,logs,pki,cni/net.d,containerd,images,pod-logs}
   # Remember which cni-* namespaces already existed, so down.sh never touches those.
   ls /run/netns 2>/dev/null | grep '^cni-' > "$BASE/state/cni-netns-before" || true

@@ -8,11 +8,13 @@
 #   iptables                kube-proxy's iptables mode
 #   debootstrap             the local image's Debian rootfs
 #   iproute2 gcc openssl curl  netns/veth, the static pause binary, PKI, health checks
+#   prometheus prometheus-pushgateway  metrics beside the cluster (hack/cluster/services.sh)
 set -euo pipefail
 shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 
-PACKAGES=(containerd runc iptables debootstrap etcd-server containernetworking-plugins iproute2 gcc openssl curl)
+PACKAGES=(containerd runc iptables debootstrap etcd-server containernetworking-plugins iproute2 gcc openssl curl
+          prometheus prometheus-pushgateway)
 
 missing_packages() {
   local p

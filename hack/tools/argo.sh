@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build Argo Workflows' argo CLI, workflow-controller and argoexec, pinned, from the Go module
-# proxy only, plus the module's api/jsonschema/schema.json (for offline Workflow validation):
-#   $CCSWEEP_CACHE/tools/argo-v3.7.18/{argo,workflow-controller,argoexec,schema.json}
+# proxy only, plus the module's api/jsonschema/schema.json (for offline Workflow validation) and
+# its minimal CRDs (what hack/cluster/argo.sh installs):
+#   $CCSWEEP_CACHE/tools/argo-v3.7.18/{argo,workflow-controller,argoexec,schema.json,crds/}
 # `go install ...@v3.7.18` fails (its go.mod has replace directives), so: copy the module source
 # out of the module cache, patch the two things the module zip lacks, and build it from a
 # wrapper module that replaces argo-workflows with that copy. Cold ~5 min + downloads; warm ~1 min.
@@ -11,7 +12,8 @@ source "$(dirname "$0")/lib.sh"
 
 ARGO_VERSION=${ARGO_VERSION:-v3.7.18}
 MODULE=github.com/argoproj/argo-workflows/v3
-BINARIES=(argo workflow-controller argoexec)
+# ARGO_BINARIES picks a subset (images/argoexec/Dockerfile builds only argoexec).
+read -ra BINARIES <<< "${ARGO_BINARIES:-argo workflow-controller argoexec}"
 DEST=$TOOLS_CACHE/argo-$ARGO_VERSION
 WORK=$TOOLS_CACHE/build/argo-$ARGO_VERSION
 
@@ -59,13 +61,17 @@ EOM
 build_binaries() {
   local out=$1 b pkgs=()
   for b in "${BINARIES[@]}"; do pkgs+=("$MODULE/cmd/$b"); done
-  log "go build ${BINARIES[*]} (nice 19; cold ~5 min)"
-  (cd "$WORK" && heavy go build -trimpath -ldflags "-s -w -X $MODULE.version=$ARGO_VERSION" -o "$out/" "${pkgs[@]}")
+  log "go build ${BINARIES[*]} (static, nice 19; cold ~5 min)"
+  # Static like upstream's images: argoexec is copied into every workflow pod (emissary
+  # executor) and must run there whatever the image's libc is.
+  (cd "$WORK" && CGO_ENABLED=0 heavy go build -trimpath -ldflags "-s -w -X $MODULE.version=$ARGO_VERSION" -o "$out/" "${pkgs[@]}")
   cp "$WORK/src/api/jsonschema/schema.json" "$out/schema.json"
+  mkdir -p "$out/crds"
+  cp "$WORK/src/manifests/base/crds/minimal/"argoproj.io_*.yaml "$out/crds/"
 }
 
 main() {
-  if have_all "$DEST" "${BINARIES[@]}" && [[ -s $DEST/schema.json ]]; then
+  if have_all "$DEST" "${BINARIES[@]}" && [[ -s $DEST/schema.json && -s $DEST/crds/argoproj.io_workflows.yaml ]]; then
     log "cached: $DEST"
   else
     log "building Argo Workflows $ARGO_VERSION into $DEST"
@@ -76,7 +82,7 @@ main() {
     build_binaries "$staging"
     publish "$staging" "$DEST"
   fi
-  "$DEST/argo" version --short
+  "$DEST/${BINARIES[0]}" version --short
   link_into_bin "$DEST" "${BINARIES[@]}"
   ln -sfn "$DEST/schema.json" "$REPO_BIN/argo-workflows-schema.json"
   done_msg "Argo Workflows $ARGO_VERSION"

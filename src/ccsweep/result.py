@@ -103,6 +103,8 @@ class CellResult(Record):
     error: str | None = None
     started_at: str
     finished_at: str
+    flows_started_at: str | None = Field(
+        default=None, description="wall-clock time of the flows' common start (t0): setup overhead is t0 - started_at")
     goodput_mbps: float | None = Field(default=None, description="all flows' application bytes over the flow time")
     goodput_steady_mbps: float | None = None
     bottleneck_throughput_mbps: float | None = Field(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
-    from conftest import Cluster
+    from conftest import TestCluster as Cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +46,12 @@ echo "tun_in_netns=$(ip netns exec cell-probe python3 /tmp/tun.py cptun1 2>&1 | 
 echo "available_cc=$(tr ' ' , < /proc/sys/net/ipv4/tcp_available_congestion_control)"
 probe cubic_socket python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic"); assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\\0") == b"cubic"'
 probe bbr_socket python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"bbr")'
+# Per-namespace TCP buffer limits (net.ipv4.tcp_rmem): runtimes mount /proc/sys read-only in
+# unprivileged containers. `ip netns exec` runs in a mount namespace of its own, where SYS_ADMIN
+# may remount it writable without touching the pod's view.
+probe sysctl_netns ip netns exec cell-probe sysctl -q -w "net.ipv4.tcp_rmem=4096 131072 6291456"
+probe sysctl_netns_remount ip netns exec cell-probe sh -c 'mount -o remount,rw /proc/sys && sysctl -q -w "net.ipv4.tcp_rmem=4096 131072 6291456"'
+probe pod_proc_sys_writable sh -c 'awk "\\$5 == \\"/proc/sys\\" {{print \\$6}}" /proc/self/mountinfo | grep -q "^rw"'
 """
 
 
@@ -88,6 +94,7 @@ def test_privileged_pod_can_build_a_cell_network(cluster: "Cluster", cell_image:
     # Root with NET_ADMIN in the pod may pick any available algorithm, cubic included.
     assert result["cubic_socket"] == "ok"
     assert result["bbr_socket"] == "ok"
+    assert result["sysctl_netns"] == "ok"
     # The ccsweep package from the image's venv is on PATH (the image's entrypoint).
     assert cluster.exec(pod, "ccsweep --help").returncode == 0
     # Pod networking: an address from the CNI bridge's range, and the API server reachable
@@ -144,3 +151,8 @@ def test_net_admin_and_sys_admin_suffice_for_a_cell(cluster: "Cluster", cell_ima
     assert result["tun"] == "OK"
     assert result["tun_in_netns"] == "OK"
     assert result["cubic_socket"] == "ok"
+    # /proc/sys is read-only; writable only inside `ip netns exec`'s own mount namespace after a
+    # remount, and the pod's own view stays read-only: how a cell must write its sysctls here.
+    assert result["sysctl_netns"] == "fail"
+    assert result["sysctl_netns_remount"] == "ok"
+    assert result["pod_proc_sys_writable"] == "fail"

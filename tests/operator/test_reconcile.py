@@ -82,7 +82,7 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
         "controller": True, "blockOwnerDeletion": True}]
     assert workflow["spec"]["parallelism"] == 2
     params = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
-    assert params["sweep"] == "quick-e2e" and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "1"
+    assert params["sweep"] == "quick-e2e" and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "500m"
     # The spec travels resolved: the plan step in the pod expands the same cells.
     shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
     assert [c.id for c in expand(shipped)] == [c.id for c in expand(sweep_from_resource(dict(sweep.spec), sweep.name)[0])]

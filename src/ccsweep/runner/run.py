@@ -151,6 +151,7 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
                                  f"lead of {lead_s:g} s (machine overloaded?)")
             for child in (receiver, sender):
                 child.send(f"go {t0_ns}\n")
+            flows_started_at = _wall_time_of(t0_ns)
             _wait_flows(receiver, sender, link, live, t0_ns + round((p.duration_s + END_GRACE_S) * 1e9))
             link.stop(signal.SIGTERM, timeout=10)
             summary = link.wait_event("summary", 1)
@@ -164,7 +165,7 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
         "rmem_max": (sysctls.get("net.core.rmem_max") or [None])[0],
         "wmem_max": (sysctls.get("net.core.wmem_max") or [None])[0]})
     return _collect(cell, workdir, receiver, sender, link, link_summary(summary, threshold_us), offset_s,
-                    environment, started_at)
+                    environment, started_at, flows_started_at)
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
@@ -210,7 +211,7 @@ def _wait_flows(receiver: Child, sender: Child, link: Child, live: LiveFeed, dea
 
 
 def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Child, summary: LinkSummary,
-             offset_s: float, environment: Environment, started_at: str) -> CellOutput:
+             offset_s: float, environment: Environment, started_at: str, flows_started_at: str) -> CellOutput:
     p = cell.params
     curves = receiver_curves(receiver.of_kind("rx"), len(p.flows))
     sender_events = sender.of_kind("sample")
@@ -225,6 +226,7 @@ def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Ch
         status="ok",
         started_at=started_at,
         finished_at=_now(),
+        flows_started_at=flows_started_at,
         goodput_mbps=goodput,
         goodput_steady_mbps=steady,
         bottleneck_throughput_mbps=round(uplink_log.bottleneck_throughput_mbps, 4),
@@ -269,6 +271,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _wall_time_of(monotonic_ns: int) -> str:
+    """The wall-clock time of a CLOCK_MONOTONIC instant (t0 is scheduled on the monotonic clock)."""
+    wall_s = time.time() + (monotonic_ns - time.monotonic_ns()) / 1e9
+    return datetime.fromtimestamp(wall_s, timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# argo.sh [BASE] [NS]: Argo Workflows on the cluster that up.sh started at BASE:
+#   - the CRDs (the module's minimal ones, from hack/tools/argo.sh),
+#   - namespace `argo` with the controller's ConfigMap (executor image, metrics port),
+#   - the executor image (images/build-local.sh argoexec) imported into the node's containerd,
+#   - workflow-controller itself, on the node inside NS (like the control plane: recorded PID,
+#     stopped by down.sh), talking to the API server with the admin kubeconfig,
+#   - $BASE/argo: the argo CLI wired to this cluster.
+# On a real cluster install upstream's manifests instead (docs/kubernetes.md); the controller
+# and its configuration are the same. Idempotent: a running controller is left alone.
+set -euo pipefail
+shopt -s inherit_errexit
+source "$(dirname "$0")/lib.sh"
+guard_base
+
+ARGO_NAMESPACE=argo
+EXECUTOR_IMAGE=localhost/ccsweep/argoexec:v3.7.18
+METRICS_PORT=9095   # not 9090, Prometheus' port on the node (services.sh)
+
+check_prerequisites() {
+  [[ -x $BASE/kubectl ]] && pid_of kube-apiserver >/dev/null || die "no cluster at $BASE: run hack/cluster/up.sh first"
+  local b
+  for b in argo workflow-controller argoexec; do
+    [[ -x $REPO_BIN/$b ]] || die "$REPO_BIN/$b missing: run hack/tools/argo.sh"
+  done
+  CRDS=$(dirname "$(readlink -f "$REPO_BIN/argo")")/crds
+  [[ -d $CRDS ]] || die "$CRDS missing: rerun hack/tools/argo.sh"
+}
+
+write_cli_wrapper() {
+  cat > "$BASE/argo" <<EOT
+#!/bin/sh
+# argo CLI for the cluster at $BASE (the API server only listens inside netns $NS).
+exec nsenter --net=/run/netns/$NS $REPO_BIN/argo --kubeconfig=$BASE/admin.kubeconfig "\$@"
+EOT
+  chmod +x "$BASE/argo"
+}
+
+install_crds_and_config() {
+  "$BASE/kubectl" apply --server-side -f "$CRDS" >/dev/null
+  "$BASE/kubectl" wait --for=condition=Established --timeout=60s -f "$CRDS" >/dev/null
+  log "Argo CRDs established ($(ls "$CRDS" | wc -l))"
+  "$BASE/kubectl" apply -f - >/dev/null <<EOT
+apiVersion: v1
+kind: Namespace
+metadata: {name: $ARGO_NAMESPACE}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: workflow-controller-configmap, namespace: $ARGO_NAMESPACE}
+data:
+  # init and wait containers: requests = limits, so cell pods keep Guaranteed QoS.
+  executor: |
+    imagePullPolicy: Never
+    resources:
+      requests: {cpu: 100m, memory: 128Mi}
+      limits: {cpu: 100m, memory: 128Mi}
+  # Plain http: Argo 3.7 serves metrics over TLS by default, which Prometheus beside the
+  # cluster (services.sh) and the readiness check below would not speak.
+  metricsConfig: |
+    enabled: true
+    port: $METRICS_PORT
+    secure: false
+EOT
+}
+
+import_executor_image() {
+  "$REPO_ROOT/images/build-local.sh" --import "$SOCK" argoexec >/dev/null
+  log "imported $EXECUTOR_IMAGE"
+}
+
+start_controller() {
+  if pid_of workflow-controller >/dev/null; then
+    log "workflow-controller already running (pid $(pid_of workflow-controller))"
+    return
+  fi
+  mkdir -p "$BASE/logs" "$BASE/pids"
+  # One controller, no leader election; it watches every namespace.
+  start_daemon workflow-controller env LEADER_ELECTION_DISABLE=true "$REPO_BIN/workflow-controller" \
+    --kubeconfig="$BASE/admin.kubeconfig" --namespace="$ARGO_NAMESPACE" \
+    --executor-image="$EXECUTOR_IMAGE" --executor-image-pull-policy=Never --loglevel=info
+  # Its metrics server starts once it has read its configuration and begun to work.
+  wait_for workflow-controller 60 "${IN_NS[@]}" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics"
+}
+
+main() {
+  check_prerequisites
+  write_cli_wrapper
+  install_crds_and_config
+  import_executor_image
+  start_controller
+  log "Argo $("$REPO_BIN/argo" version --short 2>/dev/null | awk '{print $2}') ready in $(($(date +%s) - _T0))s; submit with $BASE/argo submit ..."
+}
+main

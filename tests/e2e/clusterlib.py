@@ -1,0 +1,326 @@
+"""Driving the local test cluster from Python: bring-up, kubectl/argo, node services, pod watch.
+
+Shared by the e2e fixtures (conftest.py) and `make bench-cluster` (benchmarks/cluster/), so the
+two bring the cluster up and read it the same way. Everything here goes through the scripts in
+hack/ and the wrappers they write into BASE (kubectl, argo, ctr), which enter the cluster's
+network namespace: the API server, MinIO and Prometheus only listen inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
+CELL_IMAGE = "localhost/ccsweep/cell:local"
+EXECUTOR_IMAGE = "localhost/ccsweep/argoexec:v3.7.18"
+NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
+
+
+def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
+    """Run a setup step; report its time on stderr; fail with the tail of its output."""
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    sys.stderr.write(f"\n[cluster] {label}: exit {proc.returncode} in {time.monotonic() - start:.0f}s\n")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
+    return proc
+
+
+class RssSampler(threading.Thread):
+    """Samples the summed RSS of the cluster's daemons, add-ons and shims every 2 s; keeps the peak."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(daemon=True)
+        self.base, self.peak_mb, self._stop_event = base, 0, threading.Event()
+
+    def _pids(self) -> list[str]:
+        pids = [p.read_text().strip() for p in (self.base / "pids").glob("*.pid")]
+        sock = str(self.base / "containerd" / "containerd.sock").encode()
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    cmdline = (d / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if sock in cmdline and b"shim" in cmdline:
+                    pids.append(d.name)
+        return pids
+
+    def sample(self) -> int:
+        total = 0
+        for pid in self._pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        self.peak_mb = max(self.peak_mb, total // 1024)
+        return total // 1024
+
+    def run(self) -> None:
+        while not self._stop_event.wait(2):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+@dataclass
+class Cluster:
+    """One local cluster (hack/cluster/up.sh BASE NS) and what runs beside it."""
+
+    base: Path
+    ns: str
+    timings: dict[str, float] = field(default_factory=dict)
+    _down: bool = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _timed(self, name: str, cmd: list[str], timeout: float) -> None:
+        start = time.monotonic()
+        run_step(cmd, timeout=timeout, label=name)
+        self.timings[name] = time.monotonic() - start
+
+    def build_tools(self, *tools: str) -> None:
+        """hack/tools/<tool>.sh for each tool: a cache hit takes seconds, a cold build minutes."""
+        for tool in tools:
+            self._timed(f"tools/{tool}", [str(REPO / "hack/tools" / f"{tool}.sh")], 1800)
+
+    def up(self) -> None:
+        self._timed("up", [str(REPO / "hack/cluster/up.sh"), str(self.base), self.ns], 600)
+
+    def start_argo(self) -> None:
+        self._timed("argo", [str(REPO / "hack/cluster/argo.sh"), str(self.base), self.ns], 600)
+
+    def start_services(self) -> "NodeServices":
+        self._timed("services", [str(REPO / "hack/cluster/services.sh"), str(self.base), self.ns], 300)
+        return NodeServices.load(self)
+
+    def import_image(self, name: str) -> None:
+        """images/build-local.sh NAME, imported into the node's containerd."""
+        self._timed(f"image/{name}", [str(REPO / "images/build-local.sh"), "--import",
+                                      str(self.base / "containerd/containerd.sock"), name], 1200)
+
+    def down(self) -> None:
+        if self._down:
+            return
+        self._down = True
+        if os.environ.get("CCSWEEP_E2E_KEEP") == "1":
+            sys.stderr.write(f"\n[cluster] CCSWEEP_E2E_KEEP=1: cluster left running; stop it with "
+                             f"hack/cluster/down.sh {self.base} {self.ns}\n")
+            return
+        start = time.monotonic()
+        proc = subprocess.run([str(REPO / "hack/cluster/down.sh"), str(self.base), self.ns],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        self.timings["down"] = time.monotonic() - start
+        sys.stderr.write(f"\n[cluster] down.sh exit {proc.returncode} in {self.timings['down']:.0f}s\n{proc.stdout[-2000:]}")
+
+    # -- commands inside the cluster's network namespace ---------------------------------
+    def in_ns(self, *cmd: str, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(["nsenter", f"--net=/run/netns/{self.ns}", *cmd], input=input,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.base / "kubectl"), *args], input=input, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    def argo(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.base / "argo"), *args], capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"argo {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    def get_json(self, *args: str) -> dict:
+        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
+
+    def apply(self, manifest: dict, namespace: str | None = None) -> None:
+        self.kubectl("apply", *(["-n", namespace] if namespace else []), "-f", "-", input=json.dumps(manifest))
+
+    def label_node_algorithms(self, node: str = "ccsweep-node") -> list[str]:
+        """What the chart's node probe does: label the node with each algorithm its kernel offers."""
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        self.kubectl("label", "node", node, "--overwrite", *[f"ccsweep.io/cc-{cc}=true" for cc in available])
+        return available
+
+    def prepare_sweep_namespace(self, namespace: str, services: "NodeServices") -> None:
+        """What a namespace needs to run sweeps: RBAC, the WorkflowTemplates, the S3 Secret."""
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
+        self.kubectl("apply", "-n", namespace, "-f", str(REPO / "workflows/install/rbac.yaml"),
+                     "-f", str(REPO / "workflows/templates"))
+        self.apply(services.s3_secret(), namespace=namespace)
+        self.label_node_algorithms()
+
+    def submit_sweep(self, namespace: str, services: "NodeServices", *, spec_yaml: str, sweep: str, store_prefix: str,
+                     parallelism: int, cell_cpu: str = "500m") -> str:
+        """workflows/full-sweep.yaml with the spec inline, with the real argo CLI; the Workflow's name.
+
+        `argo submit` has no parallelism flag: the Workflow's own spec.parallelism (which wins over
+        the template's) goes into a copy of the file, as a user would edit theirs.
+        """
+        workflow = yaml.safe_load((REPO / "workflows/full-sweep.yaml").read_text())
+        workflow["spec"]["parallelism"] = parallelism
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="full-sweep-") as copy:
+            copy.write(yaml.safe_dump(workflow))
+            copy.flush()
+            proc = self._submit(namespace, copy.name, services, spec_yaml=spec_yaml, sweep=sweep,
+                                store_prefix=store_prefix, cell_cpu=cell_cpu)
+        return proc.stdout.strip()
+
+    def _submit(self, namespace: str, path: str, services: "NodeServices", *, spec_yaml: str, sweep: str,
+                store_prefix: str, cell_cpu: str) -> subprocess.CompletedProcess:
+        return self.argo(
+            "submit", "-n", namespace, path, "-o", "name",
+            "-p", f"spec-yaml={spec_yaml}", "-p", f"sweep={sweep}",
+            "-p", f"store=s3://{services.bucket}/{store_prefix}", "-p", f"pushgateway={NODE_IP}:9091",
+            "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
+            "-p", f"cell-cpu={cell_cpu}", "-p", "cell-memory=512Mi")
+
+
+@dataclass
+class NodeServices:
+    """MinIO, Pushgateway and Prometheus on the node (hack/cluster/services.sh), read from inside NS."""
+
+    cluster: Cluster
+    env: dict[str, str]
+
+    @classmethod
+    def load(cls, cluster: Cluster) -> "NodeServices":
+        lines = (cluster.base / "services.env").read_text().splitlines()
+        return cls(cluster, dict(line.split("=", 1) for line in lines if "=" in line))
+
+    @property
+    def bucket(self) -> str:
+        return self.env["CCSWEEP_S3_BUCKET"]
+
+    def s3_secret(self, name: str = "ccsweep-s3") -> dict:
+        """The Secret the workflow templates read (keys accessKey, secretKey, endpoint)."""
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
+                "stringData": {"accessKey": self.env["CCSWEEP_S3_ACCESS_KEY"],
+                               "secretKey": self.env["CCSWEEP_S3_SECRET_KEY"],
+                               "endpoint": self.env["CCSWEEP_S3_ENDPOINT"]}}
+
+    def _s3(self, path: str, *options: str) -> subprocess.CompletedProcess:
+        # A signed request with curl's SigV4: checks the store independently of ccsweep's S3 code.
+        user = f"{self.env['CCSWEEP_S3_ACCESS_KEY']}:{self.env['CCSWEEP_S3_SECRET_KEY']}"
+        return subprocess.run(["nsenter", f"--net=/run/netns/{self.cluster.ns}", "curl", "-s", "-f",
+                               "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, *options,
+                               f"http://127.0.0.1:9000/{self.bucket}{path}"], capture_output=True, timeout=60)
+
+    def s3_keys(self, prefix: str) -> list[str]:
+        """Every key under prefix (ListObjectsV2, all pages)."""
+        keys: list[str] = []
+        token = None
+        while True:
+            query = {"list-type": "2", "prefix": prefix, **({"continuation-token": token} if token else {})}
+            proc = self._s3("?" + urllib.parse.urlencode(query))
+            if proc.returncode != 0:
+                raise AssertionError(f"listing s3://{self.bucket}/{prefix} failed: {proc.stderr!r}")
+            token = None
+            for element in ET.fromstring(proc.stdout).iter():
+                tag = element.tag.rsplit("}", 1)[-1]
+                if tag == "Key":
+                    keys.append(element.text or "")
+                elif tag == "NextContinuationToken":
+                    token = element.text
+            if not token:
+                return keys
+
+    def s3_get(self, key: str) -> bytes | None:
+        proc = self._s3(f"/{key}")
+        return proc.stdout if proc.returncode == 0 else None
+
+    def s3_delete(self, key: str) -> bool:
+        return self._s3(f"/{key}", "-X", "DELETE").returncode == 0
+
+    def prometheus_query(self, query: str) -> list[dict]:
+        proc = self.cluster.in_ns("curl", "-sf", "-G", "--data-urlencode", f"query={query}",
+                                  "http://127.0.0.1:9090/api/v1/query")
+        if proc.returncode != 0:
+            raise AssertionError(f"Prometheus query {query!r} failed: {proc.stderr}")
+        return json.loads(proc.stdout)["data"]["result"]
+
+
+def template_of(node: dict) -> str | None:
+    """The template a Workflow node ran: templateName, or templateRef.template for steps that
+    reference a WorkflowTemplate (Argo leaves templateName empty for those)."""
+    return node.get("templateName") or node.get("templateRef", {}).get("template")
+
+
+@dataclass
+class PodEvent:
+    at: float          # time.time() when the watch delivered it (ms resolution, unlike the API's seconds)
+    kind: str          # ADDED, MODIFIED, DELETED
+    pod: dict
+
+
+class PodWatch:
+    """`kubectl get pods -w` in the background: every pod event of a namespace, time-stamped locally.
+
+    The API's timestamps have one-second resolution; the watch sees each change within
+    milliseconds, so per-pod overheads of a second or two can be measured.
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, selector: str = "") -> None:
+        cmd = [str(cluster.base / "kubectl"), "get", "pods", "-n", namespace, "--watch", "--output-watch-events", "-o", "json"]
+        if selector:
+            cmd += ["-l", selector]
+        self.events: list[PodEvent] = []
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        decoder, buffer = json.JSONDecoder(), ""
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            buffer += line
+            try:
+                event, end = decoder.raw_decode(buffer.lstrip())
+            except json.JSONDecodeError:
+                continue
+            buffer = buffer.lstrip()[end:]
+            self.events.append(PodEvent(time.time(), event.get("type", ""), event.get("object", {})))
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._thread.join(timeout=5)
+
+    def pods(self) -> dict[str, list[PodEvent]]:
+        """Events per pod name, in order."""
+        out: dict[str, list[PodEvent]] = {}
+        for e in self.events:
+            out.setdefault(e.pod.get("metadata", {}).get("name", "?"), []).append(e)
+        return out
+
+    @staticmethod
+    def first(events: list[PodEvent], predicate) -> float | None:
+        return next((e.at for e in events if predicate(e.pod)), None)
+
+    @staticmethod
+    def main_started(pod: dict) -> bool:
+        """The `main` container (Argo's name for the step's own container) is running or done."""
+        for status in pod.get("status", {}).get("containerStatuses", []):
+            if status.get("name") == "main" and ("running" in status.get("state", {}) or "terminated" in status.get("state", {})):
+                return True
+        return False
