@@ -206,6 +206,18 @@ def test_pushgateway_scrape_job_is_valid_prometheus_config(tmp_path: Path):
     assert "rel-ccsweep-pushgateway-scrape" not in by_kind(rendered("default-values.yaml"), "ConfigMap")
 
 
+
+def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
+    """The dashboards read recorded series: the chart carries monitoring/rules.yml itself."""
+    rules = by_kind(rendered("full-values.yaml"), "ConfigMap")["sweeps-recording-rules"]["data"]["ccsweep-rules.yml"]
+    assert rules.strip() == (REPO / "monitoring/rules.yml").read_text().strip()
+    if shutil.which("promtool") is None:
+        subprocess.run([str(REPO / "hack/tools/apt.sh")], check=True, timeout=1800)
+    (tmp_path / "rules.yml").write_text(rules)
+    done = subprocess.run(["promtool", "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
 @pytest.mark.parametrize("setting, message", [
     ("workflows.cellCpu=1", "at '/workflows/cellCpu': got number, want string"),
     ("store.url=http://minio:9000", "at '/store/url': 'http://minio:9000' does not match pattern"),
