@@ -151,8 +151,19 @@ def max_rate_row(table: Table, label: str, client_args: list[str]) -> None:
     table.add_row("max rate on one core", label, measured, ">= 2 Gbit/s", met)
 
 
-def paced_rows(table: Table, rate: str, label: str) -> None:
-    """CPU per 100 Mbit/s (at 100 Mbit/s) and lateness p99 under one saturating TCP flow."""
+def wake_note(label: str, summary: dict) -> str:
+    """What the emulator measured of this machine's sleeps (absent from older builds)."""
+    wake = summary.get("wake")
+    if not wake:
+        return f"{label}: the emulator reports no wake-up calibration"
+    per_s = wake["timed_sleeps"] / summary["wall_s"]
+    return (f"{label}: a sleep costs {wake['sleep_cost_us']:.0f} us of CPU, the timer fires "
+            f"{wake['latency_p90_us']:.0f} us late (p90); {per_s:.0f} timed wake-ups/s")
+
+
+def paced_rows(table: Table, rate: str, label: str) -> str:
+    """CPU per 100 Mbit/s (at 100 Mbit/s) and lateness p99 under one saturating TCP flow; returns
+    the emulator's own measurement of this machine's wake-ups."""
     result = run(rate, "10ms", ["-C", "cubic"])
     steady, lateness = result.steady, result.summary["lateness_us"]
     if rate == "100mbit":
@@ -163,6 +174,7 @@ def paced_rows(table: Table, rate: str, label: str) -> None:
     table.add_row("lateness p99", f"{label}, {lateness['count']} packets",
                   f"{p99:.0f} us (p50 {lateness['p50']:.0f}, max {lateness['max']:.0f})", "< 200 us",
                   "yes" if p99 < 200 else "no")
+    return wake_note(label, result.summary)
 
 
 def main() -> None:
@@ -177,10 +189,14 @@ def main() -> None:
     console.print(f"max rate: 40 Gbit/s link, no delay, {SECONDS} s each of TCP (4 flows) and UDP")
     max_rate_row(table, "TCP, 4 cubic flows, 1500-byte packets", ["-P", "4", "-C", "cubic"])
     max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"])
+    notes = []
     for rate, label in (("100mbit", "100 Mbit/s"), ("1gbit", "1 Gbit/s")):
         console.print(f"{label}, 10 ms each way, one saturating TCP flow ({SECONDS} s)")
-        paced_rows(table, rate, label)
+        notes.append(paced_rows(table, rate, label))
     console.print(table)
+    console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
+    for note in notes:
+        console.print(note)
     console.print("Rates are IP bytes out of the emulator over the steady part of each run. Real Mahimahi "
                   "(mm-delay + mm-loss + mm-link) takes about 30% of a core per 100 Mbit/s "
                   "(../shared/notes/mahimahi-and-rebbr.md).")

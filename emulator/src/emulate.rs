@@ -5,6 +5,7 @@ use crate::lateness::Lateness;
 use crate::link::{Direction, LossPosition, Server};
 use crate::linklog::LinkLog;
 use crate::netdev::{check_device_name, check_netns_name, parse_address, Devices, Endpoint};
+use crate::pacing::Pacer;
 use crate::queue::{Queue, QueueSpec};
 use crate::sys;
 use crate::trace::Trace;
@@ -18,8 +19,11 @@ use std::os::fd::AsRawFd;
 const TOKEN_SENDER: u64 = 0;
 const TOKEN_RECEIVER: u64 = 1;
 const TOKEN_SIGNAL: u64 = 2;
-/// Packets read from one device per wake-up before the schedule is played again.
-const READ_BATCH: usize = 256;
+/// Packets read from one device before the schedule is played again: a read costs about a
+/// microsecond, so a burst of arrivals delays due releases by tens of microseconds at most, and
+/// the loop's own work stays small per packet at saturation (256 moved 4% more at 40 Gbit/s but
+/// doubled the lateness p99 at 1 Gbit/s).
+const READ_BATCH: usize = 64;
 const SPARE_BUFFERS: usize = 4096;
 
 /// What one direction does, validated.
@@ -49,6 +53,7 @@ pub struct Config {
     pub stats_interval_ns: u64,
     pub duration_ns: Option<u64>,
     pub spin_ns: u64,
+    pub coalesce_ns: u64,
     pub command_line: String,
 }
 
@@ -149,6 +154,7 @@ impl Config {
             stats_interval_ns,
             duration_ns,
             spin_ns: option("spin", parse_duration_ns(&args.spin))?,
+            coalesce_ns: option("coalesce", parse_duration_ns(&args.coalesce))?,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
     }
@@ -222,6 +228,8 @@ pub fn run(config: Config) -> Result<(), String> {
     epoll.add(receiver_fd, TOKEN_RECEIVER)?;
     epoll.add(signals.fd(), TOKEN_SIGNAL)?;
     sys::minimal_timer_slack();
+    // Before "ready": the measurement sleeps must not delay any packet.
+    let mut pacer = Pacer::calibrate(config.spin_ns)?;
 
     emit(&json!({
         "event": "ready",
@@ -290,16 +298,12 @@ pub fn run(config: Config) -> Result<(), String> {
             break;
         }
 
-        let next = [uplink.next_event_ns(), downlink.next_event_ns(), stats.as_ref().map(|_| next_stats_ns), end_ns]
-            .into_iter()
-            .flatten()
-            .min();
-        let timeout_ns = match next {
-            Some(next) if next <= now + config.spin_ns => Some(0),
-            Some(next) => Some(next - config.spin_ns - now),
-            None => None,
-        };
-        epoll.wait(timeout_ns, &mut tokens)?;
+        let releases = next_pass_ns(&uplink, &downlink, config.coalesce_ns);
+        let target = [releases, stats.as_ref().map(|_| next_stats_ns), end_ns].into_iter().flatten().min();
+        epoll.wait(pacer.wait(now, target).timeout_ns(), &mut tokens)?;
+        if tokens.is_empty() {
+            pacer.timed_out(clock());
+        }
         let mut stop = false;
         for token in &tokens {
             match *token {
@@ -340,10 +344,27 @@ pub fn run(config: Config) -> Result<(), String> {
             "seed": config.seed,
             "mtu": config.mtu,
             "spin_us": config.spin_ns as f64 / 1e3,
+            "coalesce_us": config.coalesce_ns as f64 / 1e3,
+        },
+        "wake": {
+            "timed_sleeps": pacer.timed_sleeps,
+            "sleep_cost_us": pacer.sleep_cost_ns() as f64 / 1e3,
+            "latency_p90_us": pacer.latency.estimate_ns() as f64 / 1e3,
         },
     }));
     drop(devices);
     Ok(())
+}
+
+/// When the next pass should run to serve the earliest release: late enough to serve, in the same
+/// pass, every release due within `coalesce_ns` after it. A pass only writes packets already due.
+fn next_pass_ns(uplink: &Direction, downlink: &Direction, coalesce_ns: u64) -> Option<u64> {
+    let earliest = [uplink.next_event_ns(), downlink.next_event_ns()].into_iter().flatten().min()?;
+    let window_end = earliest + coalesce_ns;
+    [Some(earliest), uplink.last_release_until(window_end), downlink.last_release_until(window_end)]
+        .into_iter()
+        .flatten()
+        .max()
 }
 
 /// Reads up to READ_BATCH packets from one device into its direction, stamping each on arrival.

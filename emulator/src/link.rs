@@ -294,7 +294,25 @@ impl Direction {
     /// departure needs no wake-up of its own: `advance` plays it exactly whenever we next wake,
     /// and it only becomes visible `delay` later, so we wake for releases alone.
     pub fn next_event_ns(&self) -> Option<u64> {
-        let server = match &self.server {
+        let server = self.next_server_release_ns();
+        let delay = self.delay_line.front().map(|(due, _)| *due);
+        match (server, delay) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The latest release known now that is due at or before `limit_ns`: the delay line (in due
+    /// order, the delay being constant) and the bottleneck's next departure plus the delay.
+    pub fn last_release_until(&self, limit_ns: u64) -> Option<u64> {
+        let delayed = self.delay_line.iter().map(|(due, _)| *due).take_while(|due| *due <= limit_ns).last();
+        let from_server = self.next_server_release_ns().filter(|due| *due <= limit_ns);
+        delayed.max(from_server)
+    }
+
+    /// When the bottleneck's next departure (or next trace opportunity with work) will be released.
+    fn next_server_release_ns(&self) -> Option<u64> {
+        let departure = match &self.server {
             Server::Rate { in_service, .. } => in_service.as_ref().map(|(_, depart)| *depart),
             Server::Trace { trace, next_k, in_transit } => {
                 if in_transit.is_some() || !self.queue.is_empty() {
@@ -304,12 +322,7 @@ impl Direction {
                 }
             }
         };
-        let server = server.map(|t| t + self.delay_ns);
-        let delay = self.delay_line.front().map(|(due, _)| *due);
-        match (server, delay) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        departure.map(|t| t + self.delay_ns)
     }
 
     /// When a trace played `--once` runs out, the link ends (as mm-link's shell does).
@@ -488,6 +501,40 @@ mod tests {
         };
         assert_eq!(lost(7), lost(7));
         assert_ne!(lost(7), lost(8));
+    }
+
+    #[test]
+    fn last_release_until_sees_the_delay_line_and_the_packet_on_the_wire() {
+        // 1500 B at 100 Mbit/s: departures at 120, 240, 360 us, released 10 ms later.
+        let mut d = direction(Server::rate(100e6), "infinite", 10_000_000, 0.0);
+        (0..3).for_each(|_| d.arrive(0, vec![0; 1500]));
+        d.advance(250_000);
+        assert_eq!(d.next_event_ns(), Some(10_120_000));
+        assert_eq!(d.last_release_until(10_200_000), Some(10_120_000));
+        assert_eq!(d.last_release_until(10_300_000), Some(10_240_000));
+        // The third is still on the wire; its release is known too.
+        assert_eq!(d.last_release_until(10_400_000), Some(10_360_000));
+        assert_eq!(d.last_release_until(10_000_000), None);
+    }
+
+    #[test]
+    fn a_late_pass_releases_every_due_packet_and_none_early() {
+        // One pass at 10.3 ms (a coalesced wake-up) writes the two packets due by then, each
+        // recorded with its own lateness, and keeps the third for its own time.
+        let mut d = direction(Server::rate(100e6), "infinite", 10_000_000, 0.0);
+        (0..3).for_each(|_| d.arrive(0, vec![0; 1500]));
+        d.advance(10_300_000);
+        let mut written = 0;
+        d.release(
+            || 10_300_000,
+            |_| {
+                written += 1;
+                true
+            },
+        );
+        assert_eq!(written, 2);
+        assert_eq!(d.lateness.to_json()["max"], 180.0);
+        assert_eq!(d.next_event_ns(), Some(10_360_000));
     }
 
     #[test]
