@@ -164,11 +164,12 @@ def presets() -> None:
 @store_option
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder (default: a temporary one).")
 @click.option("--pushgateway", help="Push live metrics to this Prometheus Pushgateway (host:port or URL).")
-@click.option("--lateness-threshold-us", default=200.0, show_default=True,
-              help="Flag the result when the emulator's p99 lateness exceeds this.")
+@click.option("--lateness-threshold-us", type=click.FloatRange(min=1),
+              help="Flag the result when the emulator's p99 lateness exceeds this "
+                   "(default: 2% of the cell's RTT, between 200 and 1000 us).")
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
 def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store_url: str, workdir: Path | None,
-         pushgateway: str | None, lateness_threshold_us: float, executor: str) -> None:
+         pushgateway: str | None, lateness_threshold_us: float | None, executor: str) -> None:
     """Run one cell and store its result; print a one-line JSON report.
 
     Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this kernel.

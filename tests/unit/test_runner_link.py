@@ -99,3 +99,14 @@ def test_namespace_names_are_unique_per_cell_and_process():
 def test_buffers_become_per_namespace_sysctls():
     assert sysctl_settings(cell().params.buffers) == {"net.ipv4.tcp_rmem": "4096 87380 6553600",
                                                      "net.ipv4.tcp_wmem": "4096 65536 6553600"}
+
+
+@pytest.mark.parametrize("rtt_ms, expected_us", [(2, 200), (10, 200), (20, 400), (40, 800), (100, 1000), (500, 1000)])
+def test_lateness_threshold_is_two_percent_of_the_rtt_within_200_us_and_1_ms(rtt_ms, expected_us):
+    from ccsweep.runner.link import lateness_threshold_us
+
+    base = cell()
+    half = rtt_ms / 2
+    params = base.params.model_copy(update={"uplink": base.params.uplink.model_copy(update={"delay_ms": half}),
+                                            "downlink": base.params.downlink.model_copy(update={"delay_ms": half})})
+    assert lateness_threshold_us(Cell.build("s", "e", params)) == pytest.approx(expected_us)

@@ -78,14 +78,3 @@ def test_a_runner_that_loses_the_race_never_leaves_its_files_beside_the_record(t
     assert store.list_keys(f"cells/{first.cell.id}/") == sorted([f"cells/{first.cell.id}/result.json",
                                                                  f"{attempt_folder(first.cell.id, record)}/timeseries.json.gz"])
     assert len(list((tmp_path / "cells" / first.cell.id).iterdir())) == 2, "B's empty folder is gone too"
-
-
-def test_records_stored_before_attempt_folders_still_find_their_files(tmp_path: Path):
-    """Stores (and test fixtures) written by 0.1.0 keep a cell's files beside its record."""
-    result = make_result()
-    cell_dir = tmp_path / "cells" / result.cell.id
-    cell_dir.mkdir(parents=True)
-    (cell_dir / "result.json").write_text(result.model_copy(update={"artifacts": ["timeseries.json.gz"]}).model_dump_json())
-    series = TimeSeries(cell_id=result.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[42])])
-    (cell_dir / "timeseries.json.gz").write_bytes(gzip.compress(series.model_dump_json().encode()))
-    assert open_store(str(tmp_path)).get_timeseries(result.cell.id).flows[0].rtt_us == [42]

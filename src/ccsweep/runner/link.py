@@ -124,6 +124,26 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
     return argv
 
 
+#: The lateness a cell tolerates, as p99 of its packets (see lateness_threshold_us).
+LATENESS_RTT_SHARE = 0.02
+LATENESS_FLOOR_US = 200.0
+LATENESS_CEILING_US = 1000.0
+
+
+def lateness_threshold_us(cell: Cell) -> float:
+    """The p99 lateness above which a cell's result is flagged `late`: 2% of its base RTT, 200 us-1 ms.
+
+    A late packet leaves the delay line after its due time, so lateness is jitter on the path's
+    one-way delay (the rate stays exact: departures keep their schedule). Under 2% of the RTT it
+    moves measured RTTs and BDPs less than run-to-run variation does, and a VM's timer wake-up
+    (100-300 us on the machines here) stays below it on every path of 10 ms or more. The floor
+    keeps short paths to issue 2's 200 us; the ceiling flags a starved machine (milliseconds of
+    lateness) whatever the RTT.
+    """
+    share = LATENESS_RTT_SHARE * cell.params.rtt_ms * 1000
+    return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, share))
+
+
 def link_summary(summary: dict[str, Any], threshold_us: float) -> LinkSummary:
     """The emulator's summary line as the result's LinkSummary, with the `late` verdict."""
     lateness = summary.get("lateness_us", {})

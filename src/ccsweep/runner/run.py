@@ -44,6 +44,7 @@ from ccsweep.runner.collect import (
 )
 from ccsweep.runner.flow import AVAILABLE_CC_PATH
 from ccsweep.runner.link import find_link_binary, link_command, link_files, link_summary, prepare_traces
+from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
@@ -84,10 +85,16 @@ def check_congestion_controls(cell: Cell, available: list[str]) -> None:
                 raise CongestionControlUnavailable(cc, available) from None
 
 
-def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float = 200,
+def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float | None = None,
              link_binary: str | os.PathLike[str] | None = None, executor: str = "local") -> CellOutput:
-    """Run `cell` with scratch files in `workdir`; see the module docstring for what happens."""
+    """Run `cell` with scratch files in `workdir`; see the module docstring for what happens.
+
+    A result is flagged late when the emulator's p99 lateness exceeds `lateness_threshold_us`
+    (default: the cell's own, from its RTT: see lateness_threshold_us).
+    """
     started_at = _now()
+    if lateness_threshold_us is None:
+        lateness_threshold_us = lateness_threshold_for(cell)
     available = available_congestion_controls()
     check_congestion_controls(cell, available)
     environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,

@@ -143,10 +143,7 @@ class ResultStore(ABC):
         record = self.read_bytes(record_key(cell_id))
         if record is None:
             return None
-        data = self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
-        if data is None:  # stores written before attempt folders keep the files beside the record
-            data = self.read_bytes(f"cells/{cell_id}/{name}")
-        return data
+        return self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
 
     # Sweeps.
     def put_manifest(self, manifest: SweepManifest) -> None:
