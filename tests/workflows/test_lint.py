@@ -120,9 +120,13 @@ def cell_pod_patch(**values: str) -> dict:
 def test_cell_template_is_least_privilege_with_equal_requests_and_limits():
     cell = all_templates()["cell"]
     container = cell["container"]
-    (main,) = cell_pod_patch(node_selector="{}", cpu="2", memory="1Gi")["containers"]
+    patch = cell_pod_patch(node_selector="{}", cpu="2", memory="1Gi")
+    (main,) = patch["containers"]
     assert main["name"] == "main"
     assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
+    # Argo's init container runs first with the cell's CPU (no extra request), still Guaranteed.
+    (init,) = patch["initContainers"]
+    assert init["name"] == "init" and init["resources"]["requests"] == init["resources"]["limits"] == {"cpu": "2"}
     security = container["securityContext"]
     assert security["privileged"] is False
     assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN"]}
