@@ -11,7 +11,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -50,9 +51,17 @@ def ccsweep(*args: str, env: dict[str, str], cwd: Path | None = None,
                           timeout=timeout)
 
 
-def start_ccsweep(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "ccsweep", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+@contextmanager
+def start_ccsweep(*args: str, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """`ccsweep ARGS` in the background while the test disturbs it; killed if the test fails first."""
+    process = subprocess.Popen([sys.executable, "-m", "ccsweep", *args], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def wait_until(what: str, probe: Callable[[], T], process: subprocess.Popen[str] | None = None,

@@ -34,17 +34,12 @@ def test_minio_down_between_cells_loses_nothing_once_it_is_back(own_minio: Serve
     spool = Spool(tmp_path / "spool")
     # No retries inside the cell: a spooled result waits for the executor's last pass.
     env = sweep_env(s3_env(own_minio), spool.root, CCSWEEP_SPOOL_RETRIES="0")
-    run = start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env)
-    try:
+    with start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env) as run:
         first = wait_until("the first cell's result", lambda: stored_cells(store), run)
         own_minio.stop()
         spooled = wait_until("a result in the spool", lambda: spool.pending(store.url), run)
         own_minio.start()
         _, err = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
     assert run.returncode == 0, err[-3000:]
     assert len(first) == 1 and spooled and spooled[0] not in first
     assert "ccsweep: warning: store unreachable" in err and f"cell {spooled[0]} kept in {spool.root}" in err
@@ -63,15 +58,10 @@ def test_minio_still_down_at_the_end_keeps_the_status_and_the_spool_uploads_late
     store = s3_store(own_minio, "s3://outages/late")
     spool = Spool(tmp_path / "spool")
     env = sweep_env(s3_env(own_minio), spool.root, CCSWEEP_SPOOL_RETRIES="1", CCSWEEP_SPOOL_BACKOFF_S="0.2")
-    run = start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env)
-    try:
+    with start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env) as run:
         wait_until("the first cell's result", lambda: stored_cells(store), run)
         own_minio.stop()
         _, err = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
     assert run.returncode == 0, f"the sweep's status, not the figures': {err[-3000:]}"
     spooled = spool.pending(store.url)
     assert len(spooled) == 1
@@ -104,17 +94,12 @@ def test_pushgateway_stopped_while_cells_run(own_pushgateway: Server, minio: Ser
     store = s3_store(minio, f"s3://ccsweep-tests/pushgateway-gone-{tmp_path.name}")
     workdir = tmp_path / "work"
     env = sweep_env(s3_env(minio), tmp_path / "spool")
-    run = start_ccsweep("run", str(spec), "--store", store.url, "--pushgateway", own_pushgateway.address,
-                        "--jobs", "2", "--workdir", str(workdir), "--no-figures", env=env)
-    try:
+    with start_ccsweep("run", str(spec), "--store", store.url, "--pushgateway", own_pushgateway.address,
+                        "--jobs", "2", "--workdir", str(workdir), "--no-figures", env=env) as run:
         wait_until("live samples of both cells", lambda: len(live_cells(own_pushgateway, "pushgateway-gone")) == 2,
                    run)
         own_pushgateway.stop()
         _, err = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
     assert run.returncode == 0, err[-3000:]
     assert summary_row(err, "pushgateway-gone")["ok"] == "2"
     assert len(stored_cells(store)) == 2
