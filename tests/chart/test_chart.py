@@ -191,16 +191,21 @@ def test_dashboards_are_configmaps_for_grafanas_sidecar():
         assert json.loads(cm["data"][source.name]) == json.loads(source.read_text())
 
 
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """Prometheus' own checker (Debian's package, installed by hack/tools/apt.sh when missing)."""
+    if shutil.which("promtool") is None:
+        subprocess.run([str(REPO / "hack/tools/apt.sh")], check=True, timeout=1800)
+    return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=60)
+
+
 def test_pushgateway_scrape_job_is_valid_prometheus_config(tmp_path: Path):
     scrape = by_kind(rendered("full-values.yaml"), "ConfigMap")["sweeps-pushgateway-scrape"]
     jobs = yaml.safe_load(scrape["data"]["pushgateway-scrape.yaml"])
     assert jobs == [{"job_name": "ccsweep-pushgateway", "honor_labels": True, "scrape_interval": "5s",
                      "static_configs": [{"targets": ["prometheus-pushgateway.monitoring.svc:9091"]}]}]
-    if shutil.which("promtool") is None:
-        subprocess.run([str(REPO / "hack/tools/apt.sh")], check=True, timeout=1800)
     config = tmp_path / "prometheus.yml"
     config.write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}, "scrape_configs": jobs}))
-    done = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True, text=True, timeout=60)
+    done = promtool("check", "config", str(config))
     assert done.returncode == 0, done.stdout + done.stderr
     # Without a Pushgateway there is nothing to scrape, and no ConfigMap.
     assert "rel-ccsweep-pushgateway-scrape" not in by_kind(rendered("default-values.yaml"), "ConfigMap")
@@ -211,11 +216,8 @@ def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
     """The dashboards read recorded series: the chart carries monitoring/rules.yml itself."""
     rules = by_kind(rendered("full-values.yaml"), "ConfigMap")["sweeps-recording-rules"]["data"]["ccsweep-rules.yml"]
     assert rules.strip() == (REPO / "monitoring/rules.yml").read_text().strip()
-    if shutil.which("promtool") is None:
-        subprocess.run([str(REPO / "hack/tools/apt.sh")], check=True, timeout=1800)
     (tmp_path / "rules.yml").write_text(rules)
-    done = subprocess.run(["promtool", "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True,
-                          timeout=60)
+    done = promtool("check", "rules", str(tmp_path / "rules.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
 
 @pytest.mark.parametrize("setting, message", [

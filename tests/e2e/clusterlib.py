@@ -178,18 +178,13 @@ class Cluster:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="full-sweep-") as copy:
             copy.write(yaml.safe_dump(workflow))
             copy.flush()
-            proc = self._submit(namespace, copy.name, services, spec_yaml=spec_yaml, sweep=sweep,
-                                store_prefix=store_prefix, cell_cpu=cell_cpu)
+            proc = self.argo(
+                "submit", "-n", namespace, copy.name, "-o", "name",
+                "-p", f"spec-yaml={spec_yaml}", "-p", f"sweep={sweep}",
+                "-p", f"store=s3://{services.bucket}/{store_prefix}", "-p", f"pushgateway={NODE_IP}:9091",
+                "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
+                "-p", f"cell-cpu={cell_cpu}", "-p", "cell-memory=512Mi")
         return proc.stdout.strip()
-
-    def _submit(self, namespace: str, path: str, services: "NodeServices", *, spec_yaml: str, sweep: str,
-                store_prefix: str, cell_cpu: str) -> subprocess.CompletedProcess:
-        return self.argo(
-            "submit", "-n", namespace, path, "-o", "name",
-            "-p", f"spec-yaml={spec_yaml}", "-p", f"sweep={sweep}",
-            "-p", f"store=s3://{services.bucket}/{store_prefix}", "-p", f"pushgateway={NODE_IP}:9091",
-            "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
-            "-p", f"cell-cpu={cell_cpu}", "-p", "cell-memory=512Mi")
 
 
 @dataclass

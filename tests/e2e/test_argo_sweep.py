@@ -246,10 +246,12 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
         pending = set(cell_ids) if on_pod else set()
         deadline = time.time() + 120
         while pending and time.time() < deadline:
-            running = running_pods(cluster, sweep.namespace, name)
+            running = running_nodes(cluster, sweep.namespace, name)
             for pod_name, events in watch.pods().items():
-                cell_id = events[0].pod["metadata"].get("labels", {}).get("ccsweep.io/cell")
-                if cell_id in pending and pod_name in running and PodWatch.first(events, PodWatch.main_started):
+                meta = events[0].pod["metadata"]
+                cell_id = meta.get("labels", {}).get("ccsweep.io/cell")
+                node_id = meta.get("annotations", {}).get("workflows.argoproj.io/node-id")
+                if cell_id in pending and node_id in running and PodWatch.first(events, PodWatch.main_started):
                     on_pod(cell_id, pod_name)
                     pending.discard(cell_id)
             time.sleep(0.2)
@@ -260,18 +262,14 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
     return cluster.get_json("workflow", "-n", sweep.namespace, name)
 
 
-def running_pods(cluster: TestCluster, namespace: str, workflow: str) -> set[str]:
-    """Names of the pods whose nodes the controller has as Running in `workflow`."""
+def running_nodes(cluster: TestCluster, namespace: str, workflow: str) -> set[str]:
+    """Ids of the pod nodes the controller has as Running in `workflow` (each pod carries its
+    node's id in the annotation workflows.argoproj.io/node-id)."""
     found = cluster.kubectl("get", "workflow", "-n", namespace, workflow, "-o", "json", check=False)
     if found.returncode != 0:
         return set()
     nodes = json.loads(found.stdout).get("status", {}).get("nodes", {}).values()
-    return {pod_name(workflow, n) for n in nodes if n["type"] == "Pod" and n.get("phase") == "Running"}
-
-
-def pod_name(workflow: str, node: dict) -> str:
-    """Argo's pod name for a node (POD_NAMES=v2): workflow-template-hash of the node id."""
-    return f"{workflow}-{template_of(node)}-{node['id'].rsplit('-', 1)[-1]}"
+    return {n["id"] for n in nodes if n["type"] == "Pod" and n.get("phase") == "Running"}
 
 
 def attempts(workflow: dict, cell_id: str) -> list[dict]:

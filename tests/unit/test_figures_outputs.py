@@ -63,6 +63,16 @@ def check_rows(report: str) -> list[tuple[str, str, str]]:
     return [(html.unescape(statement), experiment, status) for statement, experiment, status in rows]
 
 
+#: Each reference claim's statement, as the report prints it, by claim id.
+STATEMENT = {c.id: c.statement for c in CLAIMS}
+
+
+def claim_status(report: str) -> dict[str, str]:
+    """pass|fail per claim id, from a report whose experiments each give the claim one row."""
+    by_statement = {statement: status for statement, _, status in check_rows(report)}
+    return {claim_id: by_statement[statement] for claim_id, statement in STATEMENT.items() if statement in by_statement}
+
+
 def not_checked(report: str) -> list[str]:
     section = report[report.index('id="checks"'):report.index('id="selfcheck"')]
     return [html.unescape(item) for item in re.findall(r"<li>([^<]*) \(scope:", section)]
@@ -102,22 +112,20 @@ def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
 def test_figure8_fixture_checks_the_issue_claims(tmp_path: Path):
     root, sweep = copy_store("goodput-vs-loss", tmp_path)
     report = (ccsweep_figures(root, sweep) / "report.html").read_text()
-    statements = {c.id: c.statement for c in CLAIMS}
-    rows = {statement: status for statement, _, status in check_rows(report)}
+    status = claim_status(report)
     # BBR, CUBIC and Reno at 20 Mbit/s, 40 ms, 0.001-5 % loss: the BBR and Mathis claims apply...
-    assert rows[statements["bbr-ideal"]] == "pass"
-    assert rows[statements["mathis"]] == "pass"
+    assert status["bbr-ideal"] == "pass"
+    assert status["mathis"] == "pass"
     # ...the tenfold claim needs the paper's 1.25 MB BDP, which this path (100 kB) is far below.
-    assert statements["cubic-tenfold"] in not_checked(report)
+    assert STATEMENT["cubic-tenfold"] in not_checked(report)
 
 
 def test_bufferbloat_fixture_passes_the_delay_checks(tmp_path: Path):
     root, sweep = copy_store("bufferbloat", tmp_path)
     report = (ccsweep_figures(root, sweep) / "report.html").read_text()
-    statements = {c.id: c.statement for c in CLAIMS}
-    rows = {statement: status for statement, _, status in check_rows(report)}
-    assert rows[statements["bbr-low-delay"]] == "pass"
-    assert rows[statements["cubic-fills-buffer"]] == "pass"
+    status = claim_status(report)
+    assert status["bbr-low-delay"] == "pass"
+    assert status["cubic-fills-buffer"] == "pass"
 
 
 def test_csv_round_trips_and_reads_rebbrs_spacing():
