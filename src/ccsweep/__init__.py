@@ -1,8 +1,5 @@
 """ccsweep: TCP congestion-control experiments over an emulated link, as batch sweeps."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("ccsweep")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0+source"
+# The one place the version is written (pyproject.toml reads it): a literal, because every cell
+# process imports this package and importlib.metadata costs 25 ms of start-up CPU each time.
+__version__ = "0.1.0"

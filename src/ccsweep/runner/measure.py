@@ -7,6 +7,10 @@ Two throughputs are kept apart on purpose (see docs/ and the ReBBR notes):
 
 Receiver counts arrive as cumulative bytes sampled every 100 ms; bytes within a window are read
 off that curve by linear interpolation, so windows need not fall on sample instants.
+
+numpy is imported inside the functions that use it: the runner imports this module before the
+flows start, and in a CPU-limited cell pod numpy's import alone (75 ms of CPU here) delays the
+first byte by a tenth of a second or more; the functions run after the flows.
 """
 
 from __future__ import annotations
@@ -15,8 +19,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 
 def mbps(nbytes: float, seconds: float) -> float:
@@ -27,6 +29,8 @@ def bytes_between(t: Sequence[float], cumulative: Sequence[int], start: float, e
     """Bytes received in [start, end], from cumulative counts sampled at times t (ascending)."""
     if not t or end <= start:
         return 0.0
+    import numpy as np  # here, not at the top: see the module docstring
+
     return float(np.interp(end, t, cumulative) - np.interp(start, t, cumulative))
 
 
@@ -117,6 +121,8 @@ class RttStats:
 
 def rtt_stats(rtt_us: Sequence[int]) -> RttStats:
     """Smoothed-RTT statistics over the samples (zeros, before the first ACK, are skipped)."""
+    import numpy as np  # here, not at the top: see the module docstring
+
     values = np.array([v for v in rtt_us if v > 0], dtype=float) / 1000
     if values.size == 0:
         return RttStats(None, None, None)

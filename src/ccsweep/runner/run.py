@@ -3,8 +3,10 @@
 Order of work, and why:
 1. the algorithms are checked first, so a kernel without one fails fast with nothing to undo;
 2. namespaces, then ccsweep-link (which creates the TUN devices and addresses), then the
-   receiver (waited for until it listens: ReBBR's clients could hang when they connected first),
-   then the sender, which checks again that its sockets accept each algorithm;
+   receiver and the sender together (their interpreters start in parallel: a cell pod's CPU limit
+   makes each start-up cost a good part of a second); the sender checks again that its sockets
+   accept each algorithm and connects only after `go`, which waits for the receiver to listen
+   (ReBBR's clients could hang when they connected first);
 3. all endpoints get one t0 on CLOCK_MONOTONIC, the flows run, the endpoints exit on their own;
 4. the emulator is stopped with SIGTERM and prints its summary; children are stopped by PID and
    the namespaces deleted on every path, Ctrl-C included;
@@ -59,7 +61,8 @@ READY_TIMEOUT_S = 20.0
 END_GRACE_S = 15.0
 #: t0 this far after everyone is ready: the `go` line must reach both endpoints first, even on a
 #: busy machine (a late endpoint would start its flow late and lose goodput it never had a chance at).
-GO_MARGIN_S = 0.2
+#: One CFS period (100 ms): a pod that spent its CPU quota on start-up waits at most that long.
+GO_MARGIN_S = 0.1
 RECEIVER_PORT = 5201
 
 
@@ -147,9 +150,9 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
             origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
             receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
                                             on_event=live.on_receiver))
-            receiver.wait_event("ready", READY_TIMEOUT_S)
             sender = children.start(Child("sender", _sender_argv(cell, ns), workdir / "sender.stderr",
                                           on_event=live.on_sender))
+            receiver.wait_event("ready", READY_TIMEOUT_S)
             _wait_sender_ready(sender, environment.available_cc)
             now_ns = time.monotonic_ns()
             t0_ns = max(now_ns + round(GO_MARGIN_S * 1e9), origin_ns + round(lead_s * 1e9))
