@@ -42,6 +42,14 @@ FULL_SWEEP = "full-sweep"
 EXECUTOR_CPU = 0.1  # Argo's wait container (hack/cluster/argo.sh's executor resources)
 
 
+# The start-up stages of a cell pod, as the watch sees them, between "created" and "main running".
+STAGES = {
+    "scheduled": lambda pod: bool(pod.get("spec", {}).get("nodeName")),
+    "init running": lambda pod: PodWatch.container_in(pod, "init", ("running", "terminated"), init=True),
+    "init done": lambda pod: PodWatch.container_in(pod, "init", ("terminated",), init=True),
+}
+
+
 def spec_yaml(cells_per_cc: int, duration_s: float) -> str:
     losses = [0, 0.1, 1, 2, 5, 10, 15, 20][:cells_per_cc]
     return f"""\
@@ -119,6 +127,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace, 
         main = PodWatch.first(pod_events, PodWatch.main_started)
         done = PodWatch.first(pod_events, lambda p: p.get("status", {}).get("phase") in ("Succeeded", "Failed"))
         record = {"id": labels["ccsweep.io/cell"], "created": created, "main": main, "done": done}
+        for stage, seen in STAGES.items():
+            record[stage] = PodWatch.first(pod_events, seen)
         stored = services.s3_get(f"runs/{name}/cells/{labels['ccsweep.io/cell']}/result.json")
         if stored:
             result = json.loads(stored)
@@ -147,6 +157,8 @@ def report(console: Console, run: dict, args: argparse.Namespace, slots: int, no
                         f"({args.cell_cpu} CPU each on a {node_cpu:g}-CPU node); median / max, seconds")
     table.add_column("interval")
     table.add_column("seconds", justify="right")
+    for stage in STAGES:
+        table.add_row(f"pod created -> {stage}", stats([c[stage] - c["created"] for c in cells if c[stage]]))
     table.add_row("pod created -> main container running", stats([c["main"] - c["created"] for c in cells if c["main"]]))
     table.add_row("pod created -> cell runner started",
                   stats([c["runner_start"] - c["created"] for c in cells if "runner_start" in c]))

@@ -313,9 +313,14 @@ class PodWatch:
         return next((e.at for e in events if predicate(e.pod)), None)
 
     @staticmethod
+    def container_in(pod: dict, name: str, states: tuple[str, ...], init: bool = False) -> bool:
+        """Whether the pod's container `name` (an init container if `init`) is in one of `states`
+        (`waiting`, `running`, `terminated`)."""
+        key = "initContainerStatuses" if init else "containerStatuses"
+        return any(status.get("name") == name and any(state in status.get("state", {}) for state in states)
+                   for status in pod.get("status", {}).get(key, []))
+
+    @staticmethod
     def main_started(pod: dict) -> bool:
         """The `main` container (Argo's name for the step's own container) is running or done."""
-        for status in pod.get("status", {}).get("containerStatuses", []):
-            if status.get("name") == "main" and ("running" in status.get("state", {}) or "terminated" in status.get("state", {})):
-                return True
-        return False
+        return PodWatch.container_in(pod, "main", ("running", "terminated"))
