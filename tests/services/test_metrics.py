@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
+from ccsweep import metrics as metrics_module
 from ccsweep.metrics import CellMetrics, SweepMetrics
 from ccsweep.runner.api import FlowSample, LiveSample
 from prom import wait_for
@@ -106,3 +107,19 @@ def test_dead_pushgateway_warns_once_and_never_blocks(own_pushgateway: Server):
     assert time.monotonic() - started < 15, "samples and finish never wait for a dead Pushgateway for long"
     lines = err.getvalue().splitlines()
     assert len(lines) == 1 and "cannot push metrics" in lines[0] and "carrying on" in lines[0], lines
+
+
+def test_finish_is_not_held_up_by_the_rate_limit(pushgateway: Server, monkeypatch):
+    """The last push goes out at once even right after a live one: the pause between pushes used to
+    hold every cell pod up to a second before it could exit."""
+    monkeypatch.setattr(metrics_module, "MIN_PUSH_INTERVAL_S", 60.0)  # a pause finish() could not wait out
+    cell = bbr_cubic_cell("metrics-finish")
+    metrics = CellMetrics(pushgateway.address, cell, err=io.StringIO())
+    metrics.on_sample(cell, sample(1.0))
+    deadline = time.monotonic() + 10
+    while "ccsweep_cell_running" not in gateway_metrics(pushgateway, cell.id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gateway_metrics(pushgateway, cell.id)["ccsweep_cell_running"][0].value == 1, "first push (cell running)"
+    metrics.finish(result_of(53).model_copy(update={"cell": cell}))
+    assert not metrics._pusher._thread.is_alive(), "the pusher was still pausing when finish() gave up on it"
+    assert gateway_metrics(pushgateway, cell.id)["ccsweep_cell_running"][0].value == 0
