@@ -66,7 +66,9 @@ make_bucket() {
 
 start_pushgateway() {
   pid_of prometheus-pushgateway >/dev/null && return
-  start_daemon prometheus-pushgateway prometheus-pushgateway --web.listen-address=:9091
+  # In memory: Debian's default persistence file (/var/lib/prometheus) is shared by the machine,
+  # and metrics of an earlier cluster would pass for this one's.
+  start_daemon prometheus-pushgateway prometheus-pushgateway --web.listen-address=:9091 --persistence.file=""
   wait_for prometheus-pushgateway 30 "${IN_NS[@]}" curl -sf http://127.0.0.1:9091/-/ready
 }
 

@@ -117,7 +117,9 @@ def s3_env(minio: Server) -> dict[str, str]:
 
 def pushgateway_server(root: Path) -> Server:
     port = free_port()
-    command = [debian_binary("prometheus-pushgateway"), f"--web.listen-address=127.0.0.1:{port}"]
+    # Debian's build persists to /var/lib/prometheus/pushgateway.data by default: a file shared by
+    # every run on the machine, whose groups would outlive the test that pushed them. In memory only.
+    command = [debian_binary("prometheus-pushgateway"), f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="]
     return Server("pushgateway", command, port, "/-/ready", root / "pushgateway.log")
 
 
