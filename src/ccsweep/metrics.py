@@ -76,7 +76,6 @@ class _Pusher:
         # Set by close(): ends the pause between pushes at once, so the last push is not held up
         # by the rate limit (it was: up to a second added to every cell pod's life).
         self._closing = threading.Event()
-        self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"push-{job}", daemon=True)
         self._thread.start()
 
@@ -85,7 +84,6 @@ class _Pusher:
 
     def close(self) -> None:
         """One last push of the current state, waited for (bounded), then stop."""
-        self._stopping = True
         self._closing.set()
         self._wake.set()
         self._thread.join(FINAL_PUSH_WAIT_S)
@@ -96,9 +94,9 @@ class _Pusher:
             self._wake.clear()
             started = time.monotonic()
             self._push()
-            if self._stopping and not self._wake.is_set():
+            if self._closing.is_set() and not self._wake.is_set():
                 return
-            if not self._stopping:
+            if not self._closing.is_set():
                 self._closing.wait(max(0.0, MIN_PUSH_INTERVAL_S - (time.monotonic() - started)))
 
     def _push(self) -> None:
