@@ -18,6 +18,7 @@ from ccsweep.metrics import CellMetrics, SweepMetrics
 from ccsweep.runner.api import FlowSample, LiveSample
 from prom import wait_for
 from servers import Server
+from sweeps import wait_until
 from test_s3_store import result_of
 
 
@@ -35,13 +36,14 @@ def sample(t: float, retransmits: int = 3) -> LiveSample:
                       drops_queue=4, drops_aqm=0, lateness_p99_us=35.0)
 
 
-def gateway_metrics(gateway: Server, cell: str) -> dict[str, list[Any]]:
-    """The samples the Pushgateway holds for one cell, by metric name."""
+def gateway_metrics(gateway: Server, cell: Cell) -> dict[str, list[Any]]:
+    """The samples the Pushgateway holds for one cell of one sweep, by metric name (the tests here
+    share one cell's parameters, hence its id, across sweeps)."""
     text = urllib.request.urlopen(gateway.url + "/metrics", timeout=5).read().decode()
     found: dict[str, list[Any]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.labels.get("cell") == cell:
+            if s.labels.get("cell") == cell.id and s.labels.get("sweep") == cell.sweep:
                 found.setdefault(s.name, []).append(s)
     return found
 
@@ -51,7 +53,7 @@ def test_live_gauges_then_only_the_outcome(pushgateway: Server):
     metrics = CellMetrics(pushgateway.address, cell, err=io.StringIO())
     metrics.on_sample(cell, sample(1.0))
     time.sleep(1.5)
-    live = gateway_metrics(pushgateway, cell.id)
+    live = gateway_metrics(pushgateway, cell)
     goodput = live["ccsweep_cell_goodput_bits_per_second"][0]
     assert goodput.value == 48e6
     assert {k: goodput.labels[k] for k in ("sweep", "experiment", "algorithm", "loss", "rtt", "bandwidth", "job")} == {
@@ -64,7 +66,7 @@ def test_live_gauges_then_only_the_outcome(pushgateway: Server):
     assert live["ccsweep_cell_running"][0].value == 1
 
     metrics.finish(result_of(50).model_copy(update={"cell": cell}))
-    final = gateway_metrics(pushgateway, cell.id)
+    final = gateway_metrics(pushgateway, cell)
     assert "ccsweep_cell_goodput_bits_per_second" not in final, "live gauges leave with the cell"
     assert final["ccsweep_cell_running"][0].value == 0
     assert final["ccsweep_cell_result_goodput_bits_per_second"][0].value == 12.5e6
@@ -101,7 +103,7 @@ def test_dead_pushgateway_warns_once_and_never_blocks(own_pushgateway: Server):
     own_pushgateway.start()  # back: pushes resume
     metrics.on_sample(cell, sample(4.0, retransmits=5))
     time.sleep(1.5)
-    assert gateway_metrics(own_pushgateway, cell.id)["ccsweep_cell_elapsed_seconds"][0].value == 4.0
+    assert gateway_metrics(own_pushgateway, cell)["ccsweep_cell_elapsed_seconds"][0].value == 4.0
     own_pushgateway.stop()
     metrics.finish(result_of(52).model_copy(update={"cell": cell}))
     assert time.monotonic() - started < 15, "samples and finish never wait for a dead Pushgateway for long"
@@ -116,10 +118,9 @@ def test_finish_is_not_held_up_by_the_rate_limit(pushgateway: Server, monkeypatc
     cell = bbr_cubic_cell("metrics-finish")
     metrics = CellMetrics(pushgateway.address, cell, err=io.StringIO())
     metrics.on_sample(cell, sample(1.0))
-    deadline = time.monotonic() + 10
-    while "ccsweep_cell_running" not in gateway_metrics(pushgateway, cell.id) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert gateway_metrics(pushgateway, cell.id)["ccsweep_cell_running"][0].value == 1, "first push (cell running)"
+    running = wait_until("the first push", lambda: gateway_metrics(pushgateway, cell).get("ccsweep_cell_running"),
+                         timeout=10)
+    assert running[0].value == 1, "first push (cell running)"
     metrics.finish(result_of(53).model_copy(update={"cell": cell}))
     assert not metrics._pusher._thread.is_alive(), "the pusher was still pausing when finish() gave up on it"
-    assert gateway_metrics(pushgateway, cell.id)["ccsweep_cell_running"][0].value == 0
+    assert gateway_metrics(pushgateway, cell)["ccsweep_cell_running"][0].value == 0
