@@ -184,22 +184,23 @@ def paced_rows(table: Table, console: Console) -> list[str]:
     a KVM guest). The marginal cost, from 100 Mbit/s to 1 Gbit/s, is what each further
     100 Mbit/s adds once that fixed cost is paid; the 1 ms row releases at mm-link's resolution.
     """
-    runs: dict[str, Run] = {}
-    for key, rate, coalesce, label in (("100m", "100mbit", DEFAULT_COALESCE, "100 Mbit/s"),
-                                       ("100m-1ms", "100mbit", MAHIMAHI_COALESCE, "100 Mbit/s, 1 ms windows"),
-                                       ("1g", "1gbit", DEFAULT_COALESCE, "1 Gbit/s")):
+    def paced(rate: str, coalesce: str, label: str) -> Run:
         console.print(f"{label}, 10 ms each way, one saturating TCP flow ({SECONDS} s)")
-        runs[key] = run(rate, "10ms", ["-C", "cubic"], coalesce)
-    slow, fast, coarse = runs["100m"].steady, runs["1g"].steady, runs["100m-1ms"].steady
+        return run(rate, "10ms", ["-C", "cubic"], coalesce)
+
+    at_100m = paced("100mbit", DEFAULT_COALESCE, "100 Mbit/s")
+    at_100m_coarse = paced("100mbit", MAHIMAHI_COALESCE, "100 Mbit/s, 1 ms windows")
+    at_1g = paced("1gbit", DEFAULT_COALESCE, "1 Gbit/s")
+    slow, fast, coarse = at_100m.steady, at_1g.steady, at_100m_coarse.steady
     cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s ({slow.rate_bps / 1e6:.1f} of IP delivered), "
             f"{DEFAULT_COALESCE} release windows", slow.cpu_share * 1e8 / slow.rate_bps)
     cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s, {MAHIMAHI_COALESCE} release windows "
             "(mm-link's resolution)", coarse.cpu_share * 1e8 / coarse.rate_bps)
     marginal = (fast.cpu_share - slow.cpu_share) * 1e8 / (fast.rate_bps - slow.rate_bps)
     cpu_row(table, "CPU per 100 Mbit/s", "marginal, from 100 Mbit/s to 1 Gbit/s", marginal)
-    lateness_row(table, "100 Mbit/s", runs["100m"])
-    lateness_row(table, "1 Gbit/s", runs["1g"])
-    return [wake_note("100 Mbit/s", runs["100m"].summary), wake_note("1 Gbit/s", runs["1g"].summary)]
+    lateness_row(table, "100 Mbit/s", at_100m)
+    lateness_row(table, "1 Gbit/s", at_1g)
+    return [wake_note("100 Mbit/s", at_100m.summary), wake_note("1 Gbit/s", at_1g.summary)]
 
 
 def main() -> None:
