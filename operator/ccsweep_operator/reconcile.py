@@ -2,9 +2,9 @@
 
 Nothing here talks to Kubernetes, so every decision is testable on its own; `kube` applies the
 results and `handlers` calls these from kopf. The data flow is the same as every executor's:
-`plan_sweep` records the manifest and splits the cells into stored and to-run; only the cells
-to run go to Argo, whose `ccsweep-sweep` WorkflowTemplate plans again in its first step (the same
-spec gives the same cells) and fans out one pod per cell.
+`plan_sweep` stores the sweep's plan (the manifest, with every expanded cell) once and splits the
+cells into stored and to-run. The `ccsweep-sweep` WorkflowTemplate's first step reads that stored
+plan (nothing is expanded again) and fans out one pod per cell still to run.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     """The Argo Workflow running `spec`: the chart's sweep template, owned by the Sweep.
 
     The spec travels resolved (includes and defaults already merged), so the plan step in the
-    pod needs no preset files and plans exactly what the operator planned.
+    pod needs no preset files; it finds the operator's stored plan for that spec and reads it.
     """
     parameters = {"spec-yaml": yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False),
                   "sweep": spec.name, "store": store_url}

@@ -172,6 +172,11 @@ class CellParams(Frozen):
         """The data direction's base rate; None for a trace-driven link."""
         return self.uplink.rate_mbps
 
+    @property
+    def traces(self) -> tuple[TraceRef, ...]:
+        """The trace files the cell's link needs, each once."""
+        return tuple(dict.fromkeys(d.trace for d in (self.uplink, self.downlink) if d.trace is not None))
+
 
 class Cell(BaseModel):
     """A cell as it travels: id, where it belongs (sweep, experiment) and its parameters."""

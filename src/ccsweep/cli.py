@@ -1,4 +1,4 @@
-"""The `ccsweep` command line: expand, cell, run, figures, presets.
+"""The `ccsweep` command line: validate, expand, plan, cell, run, status, figures, presets.
 
 Errors a user can fix (a bad spec, a missing algorithm, an unknown store) print one line on
 stderr and exit 2; nothing stored is touched when the input is bad.
@@ -56,7 +56,7 @@ def main() -> None:
 @click.argument("spec")
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @click.option("--format", "fmt", type=click.Choice(["json", "ids", "count"]), default="json", show_default=True,
-              help="json: the cells (what an Argo fan-out consumes); ids: one id per line; count: how many.")
+              help="json: the cells with their parameters; ids: one id per line; count: how many.")
 def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
     """Print the cells of SPEC (a file or preset name) with their content-addressed ids."""
     from ccsweep.expand import expand as expand_cells
@@ -79,8 +79,14 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @click.option("--pushgateway", help="Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
-def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None) -> None:
-    """Record SPEC's manifest in the store; print the cells still to run as JSON.
+@click.option("--spec-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
+                   "workflow's inline spec: an artifact that is empty when none was given).")
+def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None,
+         spec_file: Path | None) -> None:
+    """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
+
+    Planning a spec whose manifest is stored reads that manifest instead of expanding again.
 
     Each item: {id, experiment, node_selector}; node_selector (an object of node labels) asks for
     nodes whose kernel offers the cell's algorithms, as labelled by the chart's node probe. It is an
@@ -92,7 +98,8 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
     """
     from ccsweep.plan import node_selector, plan_sweep
 
-    sweep = _load(spec, sweep_name)
+    inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
+    sweep = _load(str(spec_file) if inline else spec, sweep_name)
     try:
         the_plan = plan_sweep(sweep, _open(store_url))
     except (SpecError, StoreError) as exc:
@@ -192,6 +199,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     with tempfile.TemporaryDirectory(prefix=f"ccsweep-{the_cell.id}-") as tmp:
         scratch = workdir or Path(tmp)
         scratch.mkdir(parents=True, exist_ok=True)
+        _stage_traces(store, the_cell, scratch)
         try:
             output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
                               executor=executor)
@@ -220,6 +228,20 @@ def _stored_already(store: ResultStore, cell: Cell) -> bool:
     except StoreUnavailable as exc:
         click.echo(f"ccsweep: warning: {exc}; running the cell anyway", err=True)
         return False
+
+
+def _stage_traces(store: ResultStore, cell: Cell, scratch: Path) -> None:
+    """Fetch the traces planning stored for the cell, so it runs without the trace files here."""
+    from ccsweep.runner.link import stage_trace
+
+    for trace in cell.params.traces:
+        try:
+            data = store.get_trace(trace.sha256)
+        except StoreError as exc:  # the trace path may still have it; the runner says if not
+            click.echo(f"ccsweep: warning: {exc}; looking for trace {trace.name} on this machine", err=True)
+            continue
+        if data is not None:
+            stage_trace(scratch, trace.sha256, data)
 
 
 def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store: ResultStore) -> Cell:

@@ -1,8 +1,12 @@
-"""Planning a sweep against a store: the manifest, the cells, which are done, which to run.
+"""Planning a sweep: expand it once, store the plan, and say which cells are done and which to run.
 
 Every executor starts here (the local one, `ccsweep plan` in an Argo workflow, the operator), so
-they agree on what a sweep is and what is done.  A pod finds its cell again from the stored
-manifest, so an Argo fan-out only carries cell ids, never whole cells.
+they agree on what a sweep is and what is done.  This is the only place a spec is expanded into
+cells for a run: the manifest it stores holds every cell with its resolved parameters, and the
+trace files those cells name are stored beside it by content.  Everything after (cell pods,
+`status`, figures, the operator) reads the manifest, so none needs the spec's trace files, and a
+trace edited after planning cannot change a planned sweep.  Planning the same spec again reads
+the stored manifest instead of expanding.
 """
 
 from __future__ import annotations
@@ -12,37 +16,47 @@ from datetime import datetime, timezone
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.expand import expand
-from ccsweep.spec import SweepSpec, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
+from ccsweep.spec import SweepSpec
 
 
 @dataclass
 class SweepPlan:
     """A sweep's distinct cells (first occurrence wins), split into stored ones and ones to run."""
 
+    manifest: SweepManifest
     cells: list[Cell]
     cached: list[Cell]
     pending: list[Cell]
 
 
 def plan_sweep(spec: SweepSpec, store: ResultStore) -> SweepPlan:
-    """Expand, record the sweep's manifest in the store, and find the cells not stored yet."""
+    """The sweep's stored plan (made and stored now if there is none), and the cells not stored yet."""
+    manifest = store.get_manifest(spec.name)
+    if manifest is None:
+        manifest = store.put_manifest(_new_manifest(spec, store))
+    elif manifest.spec != spec.model_dump(mode="json"):
+        raise store.spec_conflict(spec.name)
+    cells = manifest.distinct_cells()
+    cached = [c for c in cells if store.has_result(c.id)]
+    done = {c.id for c in cached}
+    return SweepPlan(manifest=manifest, cells=cells, cached=cached, pending=[c for c in cells if c.id not in done])
+
+
+def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:
+    """Expand the spec (the one place a run does) and store the traces its cells name."""
+    from ccsweep.expand import expand, find_trace
+
     cells = expand(spec)
-    store.put_manifest(SweepManifest(
+    for trace in dict.fromkeys(t for c in cells for t in c.params.traces):
+        store.put_trace(trace.sha256, find_trace(trace.name).read_bytes())
+    return SweepManifest(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
-        cells=[ManifestCell(id=c.id, experiment=c.experiment) for c in cells],
+        cells=[ManifestCell(id=c.id, experiment=c.experiment, params=c.params) for c in cells],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         ccsweep_version=__version__,
-    ))
-    distinct: dict[str, Cell] = {}
-    for cell in cells:
-        distinct.setdefault(cell.id, cell)
-    cached = [c for c in distinct.values() if store.has_result(c.id)]
-    done = {c.id for c in cached}
-    return SweepPlan(cells=list(distinct.values()), cached=cached,
-                     pending=[c for c in distinct.values() if c.id not in done])
+    )
 
 
 #: Node label prefix the chart's node probe sets for each algorithm the node's kernel offers.
@@ -55,11 +69,11 @@ def node_selector(cell: Cell) -> dict[str, str]:
 
 
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
-    """The cell `cell_id` of a planned sweep, rebuilt from the spec stored in its manifest."""
+    """The cell `cell_id` of a planned sweep, read from its stored manifest (nothing is expanded)."""
     manifest = store.get_manifest(sweep)
     if manifest is None:
         raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (run `ccsweep plan` first)")
-    for cell in expand(parse_spec(manifest.spec, origin=f"{sweep} manifest")):
-        if cell.id == cell_id:
-            return cell
-    raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
+    cell = manifest.find_cell(cell_id)
+    if cell is None:
+        raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
+    return cell

@@ -171,17 +171,12 @@ def test_report_says_why_cells_are_missing(tmp_path: Path):
     assert f"{len(vegas) + len(reno)} missing" in report
 
 
-def test_missing_trace_cells_are_listed_by_id_without_the_traces(tmp_path: Path, monkeypatch):
+def test_missing_trace_cells_are_described_from_the_manifest_without_the_traces(tmp_path: Path, monkeypatch):
     root, sweep = copy_store("cellular", tmp_path)
     store = FileStore(root)
     (gone, *_) = load_sweep(store, sweep).experiments[0].results
     shutil.rmtree(root / "cells" / gone.cell.id)
-    # The traces live beside the clone unless CCSWEEP_TRACES says otherwise (as for the presets' tests).
-    traces = os.environ.get("CCSWEEP_TRACES") or str(FIXTURES.parents[2] / "shared" / "traces")
-    monkeypatch.setenv("CCSWEEP_TRACES", traces)
-    (missing,) = load_sweep(store, sweep).experiments[0].missing
-    assert (missing.cell_id, missing.summary) == (gone.cell.id, cell_summary(gone.cell.params))
     monkeypatch.setattr("ccsweep.expand.trace_search_path", lambda: [tmp_path / "no-traces"])  # a machine without
     (missing,) = load_sweep(store, sweep).experiments[0].missing
-    assert (missing.cell_id, missing.summary) == (gone.cell.id, None)
-    assert missing.reason.startswith("no result stored: not run yet, or interrupted; parameters unknown here (trace ")
+    assert (missing.cell_id, missing.summary) == (gone.cell.id, cell_summary(gone.cell.params))
+    assert missing.reason == "no result stored: not run yet, or interrupted"

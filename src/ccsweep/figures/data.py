@@ -3,9 +3,8 @@
 Figures and reports never run anything: everything comes from the store (file:// or s3://), so
 they can be rebuilt anywhere, any time.  Cells are grouped by the manifest, not by the experiment
 named in a record, because one stored cell can serve two experiments or sweeps (content-addressed
-ids).  The one exception to "store only" is describing cells that have no record: the manifest
-keeps their ids, so their experiment is expanded again, which for a trace-driven experiment reads
-the trace files to hash them; where they are absent, such cells are listed by id alone.
+ids).  Cells without a record are described from the manifest, which holds every planned cell's
+parameters: nothing is expanded again, and no trace file is needed.
 """
 
 from __future__ import annotations
@@ -13,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ccsweep.expand import expand_experiment
 from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.spec import Experiment, SpecError, SweepSpec, parse_spec
+from ccsweep.cell import Cell
+from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
 SeriesLoader = Callable[[str], TimeSeries | None]
@@ -35,7 +34,7 @@ class MissingCell:
     """A planned cell without a stored result: what it is and, where the store tells, why."""
 
     cell_id: str
-    summary: str | None
+    summary: str
     reason: str
 
 
@@ -102,10 +101,10 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     why = _MissingReasons([r for r in results.values() if r is not None], failures)
     experiments = []
     for exp in spec.experiments:
-        ids = list(dict.fromkeys(c.id for c in manifest.cells if c.experiment == exp.name))
-        found = [r for r in (results[i] for i in ids) if r is not None and r.status == "ok"]
-        absent = [i for i in ids if results[i] is None]
-        experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(spec, exp, absent),
+        cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
+        found = [r for r in (results[i] for i in cells) if r is not None and r.status == "ok"]
+        absent = [cell for cell_id, cell in cells.items() if results[cell_id] is None]
+        experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
                                           load_series=store.get_timeseries))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
                      failures=list(failures.values()))
@@ -114,8 +113,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
 class _MissingReasons:
     """Why planned cells have no result, from what the store holds.
 
-    A cell is described by expanding its experiment again (the manifest keeps only ids); an
-    algorithm that no stored cell's kernel offered explains a cell the executor skipped, and a
+    An algorithm that no stored cell's kernel offered explains a cell the executor skipped, and a
     failure record explains one that ran and failed.  Nothing stored says why any other cell is
     missing: it has not run yet, or its run was interrupted.
     """
@@ -125,16 +123,9 @@ class _MissingReasons:
         self.kernels = {r.environment.kernel for r in stored}
         self.failures = failures
 
-    def describe(self, spec: SweepSpec, exp: Experiment, ids: list[str]) -> list[MissingCell]:
-        if not ids:
-            return []
-        try:
-            cells = {c.id: c for c in expand_experiment(spec.name, exp)}
-        except SpecError as exc:  # a trace-driven experiment on a machine without the trace files
-            return [MissingCell(i, None, self._reason(i, []) + f"; parameters unknown here ({exc})") for i in ids]
-        return [MissingCell(i, cell_summary(cells[i].params) if i in cells else None,
-                            self._reason(i, [f.cc for f in cells[i].params.flows] if i in cells else []))
-                for i in ids]
+    def describe(self, cells: list[Cell]) -> list[MissingCell]:
+        return [MissingCell(c.id, cell_summary(c.params), self._reason(c.id, [f.cc for f in c.params.flows]))
+                for c in cells]
 
     def _reason(self, cell_id: str, ccs: list[str]) -> str:
         lacking = sorted({cc for cc in ccs if cc not in self.available})

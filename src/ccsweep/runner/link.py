@@ -71,12 +71,29 @@ def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s
     return "\n".join(lines) + "\n"
 
 
-def resolve_trace(direction: DirectionParams) -> Path:
-    """The cell's trace file on this machine, checked against the hash pinned in the cell."""
+#: Folder of a cell's workdir holding trace files fetched from the store, named by their sha256.
+STAGED_TRACES = "traces"
+
+
+def stage_trace(workdir: Path, sha256: str, data: bytes) -> Path:
+    """Keep a trace fetched from the store where resolve_trace looks first."""
+    path = workdir / STAGED_TRACES / sha256
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def resolve_trace(direction: DirectionParams, workdir: Path) -> Path:
+    """The cell's trace file, checked against the hash pinned in the cell.
+
+    The copy planning stored (staged in the workdir) comes first, so a planned cell runs the very
+    trace it was planned with; a cell given as JSON without a plan uses the trace path.
+    """
     from ccsweep.expand import find_trace
 
     assert direction.trace is not None
-    path = find_trace(direction.trace.name)
+    staged = workdir / STAGED_TRACES / direction.trace.sha256
+    path = staged if staged.is_file() else find_trace(direction.trace.name)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != direction.trace.sha256:
         raise LinkError(f"trace {path}: sha256 {digest[:12]}... differs from the cell's {direction.trace.sha256[:12]}...")
@@ -93,7 +110,7 @@ def prepare_traces(cell: Cell, workdir: Path, lead_s: float, length_s: float) ->
     for name in DIRECTIONS:
         direction: DirectionParams = getattr(cell.params, name)
         if direction.trace is not None:
-            traces[name] = resolve_trace(direction)
+            traces[name] = resolve_trace(direction, workdir)
         elif direction.rate_schedule:
             assert direction.rate_mbps is not None
             path = workdir / f"{name}.schedule.trace"

@@ -6,7 +6,8 @@ Layout (relative to the store's root or prefix):
     cells/<cell id>/attempt-<hash>/timeseries.json.gz  100 ms time series (TimeSeries)
     cells/<cell id>/attempt-<hash>/<file>            extra files such as uplink.log.gz
     cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
-    sweeps/<sweep>/manifest.json                     the resolved spec and its cells (id, experiment)
+    sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
+    traces/<sha256>                                  the trace files the planned cells name, by content
     sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
 
 Cells are stored by content-addressed id, not under a sweep, so a cell shared by two sweeps
@@ -27,8 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from ccsweep.cell import Cell, CellParams
+from ccsweep.cell import cell_id as id_of_params
 from ccsweep.result import CellResult, TimeSeries
 
 
@@ -40,21 +45,57 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached right now (server down, network); trying later may work."""
 
 
+MANIFEST_SCHEMA_VERSION = 2
+
+
 class ManifestCell(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One planned cell: its id, the experiment that asked for it and its resolved parameters.
+
+    The parameters are stored, not only the id, so nothing after planning expands the spec again:
+    a pod finds its cell here, figures describe a cell that has no result, and a trace file edited
+    or removed after planning cannot change what the sweep is.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     id: str
     experiment: str
+    params: CellParams
+
+    @model_validator(mode="after")
+    def _id_matches_params(self) -> "ManifestCell":
+        if self.id != id_of_params(self.params):
+            raise ValueError(f"cell {self.id}: id does not match its parameters (manifest edited?)")
+        return self
+
+    def to_cell(self, sweep: str) -> Cell:
+        return Cell(id=self.id, sweep=sweep, experiment=self.experiment, params=self.params)
 
 
 class SweepManifest(BaseModel):
-    """What a sweep is, so figures and reports can be built from the store alone."""
+    """The one statement of what a sweep is: its spec and every cell planned from it, in order.
+
+    Written once by planning; the executors, pods, `status`, figures and the operator read it.
+    The same cell may stand under two experiments (first occurrence wins when it runs).
+    """
 
     model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[2] = MANIFEST_SCHEMA_VERSION
     name: str
     spec: dict[str, Any]
     cells: list[ManifestCell]
     created_at: str
     ccsweep_version: str
+
+    def distinct_cells(self) -> list[Cell]:
+        """Each planned cell once, in plan order."""
+        seen: dict[str, Cell] = {}
+        for entry in self.cells:
+            if entry.id not in seen:
+                seen[entry.id] = entry.to_cell(self.name)
+        return list(seen.values())
+
+    def find_cell(self, wanted: str) -> Cell | None:
+        return next((entry.to_cell(self.name) for entry in self.cells if entry.id == wanted), None)
 
 
 class ResultStore(ABC):
@@ -146,20 +187,55 @@ class ResultStore(ABC):
         return self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
 
     # Sweeps.
-    def put_manifest(self, manifest: SweepManifest) -> None:
-        """Record a sweep's definition; refuse to replace a different one stored under the same name."""
-        key = f"sweeps/{manifest.name}/manifest.json"
+    def put_manifest(self, manifest: SweepManifest) -> SweepManifest:
+        """Record a sweep's plan once; return the stored one (an earlier or racing planner's).
+
+        A different spec stored under the same name is refused, never replaced: results already
+        gathered under the old plan keep their meaning.
+        """
+        key = manifest_key(manifest.name)
         stored = self.get_manifest(manifest.name)
-        if stored is not None:
-            if stored.spec != manifest.spec:
-                raise StoreError(f"sweep {manifest.name!r} is already stored in {self.url} with a different spec; "
-                                 "rename the sweep (--sweep NAME) to keep both")
-            return
-        self.write_bytes(key, manifest.model_dump_json(indent=1).encode(), content_type="application/json", exclusive=True)
+        if stored is None:
+            data = manifest.model_dump_json(indent=1).encode()
+            if self.write_bytes(key, data, content_type="application/json", exclusive=True):
+                return manifest
+            stored = self.get_manifest(manifest.name)
+            assert stored is not None, f"{key}: exclusive write refused but nothing stored"
+        if stored.spec != manifest.spec:
+            raise self.spec_conflict(manifest.name)
+        return stored
+
+    def spec_conflict(self, sweep: str) -> StoreError:
+        """The error for a spec that differs from the one planned under the same sweep name."""
+        return StoreError(f"sweep {sweep!r} is already stored in {self.url} with a different spec; "
+                          "rename the sweep (--sweep NAME) to keep both")
 
     def get_manifest(self, sweep: str) -> SweepManifest | None:
-        data = self.read_bytes(f"sweeps/{sweep}/manifest.json")
-        return SweepManifest.model_validate_json(data) if data is not None else None
+        """The sweep's stored plan; a manifest this version cannot read is a one-line StoreError."""
+        data = self.read_bytes(manifest_key(sweep))
+        if data is None:
+            return None
+        try:
+            return SweepManifest.model_validate_json(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "document"
+            raise StoreError(f"{self.location(manifest_key(sweep))} is not a manifest this ccsweep reads "
+                             f"(schema {MANIFEST_SCHEMA_VERSION}): {where}: {error['msg']}") from None
+
+    # Traces, by content: planning stores the ones its cells name, so cells run without the files.
+    def put_trace(self, sha256: str, data: bytes) -> None:
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise StoreError(f"trace {sha256[:12]}...: content does not match its hash")
+        if not self.exists(trace_key(sha256)):
+            self.write_bytes(trace_key(sha256), data, content_type="text/plain", exclusive=True)
+
+    def get_trace(self, sha256: str) -> bytes | None:
+        """A stored trace's bytes, checked against its hash (None when it is not stored)."""
+        data = self.read_bytes(trace_key(sha256))
+        if data is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise StoreError(f"{self.location(trace_key(sha256))}: content does not match its hash")
+        return data
 
     def list_sweeps(self) -> list[str]:
         return sorted({k.split("/")[1] for k in self.list_keys("sweeps/") if k.endswith("/manifest.json")})
@@ -180,6 +256,14 @@ TIMESERIES = "timeseries.json.gz"
 
 def record_key(cell_id: str) -> str:
     return f"cells/{cell_id}/result.json"
+
+
+def manifest_key(sweep: str) -> str:
+    return f"sweeps/{sweep}/manifest.json"
+
+
+def trace_key(sha256: str) -> str:
+    return f"traces/{sha256}"
 
 
 def attempt_folder(cell_id: str, record: bytes) -> str:
