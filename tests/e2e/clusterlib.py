@@ -29,6 +29,15 @@ EXECUTOR_IMAGE = "localhost/ccsweep/argoexec:v3.7.18"
 NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 
 
+def workflow_identity(namespace: str) -> list[dict]:
+    """The ServiceAccount workflow pods run as and its Role, as the chart renders them: one source."""
+    sys.path.insert(0, str(REPO / "tests/chart"))
+    from chartlib import CHART, render
+
+    rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace)
+    return [d for d in rendered if d["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+
+
 def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
     """Run a setup step; report its time on stderr; fail with the tail of its output."""
     start = time.monotonic()
@@ -158,11 +167,12 @@ class Cluster:
         return available
 
     def prepare_sweep_namespace(self, namespace: str, services: "NodeServices") -> None:
-        """What a namespace needs to run sweeps: RBAC, the WorkflowTemplates, the S3 Secret."""
+        """What a namespace needs to run sweeps: the pods' identity, the WorkflowTemplates, the S3 Secret."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
-        self.kubectl("apply", "-n", namespace, "-f", str(REPO / "workflows/install/rbac.yaml"),
-                     "-f", str(REPO / "workflows/templates"))
+        for manifest in workflow_identity(namespace):
+            self.apply(manifest, namespace=namespace)
+        self.kubectl("apply", "-n", namespace, "-f", str(REPO / "workflows/templates"))
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()
 

@@ -69,7 +69,12 @@ def test_argo_lint_offline_catches_a_broken_reference(argo: Path, tmp_path: Path
 def test_each_workflow_names_an_existing_preset(workflow: Path):
     params = {p["name"]: p["value"] for p in load(workflow)["spec"]["arguments"]["parameters"]}
     assert find_spec_file(params["spec"]).is_file()
-    assert params["sweep"] == workflow.stem == params["spec"]
+    assert params["sweep"] == params["spec"]
+
+
+def test_one_workflow_per_purpose():
+    """full-sweep.yaml is the documented entry point; sweep.yaml runs any other preset by parameter."""
+    assert [p.name for p in EXPERIMENTS] == ["full-sweep.yaml", "sweep.yaml"]
 
 
 def command_flags(template: dict) -> tuple[list[str], set[str]]:
