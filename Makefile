@@ -101,6 +101,10 @@ lint-workflows: venv ## `argo lint --offline` every workflow, and check them aga
 	hack/tools/argo.sh
 	$(PYTEST) -q tests/workflows
 
+.PHONY: docs-check
+docs-check: venv ## Check the docs' command examples name only commands, options, targets and files that exist.
+	$(PYTEST) -q tests/unit/test_docs.py
+
 ##@ Cluster
 
 CLUSTER_BASE ?= $(CACHE)/cluster
