@@ -5,6 +5,9 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
+# The pinned releases (KUBERNETES_VERSION, ARGO_WORKFLOWS_VERSION, ...); the scripts read the same file.
+include versions.env
+
 CACHE        ?= $(HOME)/.cache/ccsweep
 VENV         ?= .venv
 PY           := $(VENV)/bin/python
@@ -39,7 +42,7 @@ demo: deps ## Set up, run the quick sweep on this machine and build its figure (
 	@echo "report: $(abspath $(DEMO_STORE))/sweeps/$(DEMO_SPEC)/report.html"
 
 .PHONY: test
-test: deps tools ## Set up and run every test: unit, emulator, integration, services, end-to-end cluster.
+test: deps tools lint ## Set up, lint, and run every test: unit, emulator, integration, services, end-to-end cluster.
 	cargo test --release --locked --manifest-path emulator/Cargo.toml
 	$(PYTEST) -q tests
 
@@ -57,7 +60,7 @@ venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and it
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $@
 
 .PHONY: tools
@@ -73,11 +76,28 @@ emulator: ## Build the link emulator (cargo; target dir in the cache, outside th
 	cargo build --release --locked --manifest-path emulator/Cargo.toml
 	mkdir -p bin && ln -sf $(LINK_BIN) bin/ccsweep-link
 
+##@ Lint
+
+SHELL_SCRIPTS := $(wildcard hack/*.sh hack/*/*.sh images/*.sh)
+
+.PHONY: lint
+lint: venv ## ruff, mypy, cargo clippy, shellcheck and helm lint (builds the pinned helm once).
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	cargo clippy --release --locked --all-targets --manifest-path emulator/Cargo.toml -- -D warnings
+	$(VENV)/bin/shellcheck --external-sources $(SHELL_SCRIPTS)
+	hack/tools/helm.sh
+	bin/helm lint --kube-version $(KUBERNETES_VERSION:v%=%) charts/ccsweep
+
 ##@ Test
 
 .PHONY: test-unit
-test-unit: venv ## Fast tests: schemas, expansion, stores, figures from recorded results.
-	$(PYTEST) -q tests -m "not integration and not services and not e2e"
+test-unit: venv ## Fast tests needing no root, network or built tool (<1 min): schemas, stores, figures, CLI.
+	$(PYTEST) -q tests -m "not (root or tools)"
+
+.PHONY: test-tools
+test-tools: venv ## Chart, operator (envtest) and workflow checks with the pinned tools (builds them once).
+	$(PYTEST) -q tests -m "tools and not (root or services)"
 
 .PHONY: test-emulator
 test-emulator: deps ## The emulator against real TUN devices and the kernel's TCP (root).

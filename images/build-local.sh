@@ -22,18 +22,18 @@ set -euo pipefail
 shopt -s inherit_errexit
 
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../hack/versions.sh
+source "$REPO_ROOT/hack/versions.sh"
 CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}
 IMAGES=$CCSWEEP_CACHE/images
 REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
-K8S_VERSION=1.33.13
 SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # procps: `sysctl`, which the cell runner uses for per-namespace TCP buffer limits.
 ROOTFS_PACKAGES=(python3 python3-venv iproute2 procps iperf3 ca-certificates)
 CELL_IMAGE=${CCSWEEP_CELL_IMAGE:-localhost/ccsweep/cell:local}
-ARGO_VERSION=v3.7.18   # hack/tools/argo.sh
-ARGOEXEC_IMAGE=localhost/ccsweep/argoexec:$ARGO_VERSION
-PAUSE_IMAGE=localhost/ccsweep/pause:v$K8S_VERSION
+ARGOEXEC_IMAGE=localhost/ccsweep/argoexec:$ARGO_WORKFLOWS_VERSION
+PAUSE_IMAGE=localhost/ccsweep/pause:$KUBERNETES_VERSION
 PY_TAG=3.11   # bookworm's python3
 # pip for wheels and downloads: the project's venv (make venv) has one; a Debian python3 may not.
 PIP_PYTHON=${PIP_PYTHON:-$REPO_ROOT/.venv/bin/python}
@@ -52,7 +52,7 @@ mkoci() { python3 "$REPO_ROOT/images/mkoci.py" "$@" >/dev/null; }
 build_pause() {
   local bin=$REPO_BIN/pause
   [[ -x $bin ]] || die "$bin missing: run hack/tools/kubernetes.sh"
-  local out=$IMAGES/pause-v$K8S_VERSION-$(file_hash "$bin").tar
+  local out=$IMAGES/pause-$KUBERNETES_VERSION-$(file_hash "$bin").tar
   if [[ ! -s $out ]]; then
     local stage=$IMAGES/work/pause
     rm -rf "$stage"; mkdir -p "$stage"; cp "$bin" "$stage/pause"
@@ -158,7 +158,7 @@ build_argoexec() {
   # ldd exits 1 for a static binary, hence the `|| true` (pipefail would take that as failure).
   grep -q 'not a dynamic executable' <<< "$(ldd "$bin" 2>&1 || true)" \
     || die "$bin is not static (hack/tools/argo.sh builds with CGO_ENABLED=0)"
-  local out=$IMAGES/argoexec-$ARGO_VERSION-$(file_hash "$bin").tar
+  local out=$IMAGES/argoexec-$ARGO_WORKFLOWS_VERSION-$(file_hash "$bin").tar
   if [[ ! -s $out ]]; then
     local stage=$IMAGES/work/argoexec
     rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/etc/ssl/certs" "$stage/tmp"

@@ -14,7 +14,6 @@ source "$(dirname "$0")/lib.sh"
 guard_base
 
 ARGO_NAMESPACE=argo
-EXECUTOR_IMAGE=localhost/ccsweep/argoexec:v3.7.18
 METRICS_PORT=9095   # not 9090, Prometheus' port on the node (services.sh)
 
 check_prerequisites() {
@@ -66,7 +65,7 @@ EOT
 
 import_executor_image() {
   "$REPO_ROOT/images/build-local.sh" --import "$SOCK" argoexec >/dev/null
-  log "imported $EXECUTOR_IMAGE"
+  log "imported $ARGOEXEC_IMAGE"
 }
 
 start_controller() {
@@ -78,7 +77,7 @@ start_controller() {
   # One controller, no leader election; it watches every namespace.
   start_daemon workflow-controller env LEADER_ELECTION_DISABLE=true "$REPO_BIN/workflow-controller" \
     --kubeconfig="$BASE/admin.kubeconfig" --namespace="$ARGO_NAMESPACE" \
-    --executor-image="$EXECUTOR_IMAGE" --executor-image-pull-policy=Never --loglevel=info
+    --executor-image="$ARGOEXEC_IMAGE" --executor-image-pull-policy=Never --loglevel=info
   # Its metrics server starts once it has read its configuration and begun to work.
   wait_for workflow-controller 60 "${IN_NS[@]}" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics"
 }

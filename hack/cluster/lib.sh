@@ -10,6 +10,11 @@
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}
 REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
+# shellcheck source=../versions.sh
+source "$REPO_ROOT/hack/versions.sh"
+# Images the cluster runs, tagged with the release they carry (images/build-local.sh builds them).
+PAUSE_IMAGE=localhost/ccsweep/pause:$KUBERNETES_VERSION
+ARGOEXEC_IMAGE=localhost/ccsweep/argoexec:$ARGO_WORKFLOWS_VERSION
 
 BASE=${1:-${CCSWEEP_CLUSTER_BASE:-$CCSWEEP_CACHE/cluster}}
 NS=${2:-${CCSWEEP_CLUSTER_NS:-ccsweep-k8s}}

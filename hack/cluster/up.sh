@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# up.sh [BASE] [NS]: a single-node Kubernetes v1.33 cluster inside its own network namespace.
+# up.sh [BASE] [NS]: a single-node Kubernetes cluster (versions.env) inside its own network namespace.
 #   BASE  folder for all its state, outside the clone (default ~/.cache/ccsweep/cluster)
 #   NS    network namespace to create (default ccsweep-k8s)
 # Needs: hack/tools/apt.sh and hack/tools/kubernetes.sh run first (binaries in ./bin), root.
@@ -12,7 +12,6 @@ source "$(dirname "$0")/lib.sh"
 guard_base
 
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
-PAUSE_IMAGE=localhost/ccsweep/pause:v1.33.13
 READY_TIMEOUT=${CCSWEEP_READY_TIMEOUT:-180}
 
 check_prerequisites() {

@@ -2,24 +2,23 @@
 # Build Argo Workflows' argo CLI, workflow-controller and argoexec, pinned, from the Go module
 # proxy only, plus the module's api/jsonschema/schema.json (for offline Workflow validation) and
 # its minimal CRDs (what hack/cluster/argo.sh installs):
-#   $CCSWEEP_CACHE/tools/argo-v3.7.18/{argo,workflow-controller,argoexec,schema.json,crds/}
-# `go install ...@v3.7.18` fails (its go.mod has replace directives), so: copy the module source
+#   $CCSWEEP_CACHE/tools/argo-$ARGO_WORKFLOWS_VERSION/{argo,workflow-controller,argoexec,schema.json,crds/}
+# `go install .../cmd/argo@VERSION` fails (its go.mod has replace directives), so: copy the module source
 # out of the module cache, patch the two things the module zip lacks, and build it from a
 # wrapper module that replaces argo-workflows with that copy. Cold ~5 min + downloads; warm ~1 min.
 set -euo pipefail
 shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 
-ARGO_VERSION=${ARGO_VERSION:-v3.7.18}
 MODULE=github.com/argoproj/argo-workflows/v3
 # ARGO_BINARIES picks a subset (images/argoexec/Dockerfile builds only argoexec).
 read -ra BINARIES <<< "${ARGO_BINARIES:-argo workflow-controller argoexec}"
-DEST=$TOOLS_CACHE/argo-$ARGO_VERSION
-WORK=$TOOLS_CACHE/build/argo-$ARGO_VERSION
+DEST=$TOOLS_CACHE/argo-$ARGO_WORKFLOWS_VERSION
+WORK=$TOOLS_CACHE/build/argo-$ARGO_WORKFLOWS_VERSION
 
 prepare_source() {
   local dir
-  dir=$(go_mod_field "$MODULE@$ARGO_VERSION" Dir)
+  dir=$(go_mod_field "$MODULE@$ARGO_WORKFLOWS_VERSION" Dir)
   log "copying module source from $dir"
   rm -rf "$WORK/src"; mkdir -p "$WORK"
   cp -r "$dir" "$WORK/src"; chmod -R u+w "$WORK/src"
@@ -36,7 +35,7 @@ module local/ccsweep-argobuild
 
 go 1.25.7
 
-require $MODULE $ARGO_VERSION
+require $MODULE $ARGO_WORKFLOWS_VERSION
 
 replace $MODULE => ./src
 
@@ -64,7 +63,7 @@ build_binaries() {
   log "go build ${BINARIES[*]} (static, nice 19; cold ~5 min)"
   # Static like upstream's images: argoexec is copied into every workflow pod (emissary
   # executor) and must run there whatever the image's libc is.
-  (cd "$WORK" && CGO_ENABLED=0 heavy go build -trimpath -ldflags "-s -w -X $MODULE.version=$ARGO_VERSION" -o "$out/" "${pkgs[@]}")
+  (cd "$WORK" && CGO_ENABLED=0 heavy go build -trimpath -ldflags "-s -w -X $MODULE.version=$ARGO_WORKFLOWS_VERSION" -o "$out/" "${pkgs[@]}")
   cp "$WORK/src/api/jsonschema/schema.json" "$out/schema.json"
   mkdir -p "$out/crds"
   cp "$WORK/src/manifests/base/crds/minimal/"argoproj.io_*.yaml "$out/crds/"
@@ -74,7 +73,7 @@ main() {
   if have_all "$DEST" "${BINARIES[@]}" && [[ -s $DEST/schema.json && -s $DEST/crds/argoproj.io_workflows.yaml ]]; then
     log "cached: $DEST"
   else
-    log "building Argo Workflows $ARGO_VERSION into $DEST"
+    log "building Argo Workflows $ARGO_WORKFLOWS_VERSION into $DEST"
     prepare_source
     write_wrapper_module
     local staging=$DEST.partial
@@ -85,6 +84,6 @@ main() {
   "$DEST/${BINARIES[0]}" version --short
   link_into_bin "$DEST" "${BINARIES[@]}"
   ln -sfn "$DEST/schema.json" "$REPO_BIN/argo-workflows-schema.json"
-  done_msg "Argo Workflows $ARGO_VERSION"
+  done_msg "Argo Workflows $ARGO_WORKFLOWS_VERSION"
 }
 main "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Kubernetes node and control-plane binaries, kubectl and the pause binary, pinned,
 # from the Go module proxy only (no GitHub, no release downloads):
-#   $CCSWEEP_CACHE/tools/kubernetes-v1.33.13/{kube-apiserver,...,kubectl,pause}
+#   $CCSWEEP_CACHE/tools/kubernetes-$KUBERNETES_VERSION/{kube-apiserver,...,kubectl,pause}
 # k8s.io/kubernetes is not `go install`-able: its go.mod replaces every k8s.io/* staging module
 # with ./staging/... . A scratch wrapper module requires it and replaces each of those with the
 # published module of the matching v0.x version instead. Cold ~6 min / 2 GB; warm seconds.
@@ -9,8 +9,8 @@ set -euo pipefail
 shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 
-K8S_VERSION=${K8S_VERSION:-1.33.13}
-STAGING_VERSION=0.${K8S_VERSION#1.}          # 1.33.13 -> 0.33.13
+K8S_VERSION=${KUBERNETES_VERSION#v}           # 1.M.P, as the module versions are built from it
+STAGING_VERSION=0.${K8S_VERSION#1.}          # the staging modules of 1.M.P are v0.M.P
 MINOR=${K8S_VERSION#1.}; MINOR=${MINOR%%.*}
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 DEST=$TOOLS_CACHE/kubernetes-v$K8S_VERSION

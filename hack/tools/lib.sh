@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared helpers for hack/tools/*.sh: one cache outside the clone, timing, linking into ./bin.
+# Shared helpers for hack/tools/*.sh: one cache outside the clone, timing, linking into ./bin,
+# the pinned versions (versions.env).
 # Sourced, never run. Every tool lands in $CCSWEEP_CACHE/tools/<name>-<version>/ and is only
 # rebuilt when its binaries are missing there (delete that folder to force a rebuild).
 
@@ -7,6 +8,8 @@ CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}
 TOOLS_CACHE=$CCSWEEP_CACHE/tools
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
+# shellcheck source=../versions.sh
+source "$REPO_ROOT/hack/versions.sh"
 _T0=$(date +%s)
 
 # One build of a tool at a time: a second caller (make tools beside a test that needs the tool)

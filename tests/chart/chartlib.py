@@ -19,10 +19,13 @@ from typing import Any
 
 import yaml
 
+from versions import KUBERNETES_VERSION
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts/ccsweep"
 HELM = REPO / "bin/helm"
-KUBE_VERSION = "1.33.13"
+# The Kubernetes release the chart is rendered and validated for: the one the tools build.
+KUBE_VERSION = KUBERNETES_VERSION.removeprefix("v")
 
 
 def helm() -> Path:

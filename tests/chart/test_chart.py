@@ -1,7 +1,7 @@
-"""The Helm chart: lint, render every ci/ scenario, validate it offline for Kubernetes 1.33.
+"""The Helm chart: lint, render every ci/ scenario, validate it offline for the pinned Kubernetes.
 
-Kubernetes kinds are validated with kubernetes-validate's 1.33 schemas (strict: unknown fields
-are errors); Argo's WorkflowTemplates against Argo v3.7.18's own JSON schema; the Sweep CRD is
+Kubernetes kinds are validated with kubernetes-validate's schemas of that release (strict: unknown
+fields are errors); Argo's WorkflowTemplates against the pinned Argo's own JSON schema; the Sweep CRD is
 compared with the generated one. Installing the chart on a real cluster is
 tests/e2e/test_helm_operator.py; its RBAC against a real authorizer is tests/operator/test_rbac.py.
 """
@@ -26,7 +26,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from chartlib import CHART, KUBE_VERSION, REPO, chart_copy, dependencies, render, run_helm  # noqa: E402
 
 from ccsweep.crd import crd  # noqa: E402
-from ccsweep_operator.envtest import argo_module_dir  # noqa: E402
+from versions import argo_module_dir  # noqa: E402
+
+# Helm (bin/helm) and Argo's module source: both built or downloaded on first use.
+pytestmark = pytest.mark.tools
 
 SCENARIOS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
 SOURCE_TEMPLATES = {yaml.safe_load(p.read_text())["metadata"]["name"]: yaml.safe_load(p.read_text())

@@ -22,10 +22,12 @@ from pathlib import Path
 
 import yaml
 
+from versions import ARGO_WORKFLOWS_VERSION
+
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
 CELL_IMAGE = "localhost/ccsweep/cell:local"
-EXECUTOR_IMAGE = "localhost/ccsweep/argoexec:v3.7.18"
+EXECUTOR_IMAGE = f"localhost/ccsweep/argoexec:{ARGO_WORKFLOWS_VERSION}"
 NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 
 

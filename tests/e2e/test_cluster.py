@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from versions import KUBERNETES_VERSION
+
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster as Cluster
 
@@ -67,7 +69,7 @@ def test_node_is_ready_and_pinned(cluster: "Cluster"):
     node = cluster.get_json("node", "ccsweep-node")
     conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conditions["Ready"] == "True", conditions
-    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.33.13"
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == KUBERNETES_VERSION
     assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
     # Every control-plane component answers through the API server.
     assert cluster.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
@@ -78,7 +80,7 @@ def test_images_are_in_the_clusters_containerd(cluster: "Cluster", cell_image: s
     proc = subprocess.run([str(cluster.base / "ctr"), "images", "ls", "-q"], capture_output=True, text=True, timeout=30)
     names = set(proc.stdout.split())
     assert cell_image in names, names
-    assert "localhost/ccsweep/pause:v1.33.13" in names, names
+    assert f"localhost/ccsweep/pause:{KUBERNETES_VERSION}" in names, names
 
 
 def test_privileged_pod_can_build_a_cell_network(cluster: "Cluster", cell_image: str, pod_name: str):

@@ -1,7 +1,8 @@
 """Fixtures for the operator's tests: a real API server (envtest) with the Sweep and Argo CRDs.
 
 The session's API server is etcd (Debian's etcd-server) plus bin/kube-apiserver, both built or
-installed by hack/tools on first use and stopped by PID at the end of the session. kopf runs
+installed by hack/tools on first use and stopped by PID at the end of the session. Tests using it
+are marked `envtest` and `tools` (tests/conftest.py), so `make test-unit` leaves them out. kopf runs
 in-process against it (kopf.testing.KopfRunner); nothing runs pods, so Workflows are created and
 checked but never executed here (tests/e2e/test_helm_operator.py runs them on a real cluster).
 """
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep_operator.envtest import EnvTest, argo_module_dir
+from envtest import EnvTest
+from versions import argo_module_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "charts/ccsweep/files/crds/sweeps.ccsweep.io.yaml"
@@ -66,14 +68,3 @@ def operator_env(envtest: EnvTest, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(envtest.kubeconfig))
     monkeypatch.setenv("CCSWEEP_STORE", f"file://{store}")
     return store
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "envtest: a real kube-apiserver + etcd on 127.0.0.1 (no nodes)")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests using the API server are marked `envtest`, so `-m "not envtest"` skips the build."""
-    for item in items:
-        if "envtest" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.envtest)

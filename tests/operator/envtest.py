@@ -26,27 +26,16 @@ from typing import Any
 
 import yaml
 
-ARGO_VERSION = "v3.7.18"
-ARGO_MODULE = "github.com/argoproj/argo-workflows/v3"
-
 
 class EnvTestError(RuntimeError):
     """The API server could not be started (its log tail is in the message)."""
 
 
 def free_port() -> int:
+    """A port free on 127.0.0.1 now (the daemons bind it a moment later)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def argo_module_dir() -> Path:
-    """Argo's module source (CRDs, JSON schema) from Go's module cache, downloaded there if missing."""
-    import json
-
-    out = subprocess.run(["go", "mod", "download", "-json", f"{ARGO_MODULE}@{ARGO_VERSION}"],
-                         capture_output=True, text=True, timeout=600, check=True)
-    return Path(json.loads(out.stdout)["Dir"])
 
 
 class EnvTest:

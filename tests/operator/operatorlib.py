@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from kopf.testing import KopfRunner
 
-from ccsweep_operator.envtest import EnvTest
+from envtest import EnvTest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "operator/examples"
 

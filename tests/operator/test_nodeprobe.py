@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.plan import node_selector
-from ccsweep_operator.envtest import EnvTest
+from envtest import EnvTest
 from ccsweep_operator.nodeprobe import KERNEL_LABEL, label_patch, label_value, probe
 
 

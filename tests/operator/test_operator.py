@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ccsweep_operator.envtest import EnvTest
+from envtest import EnvTest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from operatorlib import EXAMPLES, apply_example, getter, operator, phase_is, wait_for  # noqa: E402

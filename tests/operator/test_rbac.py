@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ccsweep_operator.envtest import EnvTest
+from envtest import EnvTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chart"))
 sys.path.insert(0, str(Path(__file__).parent))

@@ -19,7 +19,7 @@ from ccsweep.expand import expand
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
 from ccsweep.store import SweepManifest, open_store
-from ccsweep_operator.envtest import argo_module_dir
+from versions import argo_module_dir
 from ccsweep_operator.reconcile import (
     OperatorSettings,
     SweepObject,
@@ -127,6 +127,7 @@ def test_run_store_overrides_the_operators(tmp_path: Path):
     assert open_store(f"file://{own}").get_manifest("quick-e2e") is not None
 
 
+@pytest.mark.tools  # Argo's JSON schema from its module source
 def test_workflow_is_valid_for_argo_and_passes_only_template_parameters(tmp_path: Path):
     decision = decide(sweep_object("quick"), settings(tmp_path))
     schema = json.loads((argo_module_dir() / "api/jsonschema/schema.json").read_text())
@@ -226,7 +227,7 @@ def test_examples_plan_without_error(tmp_path: Path, example: str):
 
 def test_unreachable_store_is_retried_not_failed(monkeypatch: pytest.MonkeyPatch):
     """A real refused connection (nothing listens on the port): the sweep waits, it does not fail."""
-    from ccsweep_operator.envtest import free_port
+    from envtest import free_port
 
     monkeypatch.setenv("CCSWEEP_S3_ENDPOINT", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("CCSWEEP_S3_ACCESS_KEY", "k")

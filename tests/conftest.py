@@ -1,0 +1,36 @@
+"""Test tiers: what each test needs, as markers (listed in pyproject.toml), so a run can pick a tier.
+
+`make test-unit` runs the tests that need none of root, tools, services or a cluster: no network,
+no root, no build. A test says what it exercises (integration, services, e2e) or uses a fixture
+that needs something; the markers for what that needs follow here, so no test has to repeat them.
+This folder is on sys.path for every test (pytest's rootdir conftest): tests import `versions`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: Markers implied by a marker a test carries: what that kind of test needs.
+NEEDS_OF_MARKER = {
+    "integration": ("root",),
+    "e2e": ("root", "tools"),
+    "services": ("tools",),  # bin/minio from hack/tools/minio.sh
+}
+#: Markers implied by a fixture a test uses.
+NEEDS_OF_FIXTURE = {
+    "envtest": ("envtest", "tools"),  # bin/kube-apiserver, etcd, Argo's CRDs (tests/operator/conftest.py)
+    "argo": ("tools",),  # bin/argo (tests/workflows) or the cluster's Argo (tests/e2e)
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Add the implied markers. pytest calls this after the folders' conftests (registered later)
+    have marked their tests, and before `-m` deselects."""
+    for item in items:
+        needs = [need for marker, implied in NEEDS_OF_MARKER.items() if item.get_closest_marker(marker)
+                 for need in implied]
+        needs += [need for fixture, implied in NEEDS_OF_FIXTURE.items()
+                  if fixture in getattr(item, "fixturenames", ()) for need in implied]
+        for need in dict.fromkeys(needs):
+            if not item.get_closest_marker(need):
+                item.add_marker(need)
