@@ -18,10 +18,9 @@ from rich.console import Console
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
+from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
-
-EXIT_USAGE = 2
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -183,7 +182,6 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     """
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
-    from ccsweep.executor import EXIT_UNAVAILABLE
     from ccsweep.runner import CongestionControlUnavailable, run_cell
     from ccsweep.store.spool import store_cell
 
@@ -208,7 +206,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
             sys.exit(EXIT_UNAVAILABLE)
         except KeyboardInterrupt:
             click.echo(json.dumps({**report, "status": "interrupted"}))
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         result = output.result
         if observer is not None:
             observer.finish(result)
@@ -290,7 +288,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
             fail(str(exc))
     console.print(summary_table(summary))
     if summary.interrupted:
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     if figures:
         try:
             _write_figures(store, sweep.name, console)

@@ -27,16 +27,9 @@ from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics
 from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
+from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 from ccsweep.store import ResultStore
 from ccsweep.store.spool import FlushReport, Spool
-
-#: Exit status of `ccsweep cell` when the kernel lacks the cell's algorithm.
-EXIT_UNAVAILABLE = 3
-
-
-def available_congestion_controls() -> list[str]:
-    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-
 
 def cell_cpu_cost(cell: Cell) -> float:
     """Cores one cell keeps busy: kernel TCP through two TUN devices plus the emulator.
@@ -92,10 +85,10 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     plan = plan_sweep(spec, store)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
-    available = set(available_congestion_controls())
+    available = available_congestion_controls()
     runnable: list[Cell] = []
     for cell in plan.pending:
-        missing = sorted({f.cc for f in cell.params.flows} - available)
+        missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
         if missing:
             summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
                                                                          f"(available: {' '.join(sorted(available))})"))

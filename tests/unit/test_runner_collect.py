@@ -5,6 +5,7 @@ import pytest
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.runner.api import LiveSample
 from ccsweep.runner.collect import cell_goodput, flow_result, flow_series, link_series, receiver_curves, samples_of
+from ccsweep.runner.events import SenderSample
 from ccsweep.runner.live import LiveFeed
 
 PARAMS = CellParams(flows=(FlowParams(cc="bbr"), FlowParams(cc="cubic", start_s=1)),
@@ -37,7 +38,14 @@ def test_series_convert_rates_to_bits_and_keep_bbrs_estimate():
     series = flow_series(samples_of(SAMPLES, 0), [0.0, 0.1], [0, 125_000])
     assert series.pacing_rate_bps[0] == 10_000_000
     assert series.bbr_bw_bps[0] == 10_000_000
-    assert flow_series([{"t": 0.0, "rtt_us": 5}], [], []).bbr_bw_bps is None
+    assert flow_series([SenderSample(t=0.0, flow=0, rtt_us=5)], [], []).bbr_bw_bps is None
+
+
+def test_a_sample_from_an_older_kernel_has_no_limit_counters():
+    sample = SenderSample.from_event({"event": "sample", "t": 0.5, "flow": 1, "rtt_us": 900, "pacing_rate": 10})
+    assert (sample.flow, sample.rtt_us, sample.pacing_rate, sample.cwnd) == (1, 900, 10, 0)
+    assert sample.busy_us is None and sample.bbr is None
+    assert flow_result(0, PARAMS, [sample], receiver_curves(RX, 2)).rwnd_limited_fraction is None
 
 
 def test_link_series_is_put_on_the_flows_clock():

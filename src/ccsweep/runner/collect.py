@@ -1,20 +1,18 @@
 """From the events a cell's processes printed to the result's flow records and time series.
 
-Pure functions over plain event dicts (the JSON lines of ccsweep.runner.flow and ccsweep-link),
-so they are tested on small synthetic runs.  Times are seconds since the flows' t0.
+Pure functions over the decoded JSON lines of ccsweep.runner.flow and ccsweep-link (the sender's
+samples as typed records, ccsweep.runner.events), so they are tested on small synthetic runs.  Times are seconds since the flows' t0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ccsweep.cell import CellParams
 from ccsweep.result import FlowResult, FlowSeries, LinkSeries
+from ccsweep.runner.events import Event, SenderSample
 from ccsweep.runner.measure import bytes_between, flow_goodput, limited_fraction, mbps, rtt_stats
-
-Event = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -33,16 +31,16 @@ def receiver_curves(rx_events: Sequence[Event], flows: int) -> ReceiverCurves:
     return ReceiverCurves(t=t, bytes=[[int(e["bytes"][i]) for e in rx_events] for i in range(flows)])
 
 
-def samples_of(sender_events: Sequence[Event], index: int) -> list[Event]:
-    return [e for e in sender_events if e.get("event") == "sample" and e.get("flow") == index]
+def samples_of(sender_events: Sequence[Event], index: int) -> list[SenderSample]:
+    return [SenderSample.from_event(e) for e in sender_events if e.get("event") == "sample" and e.get("flow") == index]
 
 
-def flow_result(index: int, params: CellParams, samples: Sequence[Event], curves: ReceiverCurves) -> FlowResult:
+def flow_result(index: int, params: CellParams, samples: Sequence[SenderSample], curves: ReceiverCurves) -> FlowResult:
     flow = params.flows[index]
     goodput = flow_goodput(curves.t, curves.bytes[index], flow.start_s, params.duration_s, params.warmup_s)
-    last = samples[-1] if samples else {}
-    rtt = rtt_stats([int(s.get("rtt_us", 0)) for s in samples])
-    min_rtt = last.get("min_rtt_us")
+    last = samples[-1] if samples else SenderSample(t=0.0, flow=index)
+    rtt = rtt_stats([s.rtt_us for s in samples])
+    min_rtt = last.min_rtt_us
     return FlowResult(
         index=index,
         cc=flow.cc,
@@ -51,13 +49,13 @@ def flow_result(index: int, params: CellParams, samples: Sequence[Event], curves
         goodput_mbps=goodput.goodput_mbps,
         goodput_steady_mbps=goodput.goodput_steady_mbps,
         throughput_per_s_mbps=goodput.throughput_per_s_mbps,
-        retransmits=int(last.get("total_retrans", 0)),
+        retransmits=last.total_retrans,
         rtt_mean_ms=rtt.mean_ms,
         rtt_p50_ms=rtt.p50_ms,
         rtt_p95_ms=rtt.p95_ms,
         min_rtt_ms=round(min_rtt / 1000, 3) if min_rtt else None,
-        rwnd_limited_fraction=limited_fraction(last.get("rwnd_limited_us"), last.get("busy_us")),
-        sndbuf_limited_fraction=limited_fraction(last.get("sndbuf_limited_us"), last.get("busy_us")),
+        rwnd_limited_fraction=limited_fraction(last.rwnd_limited_us, last.busy_us),
+        sndbuf_limited_fraction=limited_fraction(last.sndbuf_limited_us, last.busy_us),
     )
 
 
@@ -70,21 +68,21 @@ def cell_goodput(params: CellParams, curves: ReceiverCurves) -> tuple[float, flo
     return round(whole, 4), round(steady, 4)
 
 
-def flow_series(samples: Sequence[Event], receiver_t: list[float], receiver_bytes: list[int]) -> FlowSeries:
+def flow_series(samples: Sequence[SenderSample], receiver_t: list[float], receiver_bytes: list[int]) -> FlowSeries:
     """Sender samples (rates in bits/s) and the receiver's cumulative bytes of one flow."""
-    bbr = [s.get("bbr") for s in samples]
+    bbr = [s.bbr for s in samples]
     has_bbr = any(b is not None for b in bbr)
     return FlowSeries(
-        t=[float(s["t"]) for s in samples],
-        rtt_us=[int(s.get("rtt_us", 0)) for s in samples],
-        min_rtt_us=[int(s.get("min_rtt_us", 0)) for s in samples],
-        cwnd=[int(s.get("cwnd", 0)) for s in samples],
-        pacing_rate_bps=[int(s.get("pacing_rate", 0)) * 8 for s in samples],
-        delivery_rate_bps=[int(s.get("delivery_rate", 0)) * 8 for s in samples],
-        total_retrans=[int(s.get("total_retrans", 0)) for s in samples],
-        bytes_acked=[int(s.get("bytes_acked", 0)) for s in samples],
-        bbr_bw_bps=[int(b["bw"]) * 8 if b else 0 for b in bbr] if has_bbr else None,
-        bbr_min_rtt_us=[int(b["min_rtt_us"]) if b else 0 for b in bbr] if has_bbr else None,
+        t=[s.t for s in samples],
+        rtt_us=[s.rtt_us for s in samples],
+        min_rtt_us=[s.min_rtt_us for s in samples],
+        cwnd=[s.cwnd for s in samples],
+        pacing_rate_bps=[s.pacing_rate * 8 for s in samples],
+        delivery_rate_bps=[s.delivery_rate * 8 for s in samples],
+        total_retrans=[s.total_retrans for s in samples],
+        bytes_acked=[s.bytes_acked for s in samples],
+        bbr_bw_bps=[b.bw * 8 if b else 0 for b in bbr] if has_bbr else None,
+        bbr_min_rtt_us=[b.min_rtt_us if b else 0 for b in bbr] if has_bbr else None,
         receiver_t=receiver_t,
         receiver_bytes=receiver_bytes,
     )

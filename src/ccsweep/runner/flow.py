@@ -21,12 +21,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ccsweep.runner.tcpinfo import read_bbr_info, read_tcp_info, set_congestion_control
+from ccsweep.exitcodes import EXIT_UNAVAILABLE
+from ccsweep.runner.tcpinfo import (
+    AVAILABLE_CC_PATH,
+    available_congestion_controls,
+    read_bbr_info,
+    read_tcp_info,
+    set_congestion_control,
+    unavailable_congestion_controls,
+)
 
 #: Sampling period of both endpoints (the time series' interval).
 INTERVAL_S = 0.1
-EXIT_CC_UNAVAILABLE = 3
-AVAILABLE_CC_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 
 def emit(event: str, **fields: object) -> None:
@@ -122,21 +128,13 @@ def parse_flow(text: str) -> Flow:
 
 def check_congestion_controls(flows: list[Flow]) -> None:
     """Exit 3 naming the algorithm if a socket cannot use it: before any flow starts."""
-    for cc in dict.fromkeys(f.cc for f in flows):
-        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            set_congestion_control(probe, cc)
-        except OSError:
-            try:
-                available = open(AVAILABLE_CC_PATH).read().split()
-            except OSError:
-                available = []
-            emit("error", kind="cc_unavailable", cc=cc, available=available,
-                 message=f"congestion control {cc!r} is not available in this kernel "
-                         f"(see {AVAILABLE_CC_PATH}: {' '.join(available)})")
-            sys.exit(EXIT_CC_UNAVAILABLE)
-        finally:
-            probe.close()
+    refused = unavailable_congestion_controls(f.cc for f in flows)
+    if refused:
+        available = available_congestion_controls()
+        emit("error", kind="cc_unavailable", cc=refused[0], available=available,
+             message=f"congestion control {refused[0]!r} is not available in this kernel "
+                     f"(see {AVAILABLE_CC_PATH}: {' '.join(available)})")
+        sys.exit(EXIT_UNAVAILABLE)
 
 
 def send_flow(flow: Flow, args: argparse.Namespace, t0: int, connected: Callable[[Flow], None]) -> None:

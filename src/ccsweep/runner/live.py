@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 from ccsweep.cell import Cell
 from ccsweep.runner.api import CellObserver, FlowSample, LiveSample
+from ccsweep.runner.events import Event, SenderSample
 from ccsweep.runner.measure import mbps
 
-Event = dict[str, Any]
 PERIOD_S = 1.0
 
 
@@ -25,7 +24,7 @@ class LiveFeed:
         self.observer = observer
         self._lock = threading.Lock()
         self._rx: list[tuple[float, list[int]]] = []  # (t, cumulative bytes per flow)
-        self._samples: dict[int, Event] = {}
+        self._samples: dict[int, SenderSample] = {}
         self._stats: Event = {}
         self._next_t = PERIOD_S
         self._warned = False
@@ -37,8 +36,9 @@ class LiveFeed:
 
     def on_sender(self, event: Event) -> None:
         if event.get("event") == "sample":
+            sample = SenderSample.from_event(event)
             with self._lock:
-                self._samples[int(event["flow"])] = event
+                self._samples[sample.flow] = sample
 
     def on_link(self, event: Event) -> None:
         if event.get("event") == "stats":
@@ -70,18 +70,17 @@ class LiveFeed:
         period = now[0] - before[0] or PERIOD_S
         per_flow = [mbps(b - a, period) for a, b in zip(before[1], now[1])]
         flows = []
-        for index, event in sorted(self._samples.items()):
-            bbr = event.get("bbr")
+        for index, s in sorted(self._samples.items()):
             flows.append(FlowSample(
                 index=index,
                 cc=self.cell.params.flows[index].cc,
-                rtt_ms=event.get("rtt_us", 0) / 1000,
-                cwnd=int(event.get("cwnd", 0)),
-                pacing_rate_bps=float(event.get("pacing_rate", 0)) * 8,
-                delivery_rate_bps=float(event.get("delivery_rate", 0)) * 8,
-                retransmits=int(event.get("total_retrans", 0)),
+                rtt_ms=s.rtt_us / 1000,
+                cwnd=s.cwnd,
+                pacing_rate_bps=float(s.pacing_rate * 8),
+                delivery_rate_bps=float(s.delivery_rate * 8),
+                retransmits=s.total_retrans,
                 goodput_mbps=per_flow[index] if index < len(per_flow) else 0.0,
-                bbr_bw_bps=float(bbr["bw"]) * 8 if bbr else None,
+                bbr_bw_bps=float(s.bbr.bw * 8) if s.bbr else None,
             ))
         up = self._stats.get("uplink", {})
         return LiveSample(

@@ -23,7 +23,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import sys
 import threading
 import time
@@ -44,14 +43,13 @@ from ccsweep.runner.collect import (
     receiver_curves,
     samples_of,
 )
-from ccsweep.runner.flow import AVAILABLE_CC_PATH
 from ccsweep.runner.link import find_link_binary, link_command, link_files, link_summary, prepare_traces
 from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
 from ccsweep.runner.procs import Child, ChildError
-from ccsweep.runner.tcpinfo import set_congestion_control
+from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 
 #: A generated rate schedule starts this long after the emulator, so the flows can start on it.
 SCHEDULE_LEAD_S = 2.0
@@ -66,26 +64,11 @@ GO_MARGIN_S = 0.1
 RECEIVER_PORT = 5201
 
 
-def available_congestion_controls() -> list[str]:
-    try:
-        return Path(AVAILABLE_CC_PATH).read_text().split()
-    except OSError:
-        return []
-
-
 def check_congestion_controls(cell: Cell, available: list[str]) -> None:
-    """Raise CongestionControlUnavailable for the first algorithm this kernel cannot give a socket.
-
-    An algorithm missing from the list may still be a loadable module; a socket option tries it.
-    """
-    for cc in dict.fromkeys(f.cc for f in cell.params.flows):
-        if cc in available:
-            continue
-        with socket.socket() as probe:
-            try:
-                set_congestion_control(probe, cc)
-            except OSError:
-                raise CongestionControlUnavailable(cc, available) from None
+    """Raise CongestionControlUnavailable for the first algorithm this kernel cannot give a socket."""
+    refused = unavailable_congestion_controls(f.cc for f in cell.params.flows)
+    if refused:
+        raise CongestionControlUnavailable(refused[0], available)
 
 
 def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float | None = None,

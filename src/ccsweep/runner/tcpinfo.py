@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Iterable
 
+AVAILABLE_CC_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_CC_INFO = 26  # not in Python's socket module
@@ -81,5 +83,29 @@ def set_congestion_control(sock: socket.socket, cc: str) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
 
 
-def congestion_control_of(sock: socket.socket) -> str:
-    return sock.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
+def available_congestion_controls() -> list[str]:
+    """The algorithms the kernel lists; empty where it lists none (not Linux). For messages and the
+    result record: whether a socket takes an algorithm is `unavailable_congestion_controls`'s call."""
+    try:
+        with open(AVAILABLE_CC_PATH) as listed:
+            return listed.read().split()
+    except OSError:
+        return []
+
+
+def unavailable_congestion_controls(wanted: Iterable[str]) -> list[str]:
+    """The algorithms of `wanted` (each once, in order) that a socket here refuses.
+
+    A socket is asked rather than the kernel's list read: an algorithm built as a module is loaded
+    by the first socket that asks for it, and an unprivileged process may only pick the ones in
+    net.ipv4.tcp_allowed_congestion_control. The local executor, the runner and the sender in its
+    namespace all decide with this one check, so they never disagree about a cell.
+    """
+    refused = []
+    for cc in dict.fromkeys(wanted):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                set_congestion_control(probe, cc)
+            except OSError:
+                refused.append(cc)
+    return refused

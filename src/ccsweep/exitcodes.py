@@ -1,0 +1,17 @@
+"""Exit statuses that mean something beyond failure, shared by `ccsweep` and the flow endpoints.
+
+A cell's status decides what runs it next: Argo retries only infrastructure failures (see
+workflows/templates/ccsweep-cell.yaml) and the local executor reports a missing algorithm as
+"unavailable", not "failed". Stdlib only and tiny, because every cell process and every flow
+endpoint imports it at start-up.
+"""
+
+#: Bad input (a spec, an option, a cell): nothing was run and nothing stored was touched.
+EXIT_USAGE = 2
+#: The kernel cannot give a socket the cell's congestion control: no retry can help.
+EXIT_UNAVAILABLE = 3
+#: Measured while the emulator ran late: the attempt is kept, not counted; running again may give
+#: an on-time result, so this is a code to retry on (EX_TEMPFAIL), unlike a failure.
+EXIT_LATE = 75
+#: Stopped by SIGINT or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C).
+EXIT_INTERRUPTED = 130

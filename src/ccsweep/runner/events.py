@@ -1,0 +1,61 @@
+"""The sender's `sample` lines (ccsweep.runner.flow) as one typed record, decoded in one place.
+
+The sender prints what the kernel's struct tcp_info gave (a field an older kernel lacks is absent)
+and, for BBR, its own estimate. The result record (collect.py) and the live feed (live.py) read
+the same fields, so they read them from this record and agree on defaults and units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: One decoded JSON line of an endpoint or the emulator, before it is read as a record.
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BbrEstimate:
+    """BBR's own view (TCP_CC_INFO): bandwidth estimate in bytes/s, min RTT in us."""
+
+    bw: int
+    min_rtt_us: int
+
+
+@dataclass(frozen=True)
+class SenderSample:
+    """One flow at one instant, `t` seconds after t0. Rates are bytes/s as the kernel gives them;
+    the *_us counters are None where the kernel does not report them."""
+
+    t: float
+    flow: int
+    rtt_us: int = 0
+    min_rtt_us: int = 0
+    cwnd: int = 0
+    pacing_rate: int = 0
+    delivery_rate: int = 0
+    total_retrans: int = 0
+    bytes_acked: int = 0
+    busy_us: int | None = None
+    rwnd_limited_us: int | None = None
+    sndbuf_limited_us: int | None = None
+    bbr: BbrEstimate | None = None
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> SenderSample:
+        """The record of one decoded JSON line (`{"event": "sample", ...}`)."""
+        def counter(name: str) -> int | None:
+            value = event.get(name)
+            return None if value is None else int(value)
+
+        bbr = event.get("bbr")
+        return cls(
+            t=float(event["t"]), flow=int(event["flow"]),
+            rtt_us=int(event.get("rtt_us", 0)), min_rtt_us=int(event.get("min_rtt_us", 0)),
+            cwnd=int(event.get("cwnd", 0)), pacing_rate=int(event.get("pacing_rate", 0)),
+            delivery_rate=int(event.get("delivery_rate", 0)), total_retrans=int(event.get("total_retrans", 0)),
+            bytes_acked=int(event.get("bytes_acked", 0)), busy_us=counter("busy_us"),
+            rwnd_limited_us=counter("rwnd_limited_us"), sndbuf_limited_us=counter("sndbuf_limited_us"),
+            bbr=BbrEstimate(bw=int(bbr["bw"]), min_rtt_us=int(bbr["min_rtt_us"])) if bbr else None,
+        )
