@@ -15,14 +15,11 @@ PYTEST       := $(VENV)/bin/pytest
 CCSWEEP      := $(VENV)/bin/ccsweep
 CARGO_TARGET ?= $(CACHE)/cargo-target
 LINK_BIN     := $(CARGO_TARGET)/release/ccsweep-link
-# Link traces for tests and local runs are read from the shared folder beside the clone.
-CCSWEEP_TRACES ?= $(abspath ../shared/traces)
 DEMO_SPEC    ?= quick
 DEMO_STORE   ?= results
 
 export CCSWEEP_CACHE := $(CACHE)
 export CCSWEEP_LINK  := $(LINK_BIN)
-export CCSWEEP_TRACES
 export CARGO_TARGET_DIR := $(CARGO_TARGET)
 
 ##@ General

@@ -9,53 +9,123 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ccsweep.cell import (
     MAHIMAHI_OPPORTUNITY_BYTES,
+    BufferParams,
     Cell,
     CellParams,
     DirectionParams,
     FlowParams,
     QueueParams,
+    RateStep,
     TraceRef,
 )
-from ccsweep.spec import Experiment, FlowGroup, QueueSetting, ReversePath, SpecError, SweepSpec, TraceSetting, one_line
+from ccsweep.spec import (
+    PLAIN_NAME,
+    Experiment,
+    FlowGroup,
+    QueueSetting,
+    ReversePath,
+    SpecError,
+    SweepSpec,
+    TraceSetting,
+    one_line,
+    read_regular_file,
+)
+
+#: The traces that ship with the package (Mahimahi's cellular traces; see traces/README.md).
+PACKAGED_TRACES = Path(__file__).resolve().parent / "traces"
+#: A trace larger than this is refused before it is read (Mahimahi's largest are a few MB).
+MAX_TRACE_BYTES = 16 << 20
+#: Timestamps are ms in a 32-bit signed range, as Mahimahi and ccsweep-link read them.
+MAX_TRACE_MS = 2**31 - 1
 
 
 def trace_search_path() -> list[Path]:
-    """Trace directories: $CCSWEEP_TRACES (colon-separated), then the image's /opt/ccsweep/traces."""
+    """Trace directories: $CCSWEEP_TRACES (colon-separated) first, then the package's own, then the image's."""
     dirs = [Path(p) for p in os.environ.get("CCSWEEP_TRACES", "").split(":") if p]
-    return dirs + [Path("/opt/ccsweep/traces")]
+    return dirs + [PACKAGED_TRACES, Path("/opt/ccsweep/traces")]
 
 
 def find_trace(name: str) -> Path:
-    """A trace file by name (or path), on the trace search path."""
-    path = Path(name)
-    if path.is_absolute() or os.sep in name:
-        if path.is_file():
-            return path
-        raise SpecError(f"trace {name}: no such file")
+    """A trace file by plain name, inside the trace directories only (never a path).
+
+    The first directory holding anything by that name wins; if that is not a regular file,
+    reading it says so rather than looking further.
+    """
+    if not re.fullmatch(PLAIN_NAME, name):
+        raise SpecError(f"trace {name[:64]!r}: not a trace name (a file name without folders, "
+                        "letters, digits, '.', '_' and '-')")
     for directory in trace_search_path():
-        if (directory / name).is_file():
+        if os.path.lexists(directory / name):
             return directory / name
     where = ", ".join(map(str, trace_search_path()))
-    raise SpecError(f"trace {name}: not found (looked in {where}; set CCSWEEP_TRACES)")
+    raise SpecError(f"trace {name}: not found (looked in {where}; CCSWEEP_TRACES adds folders)")
 
 
-def trace_ref(name: str) -> TraceRef:
+@dataclass(frozen=True)
+class Trace:
+    """A Mahimahi trace, checked: its content hash and what its mean rate needs."""
+
+    ref: TraceRef
+    opportunities: int
+    period_ms: int
+
+    @property
+    def mean_mbps(self) -> float:
+        """Mean capacity (1504-byte opportunities over the trace period)."""
+        return self.opportunities * MAHIMAHI_OPPORTUNITY_BYTES * 8 / (self.period_ms * 1000)
+
+
+def load_trace(name: str) -> Trace:
+    """Find, read and check a trace; errors name the trace and the line, never echo its content."""
     path = find_trace(name)
-    return TraceRef(name=path.name, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    data = read_regular_file(path, MAX_TRACE_BYTES, f"trace {name}")
+    opportunities, period_ms = _check_trace(data, name)
+    return Trace(ref=TraceRef(name=name, sha256=hashlib.sha256(data).hexdigest()), opportunities=opportunities,
+                 period_ms=period_ms)
 
 
-def trace_mean_mbps(name: str) -> float:
-    """Mean capacity of a Mahimahi trace (1504-byte opportunities over the trace period)."""
-    stamps = find_trace(name).read_text().split()
-    period_ms = int(stamps[-1])
-    return len(stamps) * MAHIMAHI_OPPORTUNITY_BYTES * 8 / (period_ms * 1000)
+def _check_trace(data: bytes, name: str) -> tuple[int, int]:
+    """(opportunities, period in ms) of a well-formed trace: one integer per line, non-decreasing, last > 0."""
+    import numpy as np  # only planning reads traces; cell processes never import this
+
+    if not data.strip():
+        raise SpecError(f"trace {name}: empty; a Mahimahi trace has one integer timestamp (ms) per line")
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    well_formed = (not data.translate(None, b"0123456789\n") and not data.startswith(b"\n")
+                   and b"\n\n" not in data and not _LONG_NUMBER.search(data))
+    stamps = np.fromstring(data, dtype=np.int64, sep="\n") if well_formed else np.empty(0, np.int64)
+    if stamps.size != lines:
+        raise SpecError(f"trace {name}: not a Mahimahi trace (line {_first_bad_line(data)} is not an integer of "
+                        "at most 10 digits)")
+    falls = np.flatnonzero(np.diff(stamps) < 0)
+    if falls.size:
+        raise SpecError(f"trace {name}: not a Mahimahi trace (line {int(falls[0]) + 2} goes back in time; "
+                        "timestamps never decrease)")
+    period = int(stamps[-1])
+    if period <= 0:
+        raise SpecError(f"trace {name}: period 0 (its last timestamp must be above 0 ms)")
+    if period > MAX_TRACE_MS:
+        raise SpecError(f"trace {name}: last timestamp above {MAX_TRACE_MS} ms")
+    return int(stamps.size), period
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{11}")
+
+
+def _first_bad_line(data: bytes) -> int:
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if not re.fullmatch(rb"[0-9]{1,10}", line):
+            return number
+    return 1
 
 
 def expand(spec: SweepSpec) -> list[Cell]:
@@ -68,6 +138,8 @@ def expand(spec: SweepSpec) -> list[Cell]:
 
 def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
     links = _bottlenecks(exp)
+    schedule = tuple(RateStep(at_s=step.at_s, factor=step.factor) for step in exp.rate_schedule)
+    buffers = BufferParams(tcp_rmem=exp.buffers.tcp_rmem, tcp_wmem=exp.buffers.tcp_wmem)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, enumerate(exp.queue), reverses,
                              range(exp.repetitions))
@@ -80,14 +152,14 @@ def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
             down_loss = reverse.loss_percent / 100 if reverse.loss_percent is not None else down_loss
         params = CellParams(
             flows=tuple(_flows(mix)),
-            uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=tuple(exp.rate_schedule) if rate else (),
+            uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss),
             duration_s=exp.duration_s,
             warmup_s=exp.effective_warmup_s,
             loss_position=exp.loss_position,
-            buffers=exp.buffers,
+            buffers=buffers,
             message_bytes=exp.message_bytes,
             seed=exp.seed + rep,
             repetition=rep,
@@ -95,12 +167,20 @@ def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
         yield Cell.build(sweep, exp.name, params)
 
 
-def _bottlenecks(exp: Experiment) -> list[tuple[float | None, TraceRef | None, float | None, TraceRef | None, float]]:
-    """(uplink rate, uplink trace, downlink rate, downlink trace, mean data rate) per bottleneck value."""
+#: (uplink rate, uplink trace, downlink rate, downlink trace, mean data rate) of one bottleneck value.
+Bottleneck = tuple[float | None, TraceRef | None, float | None, TraceRef | None, float]
+
+
+def _bottlenecks(exp: Experiment) -> list[Bottleneck]:
+    """The bottleneck axis: one entry per bandwidth or per trace pair."""
     if exp.bandwidth_mbps is not None:
         return [(bw, None, bw, None, bw) for bw in exp.bandwidth_mbps]
     traces: list[TraceSetting] = exp.trace or []
-    return [(None, trace_ref(t.uplink), None, trace_ref(t.downlink), trace_mean_mbps(t.uplink)) for t in traces]
+    links: list[Bottleneck] = []
+    for t in traces:
+        up, down = load_trace(t.uplink), load_trace(t.downlink)
+        links.append((None, up.ref, None, down.ref, up.mean_mbps))
+    return links
 
 
 def _flows(mix: list[FlowGroup]) -> Iterator[FlowParams]:

@@ -9,18 +9,59 @@ there is one definition of what a valid sweep is.
 from __future__ import annotations
 
 import os
+import re
+import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.functional_validators import AfterValidator
+from pydantic.json_schema import WithJsonSchema
 
-from ccsweep.cell import BufferParams, LossPosition, QueueKind, RateStep
+from ccsweep.cell import LossPosition, QueueKind
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
+#: A file name with no folder part and no leading dot: it can only name a file inside the folders
+#: searched for it (traces, included specs), never /etc/passwd or ../../x.
+PLAIN_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+#: One line of text (titles, labels); TEXT also allows newlines and tabs (descriptions).
+TEXT_LINE = r"^[^\x00-\x1f\x7f]*$"
+TEXT = r"^[^\x00-\x08\x0b-\x1f\x7f]*$"
+
+#: What each pattern means, for error messages people can act on.
+PATTERN_WORDS = {
+    SLUG: "a name (lowercase letters, digits and '-', at most 63, no '-' at either end)",
+    PLAIN_NAME: "a plain file name (letters, digits, '.', '_' and '-'; no folder, no leading '.')",
+    TEXT_LINE: "one line of text (no control characters)",
+    TEXT: "text (no control characters but newline and tab)",
+}
+
+#: Limits that keep reading a spec fast and small whatever it holds; a real spec is far below each.
+MAX_SPEC_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+MAX_YAML_VALUES = 20_000
+MAX_INCLUDED_FILES = 64
+#: Most values on one axis (loss rates, RTTs, ...); the cell cap bounds their product.
+MAX_AXIS = 1000
+#: Cells a sweep may have unless $CCSWEEP_MAX_CELLS allows more: counted, never expanded, first.
+DEFAULT_MAX_CELLS = 100_000
+MAX_FLOWS = 64
+
 #: Where an experiment's loss axis applies: the data direction, the ACK direction, or both.
 LossDirection = Literal["uplink", "downlink", "both"]
+
+#: The congestion controls a Linux kernel can offer (in-tree modules, plus the out-of-tree BBRv2,
+#: BBRv3 and Prague). A name outside this list is a typo: refused when the spec is read instead of
+#: planning cells that no node will ever run.
+CongestionControl = Literal[
+    "bbr", "bbr2", "bbr3", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
+    "prague", "reno", "scalable", "vegas", "veno", "westwood", "yeah",
+]
+KNOWN_CONGESTION_CONTROLS: tuple[str, ...] = get_args(CongestionControl)
 
 #: Figure builders a spec can ask for (see ccsweep.figures).
 FigureKind = Literal[
@@ -35,11 +76,44 @@ FigureKind = Literal[
 
 
 class SpecError(ValueError):
-    """A spec that does not validate; str() is one line naming the field and the allowed values."""
+    """A spec that does not validate; str() is one line naming the field and the allowed values.
+
+    Control characters are escaped and the length capped, so whatever a hostile spec puts into a
+    name or a key cannot break the line (or the Event the operator posts with it).
+    """
+
+    def __init__(self, message: str) -> None:
+        line = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", message)
+        super().__init__(line if len(line) <= 500 else line[:497] + "...")
 
 
 class SpecModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are refused everywhere: JSON cannot carry them, so a stored cell would not load.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _within(low: float, high: float, unit: str, *, open_low: bool = False) -> AfterValidator:
+    """A check that a float lies in [low, high] (or (low, high]), whose error names the whole range."""
+    def check(value: float) -> float:
+        if not (low < value <= high if open_low else low <= value <= high):
+            raise ValueError(f"{value} is outside {'(' if open_low else '['}{low:g}, {high:g}] {unit}".rstrip())
+        return value
+
+    return AfterValidator(check)
+
+
+def _bounds(low: float, high: float, *, open_low: bool = False) -> WithJsonSchema:
+    """The same range in the JSON Schema, so the Sweep CRD enforces it on each item of an axis."""
+    lower = {"exclusiveMinimum": low} if open_low else {"minimum": low}
+    return WithJsonSchema({"type": "number", **lower, "maximum": high})
+
+
+LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
+LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
+RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
+RateMbps = Annotated[float, _within(0, 100_000, "Mbit/s", open_low=True), _bounds(0, 100_000, open_low=True)]
+#: A socket-buffer size in bytes as the kernel's tcp_rmem/tcp_wmem sysctls take it (an int).
+SocketBytes = Annotated[int, Field(ge=1, le=2**31 - 1)]
 
 
 #: The arguments only one queue kind takes (mm-link's CoDel and PIE parameters).
@@ -55,15 +129,17 @@ class QueueSetting(SpecModel):
     kind: QueueKind = "infinite"
     packets: int | None = Field(default=None, ge=1, le=10_000_000)
     bytes: int | None = Field(default=None, ge=1, le=10_000_000_000)
-    bdp: float | None = Field(default=None, gt=0, le=1000, description="limit as a multiple of the bandwidth-delay product")
-    min_bytes: int = Field(default=0, ge=0, description="floor for a BDP-derived byte limit (ReBBR: 30000)")
+    bdp: float | None = Field(default=None, gt=0, le=1000,
+                              description="limit as a multiple of the bandwidth-delay product")
+    min_bytes: int = Field(default=0, ge=0, le=10_000_000_000,
+                           description="floor for a BDP-derived byte limit (ReBBR: 30000)")
     target_ms: float | None = Field(default=None, gt=0, le=10_000)
     interval_ms: float | None = Field(default=None, gt=0, le=10_000)
     qdelay_ref_ms: float | None = Field(default=None, gt=0, le=10_000)
     max_burst_ms: float | None = Field(default=None, gt=0, le=10_000)
 
     @model_validator(mode="after")
-    def _fields_fit_kind(self) -> "QueueSetting":
+    def _fields_fit_kind(self) -> QueueSetting:
         # Checked when the spec is read, so a mistake is one line naming the field (the resolved
         # QueueParams repeats the kind rules for cells that arrive as JSON without a spec).  Only a
         # BDP multiple's byte count is left to expansion, which knows the path's rate and RTT.
@@ -87,18 +163,22 @@ class QueueSetting(SpecModel):
 class FlowGroup(SpecModel):
     """`count` flows of one algorithm, starting at `start_s` and then every `stagger_s`."""
 
-    cc: str = Field(pattern=r"^[a-z0-9_]+$")
-    count: int = Field(default=1, ge=1, le=64)
-    start_s: float = Field(default=0, ge=0)
-    stagger_s: float = Field(default=0, ge=0)
+    cc: CongestionControl
+    count: int = Field(default=1, ge=1, le=MAX_FLOWS)
+    start_s: float = Field(default=0, ge=0, le=3600)
+    stagger_s: float = Field(default=0, ge=0, le=3600)
+
+    @property
+    def last_start_s(self) -> float:
+        return self.start_s + (self.count - 1) * self.stagger_s
 
 
 class TraceSetting(SpecModel):
-    """A pair of Mahimahi trace files (looked up on the trace path), data and ACK direction."""
+    """A pair of Mahimahi trace files (plain names looked up on the trace path), data and ACK direction."""
 
     name: str = Field(pattern=SLUG)
-    uplink: str
-    downlink: str
+    uplink: str = Field(pattern=PLAIN_NAME, description="trace file name (no folder), e.g. Verizon-LTE-short.up")
+    downlink: str = Field(pattern=PLAIN_NAME, description="trace file name (no folder), e.g. Verizon-LTE-short.down")
 
 
 class ReversePath(SpecModel):
@@ -109,85 +189,86 @@ class ReversePath(SpecModel):
     loss_percent: float | None = Field(default=None, ge=0, le=100, description="default: per loss_direction")
 
 
+class RateStepSetting(SpecModel):
+    """From `at_s` seconds into the flow on, the bottleneck runs at `factor` x its base rate."""
+
+    at_s: float = Field(ge=0, le=3600)
+    factor: float = Field(gt=0, le=1000)
+
+
+class BufferSetting(SpecModel):
+    """Socket-buffer sysctls of the cell's namespaces: (min, default, max) bytes, in that order."""
+
+    tcp_rmem: tuple[SocketBytes, SocketBytes, SocketBytes] = (4096, 87380, 6553600)
+    tcp_wmem: tuple[SocketBytes, SocketBytes, SocketBytes] = (4096, 65536, 6553600)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BufferSetting:
+        for name in ("tcp_rmem", "tcp_wmem"):
+            low, default, high = getattr(self, name)
+            if not low <= default <= high:
+                raise ValueError(f"{name}: {low} {default} {high} must be min <= default <= max")
+        return self
+
+
+def _axis(description: str | None = None) -> Any:
+    """An optional axis: a non-empty list of at most MAX_AXIS values."""
+    return Field(default=None, min_length=1, max_length=MAX_AXIS, description=description)
+
+
 class Experiment(SpecModel):
     """One experiment: its axes, what stays fixed, and the figure that shows it."""
 
     name: str = Field(pattern=SLUG)
-    title: str = ""
+    title: str = Field(default="", max_length=200, pattern=TEXT_LINE)
     figure: FigureKind = "goodput-vs-loss"
-    cc: list[str] | None = Field(default=None, min_length=1, description="one algorithm per cell, for every flow")
-    mixes: list[list[FlowGroup]] | None = Field(default=None, min_length=1, description="instead of cc: flow mixes")
-    flows: int = Field(default=1, ge=1, le=64, description="flows per cell with `cc`")
-    flow_stagger_s: float = Field(default=0, ge=0)
-    loss_percent: list[float] | None = Field(default=None, min_length=1)
-    loss: list[float] | None = Field(default=None, min_length=1, description="fractions; give this or loss_percent")
+    cc: list[CongestionControl] | None = Field(default=None, min_length=1, max_length=len(KNOWN_CONGESTION_CONTROLS),
+                                               description="one algorithm per cell, for every flow")
+    mixes: list[Annotated[list[FlowGroup], Field(min_length=1, max_length=16)]] | None = Field(
+        default=None, min_length=1, max_length=64, description="instead of cc: flow mixes")
+    flows: int = Field(default=1, ge=1, le=MAX_FLOWS, description="flows per cell with `cc`")
+    flow_stagger_s: float = Field(default=0, ge=0, le=3600)
+    loss_percent: list[LossPercent] | None = _axis()
+    loss: list[LossFraction] | None = _axis("fractions; give this or loss_percent")
     loss_direction: LossDirection = "uplink"
     loss_position: LossPosition = "after"
-    rtt_ms: list[float] = Field(min_length=1)
-    bandwidth_mbps: list[float] | None = Field(default=None, min_length=1)
-    trace: list[TraceSetting] | None = Field(default=None, min_length=1)
-    rate_schedule: list[RateStep] = Field(default_factory=list)
-    queue: list[QueueSetting] = Field(default_factory=lambda: [QueueSetting()], min_length=1)
-    reverse: list[ReversePath] | None = Field(default=None, min_length=1)
+    rtt_ms: list[RttMs] = Field(min_length=1, max_length=MAX_AXIS)
+    bandwidth_mbps: list[RateMbps] | None = _axis()
+    trace: list[TraceSetting] | None = Field(default=None, min_length=1, max_length=64)
+    rate_schedule: list[RateStepSetting] = Field(default_factory=list, max_length=MAX_AXIS)
+    queue: list[QueueSetting] = Field(default_factory=lambda: [QueueSetting()], min_length=1, max_length=64)
+    reverse: list[ReversePath] | None = Field(default=None, min_length=1, max_length=64)
     duration_s: float = Field(gt=0, le=3600)
-    warmup_s: float | None = Field(default=None, ge=0)
+    warmup_s: float | None = Field(default=None, ge=0, le=3600)
     repetitions: int = Field(default=1, ge=1, le=100)
     seed: int = Field(default=1, ge=0, le=2**31)
-    buffers: BufferParams = BufferParams()
+    buffers: BufferSetting = BufferSetting()
     message_bytes: int = Field(default=1024, ge=1, le=1 << 20)
 
-    @field_validator("cc")
-    @classmethod
-    def _cc_names(cls, value: list[str] | None) -> list[str] | None:
-        for name in value or []:
-            if not name.isidentifier() or not name.islower():
-                raise ValueError(f"congestion control {name!r} is not a kernel algorithm name (e.g. bbr, cubic)")
-        return value
-
-    @field_validator("loss_percent")
-    @classmethod
-    def _percent_range(cls, value: list[float] | None) -> list[float] | None:
-        for p in value or []:
-            if not 0 <= p <= 100:
-                raise ValueError(f"{p} is outside [0, 100] (percent)")
-        return value
-
-    @field_validator("loss")
-    @classmethod
-    def _fraction_range(cls, value: list[float] | None) -> list[float] | None:
-        for p in value or []:
-            if not 0 <= p <= 1:
-                raise ValueError(f"{p} is outside [0, 1] (a fraction; use loss_percent for percent)")
-        return value
-
-    @field_validator("rtt_ms")
-    @classmethod
-    def _rtt_range(cls, value: list[float]) -> list[float]:
-        for rtt in value:
-            if not 0 <= rtt <= 20_000:
-                raise ValueError(f"{rtt} is outside [0, 20000] ms")
-        return value
-
-    @field_validator("bandwidth_mbps")
-    @classmethod
-    def _bandwidth_range(cls, value: list[float] | None) -> list[float] | None:
-        for bw in value or []:
-            if not 0 < bw <= 100_000:
-                raise ValueError(f"{bw} is outside (0, 100000] Mbit/s")
-        return value
-
     @model_validator(mode="after")
-    def _exactly_one_of_each(self) -> "Experiment":
-        if (self.cc is None) == (self.mixes is None):
-            raise ValueError("give exactly one of cc and mixes")
-        if (self.loss is None) == (self.loss_percent is None):
-            raise ValueError("give exactly one of loss (fraction) and loss_percent")
-        if (self.bandwidth_mbps is None) == (self.trace is None):
-            raise ValueError("give exactly one of bandwidth_mbps and trace")
+    def _exactly_one_of_each(self) -> Experiment:
+        for first, second, what in EXACTLY_ONE_OF:
+            if (getattr(self, first) is None) == (getattr(self, second) is None):
+                raise ValueError(f"give exactly one of {first}{what} and {second}")
         if self.rate_schedule and self.trace is not None:
             raise ValueError("rate_schedule needs bandwidth_mbps, not a trace")
         if self.warmup_s is not None and self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
+        return self
+
+    @model_validator(mode="after")
+    def _everything_within_the_cell(self) -> Experiment:
+        for i, mix in enumerate(self.flow_mixes()):
+            if sum(group.count for group in mix) > MAX_FLOWS:
+                raise ValueError(f"mixes[{i}]: {sum(g.count for g in mix)} flows; a cell has at most {MAX_FLOWS}")
+            late = max(group.last_start_s for group in mix)
+            if late >= self.duration_s:
+                where = f"mixes[{i}]" if self.mixes is not None else "flow_stagger_s"
+                raise ValueError(f"{where}: a flow starts at {late:g} s, not before the end of the cell "
+                                 f"(duration_s {self.duration_s:g})")
+        for i, step in enumerate(self.rate_schedule):
+            if step.at_s >= self.duration_s:
+                raise ValueError(f"rate_schedule[{i}].at_s {step.at_s:g} is not before duration_s {self.duration_s:g}")
         return self
 
     @property
@@ -206,18 +287,36 @@ class Experiment(SpecModel):
             return self.mixes
         return [[FlowGroup(cc=cc, count=self.flows, stagger_s=self.flow_stagger_s)] for cc in self.cc or []]
 
+    def cell_count(self) -> int:
+        """How many cells the experiment expands to, from the axes' lengths alone."""
+        bottlenecks = len(self.bandwidth_mbps if self.bandwidth_mbps is not None else self.trace or [])
+        reverses = len(self.reverse) if self.reverse else 1
+        return (len(self.flow_mixes()) * len(self.loss_fractions) * len(self.rtt_ms) * bottlenecks * len(self.queue)
+                * reverses * self.repetitions)
+
+
+#: Fields of which an experiment gives exactly one (the Sweep CRD states the same as CEL rules).
+EXACTLY_ONE_OF: tuple[tuple[str, str, str], ...] = (
+    ("cc", "mixes", ""),
+    ("loss", "loss_percent", " (fraction)"),
+    ("bandwidth_mbps", "trace", ""),
+)
+
 
 class SweepSpec(SpecModel):
     """A named sweep: experiments, optionally pulled in from other spec files."""
 
     name: str = Field(pattern=SLUG)
-    description: str = ""
-    include: list[str] = Field(default_factory=list, description="other sweep files or preset names whose experiments join this one")
-    defaults: dict[str, Any] = Field(default_factory=dict, description="fields merged into every experiment of this file")
-    experiments: list[Experiment] = Field(default_factory=list)
+    description: str = Field(default="", max_length=4000, pattern=TEXT)
+    include: list[Annotated[str, Field(pattern=PLAIN_NAME)]] = Field(
+        default_factory=list, max_length=32,
+        description="presets (by name) or spec files beside this one (NAME.yaml) whose experiments join this one")
+    defaults: dict[str, Any] = Field(default_factory=dict,
+                                     description="fields merged into every experiment of this file")
+    experiments: list[Experiment] = Field(default_factory=list, max_length=256)
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "SweepSpec":
+    def _unique_names(self) -> SweepSpec:
         names = [e.name for e in self.experiments]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -234,56 +333,247 @@ def sweep_search_path() -> list[Path]:
     return dirs
 
 
+def check_sweep_name(name: str, field: str = "--sweep") -> str:
+    """A sweep name from outside a spec (a CLI option): a slug, so it can never leave the store's folder."""
+    if not re.fullmatch(SLUG, name):
+        raise SpecError(f"{field}: {name[:64]!r} is not a sweep name (lowercase letters, digits and '-', "
+                        "at most 63, starting and ending with a letter or digit)")
+    return name
+
+
 def find_spec_file(ref: str) -> Path:
     """A path to a spec file, or a preset name such as `figure8`."""
     path = Path(ref)
-    if path.suffix in (".yaml", ".yml") or os.sep in ref:
-        if not path.is_file():
-            raise SpecError(f"{ref}: no such spec file")
-        return path
-    for directory in sweep_search_path():
-        candidate = directory / f"{ref}.yaml"
-        if candidate.is_file():
-            return candidate
+    if path.suffix in (".yaml", ".yml") or os.sep in ref or path.is_dir():
+        return path  # read_spec_text says what is wrong with it, if anything
+    if re.fullmatch(PLAIN_NAME, ref):
+        for directory in sweep_search_path():
+            candidate = directory / f"{ref}.yaml"
+            if candidate.is_file():
+                return candidate
     raise SpecError(f"{ref}: not a spec file and not a preset (looked in {', '.join(map(str, sweep_search_path()))})")
 
 
 def load_spec(ref: str) -> SweepSpec:
     """Load and validate a spec, resolving `include` and `defaults` into one flat experiment list."""
-    return _load(find_spec_file(ref), seen=())
+    return _checked(_load(find_spec_file(ref), _Reading(seen=())), str(ref))
 
 
-def parse_spec(data: dict[str, Any], origin: str = "spec", base_dir: Path | None = None) -> SweepSpec:
-    """Validate an already-parsed spec (a YAML document or a Sweep resource's spec)."""
-    return _resolve(data, origin, base_dir or Path.cwd(), seen=())
+def parse_spec(data: Any, origin: str = "spec", base_dir: Path | None = None) -> SweepSpec:
+    """Validate an already-parsed spec (a YAML document or a Sweep resource's spec).
+
+    Without `base_dir` (a Sweep resource), `include` names presets only: no file is read from
+    wherever the caller happens to run.
+    """
+    return _checked(_resolve(data, origin, _Reading(seen=(), base_dir=base_dir)), origin)
 
 
-def _load(path: Path, seen: tuple[Path, ...]) -> SweepSpec:
-    if path.resolve() in seen:
-        raise SpecError(f"{path}: include cycle through {' -> '.join(map(str, seen))}")
+def max_cells() -> int:
+    """The cell cap: $CCSWEEP_MAX_CELLS, else DEFAULT_MAX_CELLS."""
+    text = os.environ.get("CCSWEEP_MAX_CELLS", "").strip()
+    if not text:
+        return DEFAULT_MAX_CELLS
+    if not text.isdigit() or int(text) < 1:
+        raise SpecError(f"CCSWEEP_MAX_CELLS: {text[:32]!r} is not a positive whole number")
+    return int(text)
+
+
+def _checked(spec: SweepSpec, origin: str) -> SweepSpec:
+    """The spec if its cell count (from axis lengths: nothing is expanded) is within the cap."""
+    limit, total = max_cells(), 0
+    for exp in spec.experiments:
+        total += exp.cell_count()
+        if total > limit:
+            raise SpecError(f"{origin}: experiments[{exp.name}]: the sweep reaches {total} cells here, more than "
+                            f"the limit of {limit} (set CCSWEEP_MAX_CELLS to allow more)")
+    return spec
+
+
+@dataclass
+class _Reading:
+    """State of one load: the include chain (for cycles), files read so far, where includes live."""
+
+    seen: tuple[Path, ...]
+    base_dir: Path | None = None
+    files: list[Path] | None = None
+
+    def enter(self, path: Path) -> _Reading:
+        files = self.files if self.files is not None else []
+        if len(files) >= MAX_INCLUDED_FILES:
+            raise SpecError(f"{path}: more than {MAX_INCLUDED_FILES} spec files through include")
+        files.append(path)
+        return _Reading(seen=self.seen + (path.resolve(),), base_dir=path.parent, files=files)
+
+
+def _load(path: Path, reading: _Reading) -> SweepSpec:
+    if path.resolve() in reading.seen:
+        raise SpecError(f"{path}: include cycle through {' -> '.join(map(str, reading.seen))}")
+    inner = reading.enter(path)
+    text = read_spec_text(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader with limits
+    except _Refused as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        where = f" (line {exc.problem_mark.line + 1})" if exc.problem_mark else ""
+        raise SpecError(f"{path}: not valid YAML: {exc.problem or exc.context}{where}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    return _resolve(data, str(path), inner)
+
+
+def read_spec_text(path: Path) -> str:
+    """A spec file's text; anything but a regular UTF-8 file of at most MAX_SPEC_BYTES is refused."""
+    data = read_regular_file(path, MAX_SPEC_BYTES, str(path))
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SpecError(f"{path}: UTF-16 text; save the spec as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec as UTF-8") from None
+
+
+def read_regular_file(path: Path, limit: int, label: str) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; errors start with `label`, never quote the file.
+
+    Opened without blocking and checked on the open descriptor: a FIFO does not hang the reader,
+    and /dev/zero or a folder is refused before a byte is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise SpecError(f"{label}: no such file") from None
+    except OSError as exc:
+        raise SpecError(f"{label}: cannot be read ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise SpecError(f"{label}: is a folder, not a regular file")
+        if not stat.S_ISREG(mode):
+            raise SpecError(f"{label}: not a regular file (a FIFO, device or socket)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SpecError(f"{label}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise SpecError(f"{label}: larger than {limit >> 20} MiB")
+    return b"".join(chunks)
+
+
+class _Refused(Exception):
+    """A YAML document the spec loader will not build (its message is one line, with the line number)."""
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing what no spec needs and what hostile files use.
+
+    Nesting deeper than MAX_YAML_DEPTH (the composer recurses: a deep file ends in RecursionError),
+    more than MAX_YAML_VALUES values counted with every alias expanded (a "billion laughs" file is
+    small on disk and exponential once expanded), aliases of an unfinished anchor (cycles), keys
+    that are not text, and duplicate keys (YAML would keep the last one silently).
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._size: dict[int, int] = {}
+        self._height: dict[int, int] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise _Refused(f"line {self._line()}: nested deeper than {MAX_YAML_DEPTH} levels")
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        if node is None:
+            return None
+        if id(node) not in self._size:
+            children = self._children(node)
+            unfinished = [c for c in children if id(c) not in self._size]
+            if unfinished:
+                raise _Refused(f"line {node.start_mark.line + 1}: an alias refers to the value that contains it")
+            self._size[id(node)] = 1 + sum(self._size[id(c)] for c in children)
+            self._height[id(node)] = 1 + max((self._height[id(c)] for c in children), default=0)
+        if self._size[id(node)] > MAX_YAML_VALUES:
+            raise _Refused(f"line {node.start_mark.line + 1}: more than {MAX_YAML_VALUES} values with aliases "
+                           "expanded; a spec is far smaller")
+        if self._height[id(node)] > MAX_YAML_DEPTH:
+            raise _Refused(f"line {node.start_mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels "
+                           "with aliases expanded")
+        return node
+
+    @staticmethod
+    def _children(node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        return []
+
+    def _line(self) -> int:
+        event = self.peek_event()
+        return int(event.start_mark.line) + 1 if event and event.start_mark else 0
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges; its keys may be overridden, that is its purpose
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise _Refused(f"line {line}: key {_short(key)} is not a field name (field names are text)")
+            if key in seen:
+                raise _Refused(f"line {line}: duplicate key {_short(key)}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _resolve(data: Any, origin: str, reading: _Reading) -> SweepSpec:
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: a spec is a mapping with name and experiments")
-    return _resolve(data, str(path), path.parent, seen + (path.resolve(),))
-
-
-def _resolve(data: dict[str, Any], origin: str, base_dir: Path, seen: tuple[Path, ...]) -> SweepSpec:
-    defaults = data.get("defaults") or {}
+        raise SpecError(f"{origin}: a spec is a mapping with name and experiments, not {_kind(data)}")
+    defaults = data.get("defaults")
+    if defaults is not None and not isinstance(defaults, dict):
+        raise SpecError(f"{origin}: defaults: a mapping of experiment fields, not {_kind(defaults)}")
     raw = dict(data)
-    raw["experiments"] = [{**defaults, **e} if isinstance(e, dict) else e for e in data.get("experiments") or []]
+    experiments = data.get("experiments")
+    if isinstance(experiments, list):
+        raw["experiments"] = [{**(defaults or {}), **e} if isinstance(e, dict) else e for e in experiments]
     spec = _validate(raw, origin)
     included: list[Experiment] = []
-    for ref in spec.include:
-        candidate = base_dir / ref
-        sub = _load(candidate if candidate.is_file() else find_spec_file(ref), seen)
-        included.extend(sub.experiments)
+    for i, ref in enumerate(spec.include):
+        included.extend(_load(_include_path(ref, reading, f"{origin}: include[{i}]"), reading).experiments)
     if not included:
         return spec
     return _validate({**spec.model_dump(exclude={"experiments", "include"}), "experiments": [
         e.model_dump() for e in [*included, *spec.experiments]]}, origin)
+
+
+def _include_path(ref: str, reading: _Reading, where: str) -> Path:
+    """NAME.yaml is a file beside the including one; any other name is a preset."""
+    if Path(ref).suffix not in (".yaml", ".yml"):
+        return find_spec_file(ref)
+    if reading.base_dir is None:
+        raise SpecError(f"{where}: {ref}: a Sweep resource includes presets by name, not files")
+    return reading.base_dir / ref
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "text", int: "a number", float: "a number", bool: "true/false",
+            type(None): "empty"}.get(type(value), type(value).__name__)
 
 
 def _validate(raw: dict[str, Any], origin: str) -> SweepSpec:
@@ -293,30 +583,41 @@ def _validate(raw: dict[str, Any], origin: str) -> SweepSpec:
         raise SpecError(f"{origin}: {one_line(exc, raw)}") from None
 
 
-def one_line(exc: ValidationError, raw: dict[str, Any] | None = None) -> str:
+def one_line(exc: ValidationError, raw: Any = None) -> str:
     """The first validation error as `field.path: message` (experiments named, not numbered)."""
-    err = exc.errors()[0]
+    err = exc.errors(include_url=False)[0]
     parts: list[str] = []
     node: Any = raw
     for key in err["loc"]:
-        if isinstance(key, int) and isinstance(node, list) and parts and parts[-1] == "experiments":
-            item = node[key] if key < len(node) else None
-            name = item.get("name") if isinstance(item, dict) else None
-            parts[-1] = f"experiments[{name or key}]"
-        elif isinstance(key, int):
-            parts[-1] = f"{parts[-1]}[{key}]" if parts else f"[{key}]"
+        if isinstance(key, int):
+            label: str | int = key
+            if parts and parts[-1] == "experiments":
+                item = node[key] if isinstance(node, list) and _has(node, key) else None
+                name = item.get("name") if isinstance(item, dict) else None
+                label = name if isinstance(name, str) and re.fullmatch(SLUG, name) else key
+            if parts:
+                parts[-1] = f"{parts[-1]}[{label}]"
+            else:
+                parts.append(f"[{label}]")
         else:
-            parts.append(str(key))
-        node = node[key] if isinstance(node, (dict, list)) and _has(node, key) else None
+            parts.append(_short(key)[1:-1] if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", str(key)) else str(key))
+        node = _child(node, key)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         message = "unknown field"
     elif err["type"] == "literal_error":
-        message = f"{err.get('input')!r}: {message}"
+        message = f"{_short(err.get('input'))}: {message}"
+    elif err["type"] == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") in PATTERN_WORDS:
+        message = f"{_short(err.get('input'))} is not {PATTERN_WORDS[err['ctx']['pattern']]}"
     return f"{'.'.join(parts) or 'spec'}: {message}"
 
 
 def _has(node: Any, key: Any) -> bool:
     if isinstance(node, dict):
         return key in node
-    return isinstance(key, int) and 0 <= key < len(node)
+    return isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node)
+
+
+def _child(node: Any, key: Any) -> Any:
+    """node[key] of the raw input, or None where the input does not have it."""
+    return node[key] if _has(node, key) else None

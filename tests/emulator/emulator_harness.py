@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("CCSWEEP_TRACES", REPO.parent / "shared" / "traces"))
+TRACES = REPO / "src" / "ccsweep" / "traces"
 _names = itertools.count()
 
 

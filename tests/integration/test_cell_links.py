@@ -7,15 +7,12 @@ the flows (a misaligned schedule would shift the plateaus by the setup time).
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from ccsweep.store import open_store
 
-TRACES = Path(os.environ.get("CCSWEEP_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces"))
 BASE_MBPS = 20
 STEP = {"name": "step", "experiments": [{
     "name": "step", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [40], "bandwidth_mbps": [BASE_MBPS],
@@ -31,20 +28,11 @@ PAYLOAD = 1448 / 1500
 
 
 @pytest.fixture(scope="module")
-def runs(cells, monkeypatch_module):
-    if not (TRACES / "Verizon-LTE-short.up").is_file():
-        pytest.skip(f"Mahimahi traces not found in {TRACES} (set CCSWEEP_TRACES)")
-    monkeypatch_module.setenv("CCSWEEP_TRACES", str(TRACES))
+def runs(cells):
     (step,) = cells.of(STEP)
     (cellular,) = cells.of(CELLULAR)
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(["step", "cellular"], pool.map(cells.run, [step, cellular])))
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
 
 
 def mean(values: list[float]) -> float:

@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams, QueueParams, cell_id
-from ccsweep.expand import expand, trace_mean_mbps
+from ccsweep.expand import expand, load_trace
 from ccsweep.spec import parse_spec
 
 
@@ -95,7 +95,7 @@ def test_traces_are_pinned_by_content(monkeypatch, tmp_path):
     assert first.params.uplink.trace.name == "up"
     assert first.params.uplink.rate_mbps is None
     # 4 opportunities of 1504 B in a 4 ms period: 12.032 Mbit/s.
-    assert trace_mean_mbps("up") == pytest.approx(12.032)
+    assert load_trace("up").mean_mbps == pytest.approx(12.032)
     (tmp_path / "up").write_text("1\n2\n3\n4\n")
     second = expand(parse_spec({"name": "t", "experiments": [exp]}))[0]
     assert second.id != first.id

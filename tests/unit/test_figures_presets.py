@@ -1,6 +1,5 @@
 """The presets of the source studies: every one validates, expands, and asks for a figure that exists."""
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,6 @@ from ccsweep.spec import load_spec
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
 REBBR = {"figure8": 26, "bandwidth": 130, "algorithms": 78, "rtt": 130, "cellular": 26}
-
-
-@pytest.fixture(autouse=True)
-def _traces(monkeypatch):
-    """The cellular preset pins Mahimahi's traces by hash; they live beside the clone (Makefile default)."""
-    traces = os.environ.get("CCSWEEP_TRACES") or str(REPO.parent / "shared" / "traces")
-    monkeypatch.setenv("CCSWEEP_TRACES", traces)
 
 
 def test_every_study_has_a_preset():

@@ -17,11 +17,11 @@ def with_exp(**changes):
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
-    ({"loss_percent": [150]}, "experiments[e].loss_percent: 150.0 is outside [0, 100] (percent)"),
-    ({"loss_percent": None, "loss": [1.5]}, "experiments[e].loss: 1.5 is outside [0, 1]"),
-    ({"rtt_ms": [-1]}, "experiments[e].rtt_ms: -1.0 is outside [0, 20000] ms"),
-    ({"bandwidth_mbps": [0]}, "experiments[e].bandwidth_mbps: 0.0 is outside (0, 100000] Mbit/s"),
-    ({"cc": ["BBR"]}, "experiments[e].cc: congestion control 'BBR' is not a kernel algorithm name"),
+    ({"loss_percent": [150]}, "experiments[e].loss_percent[0]: 150.0 is outside [0, 100] (percent)"),
+    ({"loss_percent": None, "loss": [1.5]}, "experiments[e].loss[0]: 1.5 is outside [0, 1]"),
+    ({"rtt_ms": [-1]}, "experiments[e].rtt_ms[0]: -1.0 is outside [0, 20000] ms"),
+    ({"bandwidth_mbps": [0]}, "experiments[e].bandwidth_mbps[0]: 0.0 is outside (0, 100000] Mbit/s"),
+    ({"cc": ["BBR"]}, "experiments[e].cc[0]: 'BBR': Input should be 'bbr', 'bbr2', 'bbr3', 'bic', 'cdg', 'cubic'"),
     ({"repetitions": 0}, "experiments[e].repetitions: Input should be greater than or equal to 1"),
     ({"warmup_s": 10}, "warmup_s 10.0 must be below duration_s 10.0"),
     ({"loss": [0.1]}, "give exactly one of loss (fraction) and loss_percent"),

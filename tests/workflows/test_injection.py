@@ -79,7 +79,8 @@ def all_templates_everywhere() -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize(("where", "template"), all_templates_everywhere(), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(("where", "template"), all_templates_everywhere(),
+                         ids=lambda x: x if isinstance(x, str) else "")
 def test_no_template_puts_a_parameter_into_shell_text(where: str, template: dict[str, Any]):
     assert "script" not in template or "{{" not in template["script"].get("source", ""), where
     for container in containers(template):
@@ -92,8 +93,8 @@ def test_no_template_puts_a_parameter_into_shell_text(where: str, template: dict
 
 def test_the_check_above_catches_the_old_sh_c_plan():
     """The shape that leaked the secret: `sh -c` with parameters pasted into the script."""
-    old = {"name": "plan", "container": {"command": ["sh", "-c"],
-                                         "args": ['exec ccsweep plan "$spec" --pushgateway "{{workflow.parameters.pushgateway}}"']}}
+    script = 'exec ccsweep plan "$spec" --pushgateway "{{workflow.parameters.pushgateway}}"'
+    old = {"name": "plan", "container": {"command": ["sh", "-c"], "args": [script]}}
     with pytest.raises(AssertionError, match="a parameter inside"):
         test_no_template_puts_a_parameter_into_shell_text("old:plan", old)
 
@@ -203,3 +204,25 @@ def test_cell_pods_use_the_runtime_default_seccomp_profile():
     security = templates()["cell"]["container"]["securityContext"]
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
     assert security["allowPrivilegeEscalation"] is False
+
+
+def test_only_checked_values_reach_the_cell_pod_spec_patch():
+    """podSpecPatch is JSON inside a string: Argo's one escaping is undone when the patch is parsed,
+    so a quote in a value there would add fields to the pod. Only three parameters reach it:
+    node-selector, JSON that `ccsweep plan` prints, and cpu and memory, of which a Sweep sets only
+    cpu, and the CRD admits nothing but a quantity there."""
+    from pydantic import ValidationError
+
+    from ccsweep.crd import RunSettings
+
+    assert {m.group(2) for m in PARAMETER.finditer(templates()["cell"]["podSpecPatch"])} == {
+        "node-selector", "cpu", "memory"}
+    fan_out = next(step for group in templates()["sweep"]["steps"] for step in group if "withParam" in step)
+    fed = {p["name"]: p["value"] for p in fan_out["arguments"]["parameters"]}
+    assert fed["node-selector"] == "{{item.node_selector}}"
+    assert fan_out["withParam"] == "{{steps.plan.outputs.result}}"
+    assert (fed["cpu"], fed["memory"]) == ("{{workflow.parameters.cell-cpu}}", "{{workflow.parameters.cell-memory}}")
+    assert "cell_memory" not in RunSettings.model_fields
+    assert RunSettings(cell_cpu="500m").cell_cpu == "500m"
+    with pytest.raises(ValidationError, match="cell_cpu"):
+        RunSettings(cell_cpu='1"}}], "hostPID": true, "x": [{"y": {"z": "1')
