@@ -1,20 +1,22 @@
-//! The validated configuration and the event loop: read packets from both TUN devices, play the
-//! link's schedule, write packets out when due, report stats and the self-check.
+//! The event loop: read packets from both TUN devices, play the link's schedule, write packets
+//! out when due, report stats and the self-check.
+//!
+//! `run` reads as the life of a link: open everything that can fail on user input before any
+//! device exists, say `ready`, serve until a signal, the duration or the trace's end, then
+//! print the summary.
 
+use crate::config::Config;
+use crate::error::Error;
 use crate::lateness::Lateness;
-use crate::link::{Direction, LossPosition, Server};
-use crate::linklog::LinkLog;
-use crate::netdev::{check_device_name, check_netns_name, parse_address, Devices, Endpoint};
+use crate::link::Direction;
+use crate::netdev::Devices;
 use crate::pacing::Pacer;
-use crate::queue::{Queue, QueueSpec};
+use crate::sched::LoopPriority;
 use crate::sys;
-use crate::trace::Trace;
-use crate::units::{parse_duration_ns, parse_probability, parse_rate};
-use crate::Args;
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{LineWriter, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 const TOKEN_SENDER: u64 = 0;
 const TOKEN_RECEIVER: u64 = 1;
@@ -26,187 +28,33 @@ const TOKEN_SIGNAL: u64 = 2;
 const READ_BATCH: usize = 64;
 const SPARE_BUFFERS: usize = 4096;
 
-/// What one direction does, validated.
-pub struct DirectionConfig {
-    pub server: ServerConfig,
-    pub delay_ns: u64,
-    pub loss: f64,
-    pub queue: QueueSpec,
-    pub log: Option<String>,
+/// Why the loop ended, as the summary's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Signal,
+    Duration,
+    TraceEnd,
 }
 
-pub enum ServerConfig {
-    Rate(f64),
-    Trace(String, Trace),
-}
-
-pub struct Config {
-    pub sender: Endpoint,
-    pub receiver: Endpoint,
-    pub dev: String,
-    pub mtu: u32,
-    pub uplink: DirectionConfig,
-    pub downlink: DirectionConfig,
-    pub loss_position: LossPosition,
-    pub seed: u64,
-    pub stats: Option<String>,
-    pub stats_interval_ns: u64,
-    pub duration_ns: Option<u64>,
-    pub spin_ns: u64,
-    pub coalesce_ns: u64,
-    pub command_line: String,
-}
-
-fn option<T>(name: &str, result: Result<T, String>) -> Result<T, String> {
-    result.map_err(|message| format!("--{name}: {message}"))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn direction_config(
-    name: &str,
-    rate: &Option<String>,
-    trace: &Option<String>,
-    once: bool,
-    delay: &str,
-    loss: &str,
-    queue: &str,
-    log: &Option<String>,
-) -> Result<DirectionConfig, String> {
-    let server = match (rate, trace) {
-        (Some(rate), None) => ServerConfig::Rate(option(&format!("{name}-rate"), parse_rate(rate))?),
-        (None, Some(path)) => {
-            ServerConfig::Trace(path.clone(), option(&format!("{name}-trace"), Trace::load(path, once))?)
-        }
-        _ => return Err(format!("give exactly one of --{name}-rate and --{name}-trace")),
-    };
-    Ok(DirectionConfig {
-        server,
-        delay_ns: option(&format!("{name}-delay"), parse_duration_ns(delay))?,
-        loss: option(&format!("{name}-loss"), parse_probability(loss))?,
-        queue: option(&format!("{name}-queue"), QueueSpec::parse(queue))?,
-        log: log.clone(),
-    })
-}
-
-/// The two ends of the link, checked so that a bad name or address is an argument error before
-/// any namespace exists.
-fn endpoints(args: &Args) -> Result<(Endpoint, Endpoint), String> {
-    option("sender-netns", check_netns_name(&args.sender_netns))?;
-    option("receiver-netns", check_netns_name(&args.receiver_netns))?;
-    if args.sender_netns == args.receiver_netns {
-        return Err("--receiver-netns: must differ from --sender-netns (one device in each)".into());
-    }
-    let sender_addr = option("sender-addr", parse_address(&args.sender_addr))?;
-    let receiver_addr = option("receiver-addr", parse_address(&args.receiver_addr))?;
-    if sender_addr == receiver_addr {
-        return Err(format!("--receiver-addr: {receiver_addr} is also --sender-addr (the two ends need two addresses)"));
-    }
-    let sender = Endpoint { netns: args.sender_netns.clone(), local: sender_addr, peer: receiver_addr };
-    let receiver = Endpoint { netns: args.receiver_netns.clone(), local: receiver_addr, peer: sender_addr };
-    Ok((sender, receiver))
-}
-
-impl Config {
-    pub fn from_args(args: &Args) -> Result<Self, String> {
-        let (sender, receiver) = endpoints(args)?;
-        option("dev", check_device_name(&args.dev))?;
-        if !(576..=9000).contains(&args.mtu) {
-            return Err(format!("--mtu: {} is outside 576 to 9000", args.mtu));
-        }
-        let uplink = direction_config(
-            "uplink",
-            &args.uplink_rate,
-            &args.uplink_trace,
-            args.once,
-            &args.uplink_delay,
-            &args.uplink_loss,
-            &args.uplink_queue,
-            &args.uplink_log,
-        )?;
-        let downlink = direction_config(
-            "downlink",
-            &args.downlink_rate,
-            &args.downlink_trace,
-            args.once,
-            &args.downlink_delay,
-            &args.downlink_loss,
-            &args.downlink_queue,
-            &args.downlink_log,
-        )?;
-        let stats_interval_ns = option("stats-interval", parse_duration_ns(&args.stats_interval))?;
-        if stats_interval_ns < 1_000_000 {
-            return Err("--stats-interval: must be at least 1ms".into());
-        }
-        let duration_ns = match &args.duration {
-            Some(text) => Some(option("duration", parse_duration_ns(text))?),
-            None => None,
-        };
-        Ok(Self {
-            sender,
-            receiver,
-            dev: args.dev.clone(),
-            mtu: args.mtu,
-            uplink,
-            downlink,
-            loss_position: if args.loss_position == "before" { LossPosition::Before } else { LossPosition::After },
-            seed: args.seed,
-            stats: args.stats.clone(),
-            stats_interval_ns,
-            duration_ns,
-            spin_ns: option("spin", parse_duration_ns(&args.spin))?,
-            coalesce_ns: option("coalesce", parse_duration_ns(&args.coalesce))?,
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        })
-    }
-}
-
-impl DirectionConfig {
-    fn describe(&self) -> String {
-        match &self.server {
-            ServerConfig::Rate(bps) => format!("{} Mbit/s", bps / 1e6),
-            ServerConfig::Trace(path, _) => path.clone(),
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Signal => "signal",
+            StopReason::Duration => "duration",
+            StopReason::TraceEnd => "trace-end",
         }
     }
-
-    fn to_json(&self) -> Value {
-        let server = match &self.server {
-            ServerConfig::Rate(bps) => json!({"rate_bps": bps}),
-            ServerConfig::Trace(path, trace) => {
-                json!({"trace": path, "trace_mean_bps": trace.mean_rate_bps(), "once": trace.once})
-            }
-        };
-        json!({"server": server, "delay_us": self.delay_ns as f64 / 1e3, "loss": self.loss, "queue": self.queue.describe()})
-    }
-
-    fn build(&self, name: &'static str, position: LossPosition, seed: u64, command_line: &str) -> Result<Direction, String> {
-        let log = match &self.log {
-            Some(path) => Some(
-                LinkLog::create(path, name, &self.describe(), &self.queue.describe(), command_line)
-                    .map_err(|e| format!("--{name}-log: {e}"))?,
-            ),
-            None => None,
-        };
-        let server = match &self.server {
-            ServerConfig::Rate(bps) => Server::rate(*bps),
-            ServerConfig::Trace(_, trace) => Server::trace(trace.clone()),
-        };
-        // Independent streams per direction and per purpose, all derived from the one seed.
-        let salt: u64 = if name == "uplink" { 0x9e37_79b9_7f4a_7c15 } else { 0xc2b2_ae3d_27d4_eb4f };
-        let queue = Queue::new(self.queue.clone(), seed ^ salt.rotate_left(17));
-        Ok(Direction::new(name, server, queue, self.delay_ns, self.loss, position, seed ^ salt, log))
-    }
 }
 
-/// Where stats lines go.
-fn stats_sink(target: &Option<String>) -> Result<Option<Box<dyn Write>>, String> {
-    match target.as_deref() {
-        None => Ok(None),
-        Some("-") => Ok(Some(Box::new(LineWriter::new(std::io::stdout())))),
-        Some(path) => {
-            let file = File::create(path).map_err(|e| format!("--stats {path}: {e}"))?;
-            Ok(Some(Box::new(LineWriter::new(file))))
-        }
-    }
+/// Runs the link described by `config` until it ends, printing `ready` and the summary.
+pub fn run(config: &Config) -> Result<(), Error> {
+    let mut link = Link::open(config)?;
+    emit(&link.ready_json());
+    let reason = link.serve()?;
+    emit(&link.close(reason)?);
+    // The devices, and the namespaces the link created, go after the summary is out.
+    drop(link);
+    Ok(())
 }
 
 fn emit(line: &Value) {
@@ -215,145 +63,247 @@ fn emit(line: &Value) {
     let _ = out.flush();
 }
 
-pub fn run(config: Config) -> Result<(), String> {
-    // Everything that can fail on user input is checked before any device exists.
-    let mut uplink = config.uplink.build("uplink", config.loss_position, config.seed, &config.command_line)?;
-    let mut downlink = config.downlink.build("downlink", config.loss_position, config.seed, &config.command_line)?;
-    let mut stats = stats_sink(&config.stats)?;
-    let signals = sys::Signals::new()?;
-    let devices = Devices::open(&config.sender, &config.receiver, &config.dev, config.mtu)?;
-    let (sender_fd, receiver_fd) = (devices.sender.as_raw_fd(), devices.receiver.as_raw_fd());
-    let epoll = sys::Epoll::new()?;
-    epoll.add(sender_fd, TOKEN_SENDER)?;
-    epoll.add(receiver_fd, TOKEN_RECEIVER)?;
-    epoll.add(signals.fd(), TOKEN_SIGNAL)?;
-    sys::minimal_timer_slack();
-    // Before "ready": the measurement sleeps must not delay any packet.
-    let mut pacer = Pacer::calibrate(config.spin_ns)?;
+/// The periodic `--stats` lines: counters so far, and the lateness of the last interval only.
+struct StatsLines {
+    sink: Box<dyn Write>,
+    target: String,
+    interval_ns: u64,
+    next_ns: u64,
+    previous: Lateness,
+}
 
-    emit(&json!({
-        "event": "ready",
-        "version": env!("CARGO_PKG_VERSION"),
-        "pid": std::process::id(),
-        "dev": config.dev,
-        "sender_netns": config.sender.netns,
-        "receiver_netns": config.receiver.netns,
-        "sender_addr": config.sender.local.to_string(),
-        "receiver_addr": config.receiver.local.to_string(),
-    }));
+impl StatsLines {
+    fn open(target: Option<&str>, interval_ns: u64) -> Result<Option<Self>, Error> {
+        let sink: Box<dyn Write> = match target {
+            None => return Ok(None),
+            Some("-") => Box::new(LineWriter::new(std::io::stdout())),
+            Some(path) => {
+                let file = File::create(path)
+                    .map_err(|source| Error::File { option: "stats".into(), path: path.into(), source })?;
+                Box::new(LineWriter::new(file))
+            }
+        };
+        let target = target.unwrap_or_default().to_string();
+        Ok(Some(Self { sink, target, interval_ns, next_ns: interval_ns, previous: Lateness::default() }))
+    }
 
-    let t0 = sys::monotonic_ns();
-    let (cpu_user0, cpu_sys0) = sys::cpu_seconds();
-    let end_ns = [config.duration_ns, uplink.end_ns(), downlink.end_ns()].into_iter().flatten().min();
-    let buffer_len = config.mtu as usize + 64;
-    let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut tokens = Vec::new();
-    let mut next_stats_ns = config.stats_interval_ns;
-    let mut previous_lateness = Lateness::default();
-    let mut reason = "signal";
+    /// Writes a line if one is due at `now_ns`; `cpu_s` is the CPU used since the loop started.
+    fn write_if_due(&mut self, now_ns: u64, uplink: &Direction, downlink: &Direction, cpu_s: f64) -> Result<(), Error> {
+        if now_ns < self.next_ns {
+            return Ok(());
+        }
+        let mut lateness = uplink.lateness.clone();
+        lateness.merge(&downlink.lateness);
+        let interval = lateness.since(&self.previous);
+        self.previous = lateness;
+        let line = json!({
+            "event": "stats",
+            "t": now_ns as f64 / 1e9,
+            "uplink": uplink.counters_json(now_ns),
+            "downlink": downlink.counters_json(now_ns),
+            "lateness_us": interval.to_json(),
+            "cpu_s": cpu_s,
+        });
+        writeln!(self.sink, "{line}")
+            .map_err(|source| Error::File { option: "stats".into(), path: self.target.clone(), source })?;
+        while self.next_ns <= now_ns {
+            self.next_ns += self.interval_ns;
+        }
+        Ok(())
+    }
+}
 
-    // Each write runs the receiving side's network stack in our context, so the clock is read
-    // afresh for every packet: lateness is measured at the moment of its own write.
-    let clock = || sys::monotonic_ns() - t0;
-    loop {
+/// CPU seconds (user, system) used since `since`.
+fn cpu_since(since: (f64, f64)) -> (f64, f64) {
+    let (user, system) = sys::cpu_seconds();
+    (user - since.0, system - since.1)
+}
+
+/// Everything the loop owns while the link runs.
+struct Link<'a> {
+    config: &'a Config,
+    uplink: Direction,
+    downlink: Direction,
+    stats: Option<StatsLines>,
+    /// Held open while the loop runs: its descriptor, registered in `epoll`, reports SIGTERM/SIGINT.
+    _signals: sys::Signals,
+    epoll: sys::Epoll,
+    devices: Devices,
+    pacer: Pacer,
+    priority: LoopPriority,
+    /// When the loop started (CLOCK_MONOTONIC ns), and its CPU time then.
+    t0: u64,
+    cpu0: (f64, f64),
+    /// Emptied packet buffers, reused by the reader.
+    pool: Vec<Vec<u8>>,
+    tokens: Vec<u64>,
+}
+
+impl<'a> Link<'a> {
+    /// Opens the link: what can fail on user input first, then the devices, the loop's
+    /// priority (after every `ip` command, so no helper runs at it) and the pacer's calibration
+    /// (at that priority, so it measures the wake-ups the loop will have).
+    fn open(config: &'a Config) -> Result<Self, Error> {
+        let uplink = config.uplink.build(config)?;
+        let downlink = config.downlink.build(config)?;
+        let stats = StatsLines::open(config.stats.as_deref(), config.stats_interval_ns)?;
+        let signals = sys::Signals::new()?;
+        let devices = Devices::open(&config.sender, &config.receiver, &config.dev, config.mtu)?;
+        let epoll = sys::Epoll::new()?;
+        epoll.add(devices.sender.as_raw_fd(), TOKEN_SENDER)?;
+        epoll.add(devices.receiver.as_raw_fd(), TOKEN_RECEIVER)?;
+        epoll.add(signals.fd(), TOKEN_SIGNAL)?;
+        sys::minimal_timer_slack();
+        let priority = LoopPriority::raise(config.realtime_priority);
+        if let Some(warning) = priority.warning(config.realtime_priority) {
+            eprintln!("ccsweep-link: warning: {warning}");
+        }
+        // Before "ready": the measurement sleeps must not delay any packet.
+        let pacer = Pacer::calibrate(config.spin_ns)?;
+        Ok(Self {
+            config,
+            uplink,
+            downlink,
+            stats,
+            _signals: signals,
+            epoll,
+            devices,
+            pacer,
+            priority,
+            t0: sys::monotonic_ns(),
+            cpu0: sys::cpu_seconds(),
+            pool: Vec::new(),
+            tokens: Vec::new(),
+        })
+    }
+
+    fn ready_json(&self) -> Value {
+        let config = self.config;
+        json!({
+            "event": "ready",
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "dev": config.dev,
+            "sender_netns": config.sender.netns,
+            "receiver_netns": config.receiver.netns,
+            "sender_addr": config.sender.local.to_string(),
+            "receiver_addr": config.receiver.local.to_string(),
+            "sched": self.priority.describe(),
+        })
+    }
+
+    /// Nanoseconds since the loop started.
+    fn clock(&self) -> u64 {
+        sys::monotonic_ns() - self.t0
+    }
+
+    /// Serves packets until the link ends; returns why it did.
+    fn serve(&mut self) -> Result<StopReason, Error> {
+        self.t0 = sys::monotonic_ns();
+        self.cpu0 = sys::cpu_seconds();
+        let ends = [self.config.duration_ns, self.uplink.end_ns(), self.downlink.end_ns()];
+        let end_ns = ends.into_iter().flatten().min();
+        loop {
+            self.pass();
+            // The writes of the pass may have taken a while: plan the next wake-up from the present.
+            let now = self.clock();
+            if let Some(stats) = self.stats.as_mut() {
+                let (user, system) = cpu_since(self.cpu0);
+                stats.write_if_due(now, &self.uplink, &self.downlink, user + system)?;
+            }
+            if let Some(end) = end_ns.filter(|end| now >= *end) {
+                let by_duration = Some(end) == self.config.duration_ns;
+                return Ok(if by_duration { StopReason::Duration } else { StopReason::TraceEnd });
+            }
+            if self.wait_and_read(now, end_ns)? {
+                return Ok(StopReason::Signal);
+            }
+        }
+    }
+
+    /// Plays both bottlenecks up to now and writes every due packet, then keeps the buffers of
+    /// what left for the reader. Each write runs the receiving side's network stack in our
+    /// context, so the clock is read afresh for every packet: lateness is measured at the moment
+    /// of its own write.
+    fn pass(&mut self) {
+        let t0 = self.t0;
+        let clock = || sys::monotonic_ns() - t0;
+        let (sender_fd, receiver_fd) = self.fds();
         let now = clock();
-        uplink.advance(now);
-        uplink.release(clock, |packet| sys::write(receiver_fd, packet));
-        downlink.advance(now);
-        downlink.release(clock, |packet| sys::write(sender_fd, packet));
-        for direction in [&mut uplink, &mut downlink] {
-            while pool.len() < SPARE_BUFFERS {
+        self.uplink.advance(now);
+        self.uplink.release(clock, |packet| sys::write(receiver_fd, packet));
+        self.downlink.advance(now);
+        self.downlink.release(clock, |packet| sys::write(sender_fd, packet));
+        for direction in [&mut self.uplink, &mut self.downlink] {
+            while self.pool.len() < SPARE_BUFFERS {
                 match direction.spare.pop() {
-                    Some(buffer) => pool.push(buffer),
+                    Some(buffer) => self.pool.push(buffer),
                     None => break,
                 }
             }
             direction.spare.clear();
         }
-        // The writes above may have taken a while: plan the next wake-up from the present.
-        let now = clock();
-        if let Some(sink) = stats.as_mut() {
-            if now >= next_stats_ns {
-                let mut lateness = uplink.lateness.clone();
-                lateness.merge(&downlink.lateness);
-                let interval = lateness.since(&previous_lateness);
-                previous_lateness = lateness;
-                let (user, system) = sys::cpu_seconds();
-                let line = json!({
-                    "event": "stats",
-                    "t": now as f64 / 1e9,
-                    "uplink": uplink.counters_json(now),
-                    "downlink": downlink.counters_json(now),
-                    "lateness_us": interval.to_json(),
-                    "cpu_s": user + system - cpu_user0 - cpu_sys0,
-                });
-                writeln!(sink, "{line}").map_err(|e| format!("--stats: {e}"))?;
-                while next_stats_ns <= now {
-                    next_stats_ns += config.stats_interval_ns;
-                }
-            }
-        }
-        if let Some(end) = end_ns.filter(|end| now >= *end) {
-            reason = if Some(end) == config.duration_ns { "duration" } else { "trace-end" };
-            break;
-        }
+    }
 
-        let releases = next_pass_ns(&uplink, &downlink, config.coalesce_ns);
-        let target = [releases, stats.as_ref().map(|_| next_stats_ns), end_ns].into_iter().flatten().min();
-        epoll.wait(pacer.wait(now, target).timeout_ns(), &mut tokens)?;
-        if tokens.is_empty() {
-            pacer.timed_out(clock());
+    fn fds(&self) -> (RawFd, RawFd) {
+        (self.devices.sender.as_raw_fd(), self.devices.receiver.as_raw_fd())
+    }
+
+    /// Waits until the next pass (or a packet, or a signal) and reads what arrived; true when a
+    /// signal asks the link to stop.
+    fn wait_and_read(&mut self, now: u64, end_ns: Option<u64>) -> Result<bool, Error> {
+        let releases = next_pass_ns(&self.uplink, &self.downlink, self.config.coalesce_ns);
+        let stats_ns = self.stats.as_ref().map(|stats| stats.next_ns);
+        let target = [releases, stats_ns, end_ns].into_iter().flatten().min();
+        self.epoll.wait(self.pacer.wait(now, target).timeout_ns(), &mut self.tokens)?;
+        if self.tokens.is_empty() {
+            self.pacer.timed_out(self.clock());
         }
+        let (sender_fd, receiver_fd) = self.fds();
+        let buffer_len = self.config.mtu as usize + 64;
         let mut stop = false;
-        for token in &tokens {
-            match *token {
-                TOKEN_SENDER => read_batch(sender_fd, &mut uplink, &mut pool, buffer_len, t0)?,
-                TOKEN_RECEIVER => read_batch(receiver_fd, &mut downlink, &mut pool, buffer_len, t0)?,
+        for token in std::mem::take(&mut self.tokens) {
+            match token {
+                TOKEN_SENDER => read_batch(sender_fd, &mut self.uplink, &mut self.pool, buffer_len, self.t0)?,
+                TOKEN_RECEIVER => read_batch(receiver_fd, &mut self.downlink, &mut self.pool, buffer_len, self.t0)?,
                 _ => stop = true,
             }
         }
-        if stop {
-            break;
-        }
+        Ok(stop)
     }
 
-    let wall_ns = sys::monotonic_ns() - t0;
-    uplink.finish(wall_ns)?;
-    downlink.finish(wall_ns)?;
-    let (user, system) = sys::cpu_seconds();
-    let (user, system) = (user - cpu_user0, system - cpu_sys0);
-    let wall_s = wall_ns as f64 / 1e9;
-    let mut lateness = uplink.lateness.clone();
-    lateness.merge(&downlink.lateness);
-    emit(&json!({
-        "event": "summary",
-        "version": env!("CARGO_PKG_VERSION"),
-        "reason": reason,
-        "order": config.loss_position.order(),
-        "wall_s": wall_s,
-        "cpu_user_s": user,
-        "cpu_sys_s": system,
-        "cpu_share": if wall_s > 0.0 { (user + system) / wall_s } else { 0.0 },
-        "lateness_us": lateness.to_json(),
-        "uplink": uplink.counters_json(wall_ns),
-        "downlink": downlink.counters_json(wall_ns),
-        "config": {
-            "uplink": config.uplink.to_json(),
-            "downlink": config.downlink.to_json(),
-            "loss_position": if config.loss_position == LossPosition::After { "after" } else { "before" },
-            "seed": config.seed,
-            "mtu": config.mtu,
-            "spin_us": config.spin_ns as f64 / 1e3,
-            "coalesce_us": config.coalesce_ns as f64 / 1e3,
-        },
-        "wake": {
-            "timed_sleeps": pacer.timed_sleeps,
-            "sleep_cost_us": pacer.sleep_cost_ns() as f64 / 1e3,
-            "latency_p90_us": pacer.latency.estimate_ns() as f64 / 1e3,
-        },
-    }));
-    drop(devices);
-    Ok(())
+    /// Ends the link: the loop's priority goes back to normal, the logs are completed and
+    /// flushed, and the summary says what happened. The devices and namespaces go on drop.
+    fn close(&mut self, reason: StopReason) -> Result<Value, Error> {
+        self.priority.restore();
+        let wall_ns = self.clock();
+        self.uplink.finish(wall_ns).map_err(|source| self.config.uplink.log_error(source))?;
+        self.downlink.finish(wall_ns).map_err(|source| self.config.downlink.log_error(source))?;
+        let (user, system) = cpu_since(self.cpu0);
+        let wall_s = wall_ns as f64 / 1e9;
+        let mut lateness = self.uplink.lateness.clone();
+        lateness.merge(&self.downlink.lateness);
+        Ok(json!({
+            "event": "summary",
+            "version": env!("CARGO_PKG_VERSION"),
+            "reason": reason.as_str(),
+            "order": self.config.loss_position.order(),
+            "wall_s": wall_s,
+            "cpu_user_s": user,
+            "cpu_sys_s": system,
+            "cpu_share": if wall_s > 0.0 { (user + system) / wall_s } else { 0.0 },
+            "lateness_us": lateness.to_json(),
+            "sched": self.priority.describe(),
+            "uplink": self.uplink.counters_json(wall_ns),
+            "downlink": self.downlink.counters_json(wall_ns),
+            "config": self.config.to_json(),
+            "wake": {
+                "timed_sleeps": self.pacer.timed_sleeps,
+                "sleep_cost_us": self.pacer.sleep_cost_ns() as f64 / 1e3,
+                "latency_p90_us": self.pacer.latency.estimate_ns() as f64 / 1e3,
+            },
+        }))
+    }
 }
 
 /// When the next pass should run to serve the earliest release: late enough to serve, in the same
@@ -368,7 +318,7 @@ fn next_pass_ns(uplink: &Direction, downlink: &Direction, coalesce_ns: u64) -> O
 }
 
 /// Reads up to READ_BATCH packets from one device into its direction, stamping each on arrival.
-fn read_batch(fd: i32, direction: &mut Direction, pool: &mut Vec<Vec<u8>>, len: usize, t0: u64) -> Result<(), String> {
+fn read_batch(fd: RawFd, direction: &mut Direction, pool: &mut Vec<Vec<u8>>, len: usize, t0: u64) -> Result<(), Error> {
     for _ in 0..READ_BATCH {
         let mut buffer = pool.pop().unwrap_or_default();
         buffer.resize(len, 0);

@@ -10,6 +10,7 @@
 //! plays every bottleneck event up to `now` at its exact scheduled time, so a late wake-up delays
 //! packets on the wire but never changes the link's arithmetic.
 
+use crate::inject::Injector;
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
 use crate::queue::{DropCause, Packet, Queue};
@@ -19,6 +20,31 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+
+/// Which way a direction carries packets: data from the sender (uplink) or back (downlink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Uplink,
+    Downlink,
+}
+
+impl Side {
+    /// Its name in options (`--uplink-rate`), logs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Uplink => "uplink",
+            Side::Downlink => "downlink",
+        }
+    }
+
+    /// Mixed into the one `--seed`, so that each direction draws from streams of its own.
+    pub fn salt(self) -> u64 {
+        match self {
+            Side::Uplink => 0x9e37_79b9_7f4a_7c15,
+            Side::Downlink => 0xc2b2_ae3d_27d4_eb4f,
+        }
+    }
+}
 
 /// Where Bernoulli loss sits relative to the bottleneck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +100,22 @@ pub struct Counters {
     pub write_errors: u64,
     pub queue_bytes_max: u64,
     pub queue_packets_max: u64,
+    /// Releases held back by `--inject-lateness`.
+    pub injected_delays: u64,
+}
+
+/// What one direction is made of, built from its validated configuration.
+pub struct Stages {
+    pub server: Server,
+    pub queue: Queue,
+    pub delay_ns: u64,
+    pub loss: f64,
+    pub loss_position: LossPosition,
+    /// Seed of the loss decisions.
+    pub loss_seed: u64,
+    /// Holds releases back on purpose (a debug option), if given.
+    pub injector: Option<Injector>,
+    pub log: Option<LinkLog>,
 }
 
 pub struct Direction {
@@ -85,6 +127,10 @@ pub struct Direction {
     server: Server,
     delay_ns: u64,
     delay_line: VecDeque<(u64, Packet)>,
+    injector: Option<Injector>,
+    /// When the head of the delay line may leave, once injection has decided it (it is then
+    /// later than its due time, and every packet behind it waits too).
+    head_hold_ns: Option<u64>,
     pub counters: Counters,
     pub lateness: Lateness,
     log: Option<LinkLog>,
@@ -94,29 +140,21 @@ pub struct Direction {
 }
 
 impl Direction {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        name: &'static str,
-        server: Server,
-        queue: Queue,
-        delay_ns: u64,
-        loss: f64,
-        loss_position: LossPosition,
-        seed: u64,
-        log: Option<LinkLog>,
-    ) -> Self {
+    pub fn new(name: &'static str, stages: Stages) -> Self {
         Self {
             name,
-            loss,
-            loss_position,
-            rng: Pcg64Mcg::seed_from_u64(seed),
-            queue,
-            server,
-            delay_ns,
+            loss: stages.loss,
+            loss_position: stages.loss_position,
+            rng: Pcg64Mcg::seed_from_u64(stages.loss_seed),
+            queue: stages.queue,
+            server: stages.server,
+            delay_ns: stages.delay_ns,
             delay_line: VecDeque::new(),
+            injector: stages.injector,
+            head_hold_ns: None,
             counters: Counters::default(),
             lateness: Lateness::default(),
-            log,
+            log: stages.log,
             dropped: Vec::new(),
             spare: Vec::new(),
         }
@@ -275,9 +313,10 @@ impl Direction {
     pub fn release(&mut self, mut clock: impl FnMut() -> u64, mut write: impl FnMut(&[u8]) -> bool) {
         while let Some(&(due, _)) = self.delay_line.front() {
             let now_ns = clock();
-            if due > now_ns {
+            if due > now_ns || self.hold_head(due) > now_ns {
                 return;
             }
+            self.head_hold_ns = None;
             let (_, packet) = self.delay_line.pop_front().expect("a due packet");
             self.lateness.record(now_ns - due);
             if write(&packet.data) {
@@ -290,21 +329,40 @@ impl Direction {
         }
     }
 
+    /// When the due head of the delay line may leave: decided once per packet, when it is first
+    /// due, by the lateness injector (its due time when there is none).
+    fn hold_head(&mut self, due_ns: u64) -> u64 {
+        if let Some(hold) = self.head_hold_ns {
+            return hold;
+        }
+        let extra_ns = self.injector.as_mut().map_or(0, Injector::draw_ns);
+        if extra_ns > 0 {
+            self.counters.injected_delays += 1;
+        }
+        self.head_hold_ns = Some(due_ns + extra_ns);
+        due_ns + extra_ns
+    }
+
     /// The next time a packet must leave this direction, if any is on its way. A bottleneck
     /// departure needs no wake-up of its own: `advance` plays it exactly whenever we next wake,
-    /// and it only becomes visible `delay` later, so we wake for releases alone.
+    /// and it only becomes visible `delay` later, so we wake for releases alone. Nothing leaves
+    /// before a held head of the line.
     pub fn next_event_ns(&self) -> Option<u64> {
         let server = self.next_server_release_ns();
         let delay = self.delay_line.front().map(|(due, _)| *due);
-        match (server, delay) {
+        let earliest = match (server, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        earliest.map(|t| t.max(self.head_hold_ns.unwrap_or(0)))
     }
 
     /// The latest release known now that is due at or before `limit_ns`: the delay line (in due
     /// order, the delay being constant) and the bottleneck's next departure plus the delay.
     pub fn last_release_until(&self, limit_ns: u64) -> Option<u64> {
+        if self.head_hold_ns.is_some_and(|hold| hold > limit_ns) {
+            return None;
+        }
         let delayed = self.delay_line.iter().map(|(due, _)| *due).take_while(|due| *due <= limit_ns).last();
         let from_server = self.next_server_release_ns().filter(|due| *due <= limit_ns);
         delayed.max(from_server)
@@ -369,15 +427,16 @@ impl Direction {
             "queue_bytes_max": c.queue_bytes_max,
             "queue_packets_max": c.queue_packets_max,
             "delay_line_packets": self.delay_line.len(),
+            "injected_delays": c.injected_delays,
         })
     }
 
     /// Completes the log up to `now_ns` and flushes it.
-    pub fn finish(&mut self, now_ns: u64) -> Result<(), String> {
+    pub fn finish(&mut self, now_ns: u64) -> std::io::Result<()> {
         self.advance(now_ns);
         self.log_capacity_until(now_ns);
         match self.log.as_mut() {
-            Some(log) => log.flush().map_err(|e| format!("{} log: {e}", self.name)),
+            Some(log) => log.flush(),
             None => Ok(()),
         }
     }
@@ -386,11 +445,25 @@ impl Direction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inject::InjectSpec;
     use crate::queue::QueueSpec;
 
-    fn direction(server: Server, queue: &str, delay_ns: u64, loss: f64) -> Direction {
+    fn stages(server: Server, queue: &str, delay_ns: u64, loss: f64) -> Stages {
         let queue = Queue::new(QueueSpec::parse(queue).unwrap(), 1);
-        Direction::new("uplink", server, queue, delay_ns, loss, LossPosition::After, 42, None)
+        Stages {
+            server,
+            queue,
+            delay_ns,
+            loss,
+            loss_position: LossPosition::After,
+            loss_seed: 42,
+            injector: None,
+            log: None,
+        }
+    }
+
+    fn direction(server: Server, queue: &str, delay_ns: u64, loss: f64) -> Direction {
+        Direction::new("uplink", stages(server, queue, delay_ns, loss))
     }
 
     /// Feeds `count` packets of `size` bytes at `gap_ns` and collects departure times.
@@ -447,8 +520,10 @@ mod tests {
         let path = std::env::temp_dir().join(format!("ccsweep-link-unit-{}.log", std::process::id()));
         let path_text = path.to_str().expect("a UTF-8 temp dir");
         let log = LinkLog::create(path_text, "uplink", "12 Mbit/s", "droptail bytes=4500", "unit test").unwrap();
-        let queue = Queue::new(QueueSpec::parse("droptail bytes=4500").unwrap(), 1);
-        let mut d = Direction::new("uplink", Server::rate(12e6), queue, 0, 0.0, LossPosition::After, 1, Some(log));
+        let mut d = Direction::new(
+            "uplink",
+            Stages { log: Some(log), ..stages(Server::rate(12e6), "droptail bytes=4500", 0, 0.0) },
+        );
         (0..5).for_each(|_| d.arrive(0, vec![0; 1500]));
         [1, 2, 3].iter().for_each(|ms| d.advance(ms * 1_000_000));
         d.finish(3_500_000).unwrap();
@@ -494,8 +569,9 @@ mod tests {
     #[test]
     fn same_seed_same_losses() {
         let lost = |seed| {
-            let queue = Queue::new(QueueSpec::parse("infinite").unwrap(), 1);
-            let mut d = Direction::new("uplink", Server::rate(1e9), queue, 0, 0.1, LossPosition::Before, seed, None);
+            let lossy = stages(Server::rate(1e9), "infinite", 0, 0.1);
+            let before = Stages { loss_position: LossPosition::Before, loss_seed: seed, ..lossy };
+            let mut d = Direction::new("uplink", before);
             (0..1000).for_each(|i| d.arrive(i, vec![0; 100]));
             d.counters.drops_loss
         };
@@ -535,6 +611,28 @@ mod tests {
         assert_eq!(written, 2);
         assert_eq!(d.lateness.to_json()["max"], 180.0);
         assert_eq!(d.next_event_ns(), Some(10_360_000));
+    }
+
+    #[test]
+    fn an_injected_hold_delays_each_release_and_wakes_the_loop_for_it() {
+        // Releases due at 10.12, 10.24 and 10.36 ms, each held 1 ms: nothing leaves before
+        // 11.12 ms, and each packet's lateness, measured against its own due time, includes it.
+        let injector = Injector::new(InjectSpec::parse("fixed:1ms").unwrap(), 1);
+        let held = Stages { injector: Some(injector), ..stages(Server::rate(100e6), "infinite", 10_000_000, 0.0) };
+        let mut d = Direction::new("uplink", held);
+        (0..3).for_each(|_| d.arrive(0, vec![0; 1500]));
+        d.advance(10_500_000);
+        d.release(|| 10_500_000, |_| true);
+        assert_eq!((d.counters.out_packets, d.counters.injected_delays), (0, 1));
+        assert_eq!(d.next_event_ns(), Some(11_120_000));
+        assert_eq!(d.last_release_until(11_000_000), None);
+        d.release(|| 11_200_000, |_| true);
+        assert_eq!((d.counters.out_packets, d.counters.injected_delays), (1, 2));
+        assert_eq!(d.next_event_ns(), Some(11_240_000));
+        d.release(|| 11_400_000, |_| true);
+        assert_eq!((d.counters.out_packets, d.counters.injected_delays), (3, 3));
+        assert_eq!(d.lateness.quantile_us(0.0), 1_041.0);
+        assert_eq!(d.lateness.to_json()["max"], 1_160.0);
     }
 
     #[test]

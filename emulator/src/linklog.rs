@@ -12,15 +12,15 @@ pub struct LinkLog {
 }
 
 impl LinkLog {
-    pub fn create(path: &str, direction: &str, link: &str, queue: &str, command_line: &str) -> Result<Self, String> {
-        let file = File::create(path).map_err(|e| format!("{path}: {e}"))?;
+    pub fn create(path: &str, direction: &str, link: &str, queue: &str, command_line: &str) -> std::io::Result<Self> {
+        let file = File::create(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let init_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let header = format!(
             "# mahimahi mm-link ({direction}) [{link}] > {path}\n# command line: {command_line}\n\
              # queue: {queue}\n# init timestamp: {init_ms}\n# base timestamp: 0\n"
         );
-        out.write_all(header.as_bytes()).map_err(|e| format!("{path}: {e}"))?;
+        out.write_all(header.as_bytes())?;
         Ok(Self { out })
     }
 

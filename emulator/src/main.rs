@@ -1,134 +1,16 @@
-//! ccsweep-link: a user-space link emulator with Mahimahi's link model between two network
-//! namespaces. See docs/emulator.md for the model, the order of loss, queue and delay, and the
-//! output it writes.
+//! The `ccsweep-link` binary: parse the command line, run the link, and turn every failure into
+//! one line on stderr and an exit status (2 for a refused command line, 1 at run time).
 
-mod emulate;
-mod lateness;
-mod link;
-mod linklog;
-mod netdev;
-mod pacing;
-mod queue;
-mod sys;
-mod trace;
-mod units;
-
+use ccsweep_link::cli::{one_line, parse_args};
+use ccsweep_link::config::Config;
+use ccsweep_link::emulate;
+use ccsweep_link::error::Error;
 use clap::error::ErrorKind;
-use clap::{CommandFactory, FromArgMatches, Parser};
 use std::process::ExitCode;
 
-/// Emulate a bottleneck link (rate or Mahimahi trace, one-way delay, Bernoulli loss, queue)
-/// between a sender and a receiver network namespace, with TUN devices in each.
-#[derive(Parser, Debug)]
-#[command(name = "ccsweep-link", version, about, long_about = None)]
-pub struct Args {
-    /// Network namespace of the sender (data flows uplink from it); created if missing.
-    #[arg(long)]
-    pub sender_netns: String,
-    /// Network namespace of the receiver; created if missing.
-    #[arg(long)]
-    pub receiver_netns: String,
-    /// Address of the sender's device.
-    #[arg(long, default_value = "10.0.0.1")]
-    pub sender_addr: String,
-    /// Address of the receiver's device.
-    #[arg(long, default_value = "10.0.0.2")]
-    pub receiver_addr: String,
-    /// Name of the TUN device in each namespace.
-    #[arg(long, default_value = "ccl0")]
-    pub dev: String,
-    /// MTU of both devices (bytes, 576 to 9000).
-    #[arg(long, default_value_t = 1500)]
-    pub mtu: u32,
-    /// Constant uplink rate, e.g. 100mbit: as Mahimahi's constant-rate trace, each packet costs
-    /// its IP length + 4 bytes, so 1500-byte packets leave at exactly this rate.
-    #[arg(long)]
-    pub uplink_rate: Option<String>,
-    /// Mahimahi trace for the uplink (1504-byte opportunities at ms timestamps).
-    #[arg(long)]
-    pub uplink_trace: Option<String>,
-    /// Constant downlink rate, e.g. 100mbit.
-    #[arg(long)]
-    pub downlink_rate: Option<String>,
-    /// Mahimahi trace for the downlink.
-    #[arg(long)]
-    pub downlink_trace: Option<String>,
-    /// Play traces once and end the link when one runs out (default: repeat).
-    #[arg(long)]
-    pub once: bool,
-    /// One-way uplink delay, e.g. 50ms or 12.5ms (a bare number is ms).
-    #[arg(long, default_value = "0")]
-    pub uplink_delay: String,
-    /// One-way downlink delay.
-    #[arg(long, default_value = "0")]
-    pub downlink_delay: String,
-    /// Uplink Bernoulli loss probability, a fraction in [0, 1].
-    #[arg(long, default_value = "0")]
-    pub uplink_loss: String,
-    /// Downlink Bernoulli loss probability, a fraction in [0, 1].
-    #[arg(long, default_value = "0")]
-    pub downlink_loss: String,
-    /// Loss after the bottleneck (as Mahimahi's usual nesting) or before it.
-    #[arg(long, default_value = "after", value_parser = ["after", "before"])]
-    pub loss_position: String,
-    /// Uplink queue: infinite, droptail|drophead packets=N,bytes=N, codel target=MS,interval=MS[,limits], pie qdelay_ref=MS,max_burst=MS[,limits].
-    #[arg(long, default_value = "infinite")]
-    pub uplink_queue: String,
-    /// Downlink queue (same syntax).
-    #[arg(long, default_value = "infinite")]
-    pub downlink_queue: String,
-    /// Seed of the loss (and PIE) random generators: the same seed drops the same packets.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Write a Mahimahi-format uplink log here.
-    #[arg(long)]
-    pub uplink_log: Option<String>,
-    /// Write a Mahimahi-format downlink log here.
-    #[arg(long)]
-    pub downlink_log: Option<String>,
-    /// Write a JSON stats line every --stats-interval to this file ('-' for stdout).
-    #[arg(long)]
-    pub stats: Option<String>,
-    /// Interval of the stats lines.
-    #[arg(long, default_value = "100ms")]
-    pub stats_interval: String,
-    /// Stop after this long (default: run until SIGTERM or SIGINT).
-    #[arg(long)]
-    pub duration: Option<String>,
-    /// Always wake at least this early before a release and busy-wait the rest (trades CPU for
-    /// lateness; the emulator already wakes early by the wake-up latency it observes, within 2%
-    /// of the time it sleeps).
-    #[arg(long, default_value = "0us")]
-    pub spin: String,
-    /// Serve in one wake-up every release due within this of the earliest: a packet may wait up
-    /// to this long for later ones, and fewer wake-ups (costly under virtualisation) save CPU.
-    #[arg(long, default_value = "100us")]
-    pub coalesce: String,
-}
-
-/// Parses the command line. Every option's value may start with a hyphen, so that
-/// `--uplink-rate -3mbit` reaches our own parser, which names the option and the allowed range,
-/// instead of being taken for an unknown option.
-fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, clap::Error> {
-    let command = Args::command().mut_args(|arg| {
-        let takes_value = arg.get_action().takes_values();
-        arg.allow_hyphen_values(takes_value)
-    });
-    Args::from_arg_matches(&command.try_get_matches_from(argv)?)
-}
-
-/// clap's message as one line: its first paragraph (the error and the options it names, e.g.
-/// each missing required option on a line of its own), without the usage and help hints.
-fn one_line(err: &clap::Error) -> String {
-    let rendered = err.render().to_string();
-    let message: Vec<&str> = rendered
-        .lines()
-        .map(str::trim)
-        .take_while(|line| !line.is_empty())
-        .collect();
-    let joined = message.join(" ");
-    let joined = joined.trim_start_matches("error: ").trim();
-    if joined.is_empty() { "bad arguments (see --help)".to_string() } else { joined.to_string() }
+fn fail(error: &Error) -> ExitCode {
+    eprintln!("ccsweep-link: error: {error}");
+    ExitCode::from(error.exit_code())
 }
 
 fn main() -> ExitCode {
@@ -143,43 +25,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match emulate::Config::from_args(&args) {
-        Ok(config) => config,
-        Err(message) => {
-            eprintln!("ccsweep-link: error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    match emulate::run(config) {
+    let result = Config::from_args(&args).and_then(|config| emulate::run(&config));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("ccsweep-link: error: {message}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn argv(args: &[&str]) -> Vec<String> {
-        std::iter::once("ccsweep-link").chain(args.iter().copied()).map(String::from).collect()
-    }
-
-    #[test]
-    fn a_missing_option_is_named_on_one_line() {
-        let err = parse_args(argv(&["--sender-netns", "s"])).unwrap_err();
-        let line = one_line(&err);
-        assert!(!line.contains('\n'), "{line}");
-        assert!(line.starts_with("the following required arguments were not provided:"), "{line}");
-        assert!(line.contains("--receiver-netns"), "{line}");
-    }
-
-    #[test]
-    fn values_may_start_with_a_hyphen() {
-        let args = parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--uplink-rate", "-3mbit"])).unwrap();
-        assert_eq!(args.uplink_rate.as_deref(), Some("-3mbit"));
-        assert!(parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--once", "-3"])).is_err());
+        Err(error) => fail(&error),
     }
 }

@@ -6,6 +6,7 @@
 //! Namespaces that did not exist are created here and removed again when `Devices` is dropped,
 //! and also when opening fails part-way; the TUN devices vanish with their file descriptors.
 
+use crate::error::Error;
 use std::ffi::CString;
 use std::fs::File;
 use std::net::Ipv4Addr;
@@ -73,7 +74,7 @@ struct CreatedNamespaces(Vec<String>);
 
 impl CreatedNamespaces {
     /// Creates `name` unless it exists, and owns it from the moment `ip netns add` succeeds.
-    fn ensure(&mut self, name: &str) -> Result<(), String> {
+    fn ensure(&mut self, name: &str) -> Result<(), Error> {
         if Path::new(&format!("/run/netns/{name}")).exists() {
             return Ok(());
         }
@@ -91,37 +92,41 @@ impl Drop for CreatedNamespaces {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let output = Command::new("ip").args(args).output().map_err(|e| format!("cannot run ip: {e}"))?;
+fn ip(args: &[&str]) -> Result<(), Error> {
+    let output = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|source| Error::System { call: "run ip".into(), source })?;
     if output.status.success() {
         Ok(())
     } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!("ip {}: {}", args.join(" "), stderr.trim()))
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+        Err(Error::Ip { args: args.join(" "), stderr })
     }
 }
 
-fn open_netns(name: &str) -> Result<File, String> {
-    File::open(format!("/run/netns/{name}")).map_err(|e| format!("network namespace {name}: {e}"))
+fn open_netns(name: &str) -> Result<File, Error> {
+    File::open(format!("/run/netns/{name}"))
+        .map_err(|source| Error::System { call: format!("open network namespace {name}"), source })
 }
 
-fn setns(fd: RawFd, what: &str) -> Result<(), String> {
+fn setns(fd: RawFd, what: &str) -> Result<(), Error> {
     // SAFETY: setns on an open namespace file descriptor; failure is reported, not assumed.
     if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
-        return Err(format!("setns into {what}: {}", std::io::Error::last_os_error()));
+        return Err(Error::last_os(format!("setns into {what}")));
     }
     Ok(())
 }
 
 /// Opens a TUN device named `dev` (IFF_TUN | IFF_NO_PI: plain IP packets, one per read, no
 /// GSO super-packets since we ask for no offloads) in the current network namespace.
-/// `dev` has passed `check_device_name`.
-fn open_tun(dev: &str) -> Result<OwnedFd, String> {
+/// `dev` has passed `check_device_name`; `netns` names the current namespace for messages.
+fn open_tun(dev: &str, netns: &str) -> Result<OwnedFd, Error> {
     let path = CString::new("/dev/net/tun").expect("no NUL");
     // SAFETY: plain open(2); the result is checked before use.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("/dev/net/tun: {}", std::io::Error::last_os_error()));
+        return Err(Error::last_os(format!("open /dev/net/tun in namespace {netns}")));
     }
     // SAFETY: fd is a fresh, valid descriptor that we now own.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -131,16 +136,16 @@ fn open_tun(dev: &str) -> Result<OwnedFd, String> {
     request[IFNAMSIZ..IFNAMSIZ + 2].copy_from_slice(&flags.to_ne_bytes());
     // SAFETY: TUNSETIFF reads a struct ifreq (40 bytes) that we own for the call's duration.
     if unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF, request.as_mut_ptr()) } < 0 {
-        return Err(format!("TUNSETIFF {dev}: {}", std::io::Error::last_os_error()));
+        return Err(Error::last_os(format!("TUNSETIFF {dev} in namespace {netns}")));
     }
     Ok(owned)
 }
 
 /// Creates the device of `endpoint` inside its namespace, returns to `home`, and configures it.
-fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<OwnedFd, String> {
+fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<OwnedFd, Error> {
     let ns = open_netns(&endpoint.netns)?;
     setns(ns.as_raw_fd(), &endpoint.netns)?;
-    let tun = open_tun(dev).map_err(|e| format!("{e} in namespace {}", endpoint.netns));
+    let tun = open_tun(dev, &endpoint.netns);
     setns(home.as_raw_fd(), "the original namespace")?;
     let tun = tun?;
     configure(endpoint, dev, mtu)?;
@@ -150,18 +155,19 @@ fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<
 impl Devices {
     /// Creates and configures both devices; creates missing namespaces (removed on drop, and on
     /// any error here).
-    pub fn open(sender: &Endpoint, receiver: &Endpoint, dev: &str, mtu: u32) -> Result<Self, String> {
+    pub fn open(sender: &Endpoint, receiver: &Endpoint, dev: &str, mtu: u32) -> Result<Self, Error> {
         let mut namespaces = CreatedNamespaces(Vec::new());
         namespaces.ensure(&sender.netns)?;
         namespaces.ensure(&receiver.netns)?;
-        let home = File::open("/proc/self/ns/net").map_err(|e| format!("/proc/self/ns/net: {e}"))?;
+        let home = File::open("/proc/self/ns/net")
+            .map_err(|source| Error::System { call: "open /proc/self/ns/net".into(), source })?;
         let sender_fd = open_device(sender, &home, dev, mtu)?;
         let receiver_fd = open_device(receiver, &home, dev, mtu)?;
         Ok(Self { sender: sender_fd, receiver: receiver_fd, _namespaces: namespaces })
     }
 }
 
-fn configure(endpoint: &Endpoint, dev: &str, mtu: u32) -> Result<(), String> {
+fn configure(endpoint: &Endpoint, dev: &str, mtu: u32) -> Result<(), Error> {
     let ns = endpoint.netns.as_str();
     let mtu = mtu.to_string();
     ip(&["-n", ns, "link", "set", "dev", "lo", "up"])?;

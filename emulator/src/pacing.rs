@@ -8,6 +8,7 @@
 //! rest, but never spins longer than a small share of the time it slept, so the CPU this costs
 //! stays bounded. A packet is still only written once its due time has passed.
 
+use crate::error::Error;
 use crate::sys;
 
 /// Timer overshoots kept to estimate how late a sleep ends.
@@ -107,7 +108,7 @@ impl Pacer {
 
     /// Measures, before any traffic, what a sleep costs in CPU and how late it ends, with the
     /// same call the loop sleeps in (an epoll with nothing registered, so only the timer ends it).
-    pub fn calibrate(fixed_spin_ns: u64) -> Result<Self, String> {
+    pub fn calibrate(fixed_spin_ns: u64) -> Result<Self, Error> {
         let idle = sys::Epoll::new()?;
         let mut tokens = Vec::new();
         let mut costs_ns = [0u64; LATENCY_SAMPLES];

@@ -1,12 +1,13 @@
 //! Thin, checked wrappers over the Linux calls the event loop needs: the monotonic clock,
 //! epoll with nanosecond timeouts, a signalfd for SIGTERM/SIGINT, non-blocking read/write, rusage.
 
+use crate::error::Error;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-fn check(ret: libc::c_int, what: &str) -> Result<libc::c_int, String> {
+fn check(ret: libc::c_int, call: &str) -> Result<libc::c_int, Error> {
     if ret < 0 {
-        Err(format!("{what}: {}", io::Error::last_os_error()))
+        Err(Error::last_os(call))
     } else {
         Ok(ret)
     }
@@ -37,14 +38,14 @@ pub fn minimal_timer_slack() {
 pub struct Epoll(OwnedFd);
 
 impl Epoll {
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, Error> {
         // SAFETY: epoll_create1 returns a new descriptor or -1.
         let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }, "epoll_create1")?;
         // SAFETY: a fresh descriptor we own.
         Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub fn add(&self, fd: RawFd, token: u64) -> Result<(), String> {
+    pub fn add(&self, fd: RawFd, token: u64) -> Result<(), Error> {
         let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
         // SAFETY: registering a valid descriptor with an event we own.
         check(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) }, "epoll_ctl")?;
@@ -54,7 +55,7 @@ impl Epoll {
     /// Waits until a descriptor is ready or `timeout_ns` passes (None: forever), and returns the
     /// ready tokens. epoll_pwait2 takes a nanosecond timeout, which spares the timerfd re-arm per
     /// event that dominated the profile (timerfd_settime is costly under virtualisation).
-    pub fn wait(&self, timeout_ns: Option<u64>, tokens: &mut Vec<u64>) -> Result<(), String> {
+    pub fn wait(&self, timeout_ns: Option<u64>, tokens: &mut Vec<u64>) -> Result<(), Error> {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
         let timeout = timeout_ns.map(|ns| libc::timespec {
             tv_sec: (ns / 1_000_000_000) as libc::time_t,
@@ -74,7 +75,7 @@ impl Epoll {
         tokens.clear();
         if n < 0 {
             let err = io::Error::last_os_error();
-            return if err.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(format!("epoll_pwait2: {err}")) };
+            return if err.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(Error::System { call: "epoll_pwait2".into(), source: err }) };
         }
         tokens.extend(events[..n as usize].iter().map(|e| e.u64));
         Ok(())
@@ -85,7 +86,7 @@ impl Epoll {
 pub struct Signals(OwnedFd);
 
 impl Signals {
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, Error> {
         // SAFETY: building and applying a signal mask we own; signalfd returns a new fd or -1.
         unsafe {
             let mut mask: libc::sigset_t = std::mem::zeroed();
@@ -104,7 +105,7 @@ impl Signals {
 }
 
 /// Non-blocking read: Ok(None) when nothing is waiting.
-pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<Option<usize>, String> {
+pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<Option<usize>, Error> {
     // SAFETY: read into a buffer we own, bounded by its length.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
     if n >= 0 {
@@ -113,7 +114,7 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<Option<usize>, String> {
     let err = io::Error::last_os_error();
     match err.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-        _ => Err(format!("read: {err}")),
+        _ => Err(Error::System { call: "read".into(), source: err }),
     }
 }
 

@@ -1,0 +1,285 @@
+//! The validated configuration: every option parsed and checked, so that a bad value is an
+//! argument error before any namespace or device exists, and the summary can echo what ran.
+
+use crate::cli::{Args, DirectionArgs};
+use crate::error::Error;
+use crate::inject::{InjectSpec, Injector};
+use crate::link::{Direction, LossPosition, Server, Side, Stages};
+use crate::linklog::LinkLog;
+use crate::netdev::{check_device_name, check_netns_name, parse_address, Endpoint};
+use crate::queue::{Queue, QueueSpec};
+use crate::sched::parse_priority;
+use crate::trace::Trace;
+use crate::units::{parse_duration_ns, parse_probability, parse_rate};
+use serde_json::{json, Value};
+
+/// The longest `--spin` a real-time loop may busy-wait: its core is not free while it spins.
+const MAX_REALTIME_SPIN_NS: u64 = 1_000_000;
+
+/// What one direction does, validated.
+pub struct DirectionConfig {
+    pub side: Side,
+    pub server: ServerConfig,
+    pub delay_ns: u64,
+    pub loss: f64,
+    pub queue: QueueSpec,
+    pub log: Option<String>,
+}
+
+pub enum ServerConfig {
+    Rate(f64),
+    Trace(String, Trace),
+}
+
+pub struct Config {
+    pub sender: Endpoint,
+    pub receiver: Endpoint,
+    pub dev: String,
+    pub mtu: u32,
+    pub uplink: DirectionConfig,
+    pub downlink: DirectionConfig,
+    pub loss_position: LossPosition,
+    pub seed: u64,
+    pub stats: Option<String>,
+    pub stats_interval_ns: u64,
+    pub duration_ns: Option<u64>,
+    pub spin_ns: u64,
+    pub coalesce_ns: u64,
+    pub realtime_priority: Option<i32>,
+    pub inject_lateness: Option<InjectSpec>,
+    pub command_line: String,
+}
+
+impl DirectionConfig {
+    pub fn from_args(args: &DirectionArgs, once: bool) -> Result<Self, Error> {
+        let name = args.side.name();
+        let option = |suffix: &str| Error::argument(format!("{name}-{suffix}"));
+        let server = match (args.rate, args.trace) {
+            (Some(rate), None) => ServerConfig::Rate(parse_rate(rate).map_err(option("rate"))?),
+            (None, Some(path)) => {
+                ServerConfig::Trace(path.to_string(), Trace::load(path, once).map_err(option("trace"))?)
+            }
+            _ => return Err(Error::Arguments(format!("give exactly one of --{name}-rate and --{name}-trace"))),
+        };
+        Ok(Self {
+            side: args.side,
+            server,
+            delay_ns: parse_duration_ns(args.delay).map_err(option("delay"))?,
+            loss: parse_probability(args.loss).map_err(option("loss"))?,
+            queue: QueueSpec::parse(args.queue).map_err(option("queue"))?,
+            log: args.log.map(str::to_string),
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.server {
+            ServerConfig::Rate(bps) => format!("{} Mbit/s", bps / 1e6),
+            ServerConfig::Trace(path, _) => path.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let server = match &self.server {
+            ServerConfig::Rate(bps) => json!({"rate_bps": bps}),
+            ServerConfig::Trace(path, trace) => {
+                json!({"trace": path, "trace_mean_bps": trace.mean_rate_bps(), "once": trace.once})
+            }
+        };
+        let delay_us = self.delay_ns as f64 / 1e3;
+        json!({"server": server, "delay_us": delay_us, "loss": self.loss, "queue": self.queue.describe()})
+    }
+
+    /// The running direction: its log file is created here, its random streams (loss, queue,
+    /// injection) all derive from `config.seed`, independent per direction and per purpose.
+    pub fn build(&self, config: &Config) -> Result<Direction, Error> {
+        let name = self.side.name();
+        let log = match &self.log {
+            Some(path) => Some(
+                LinkLog::create(path, name, &self.describe(), &self.queue.describe(), &config.command_line)
+                    .map_err(|source| self.log_error(source))?,
+            ),
+            None => None,
+        };
+        let server = match &self.server {
+            ServerConfig::Rate(bps) => Server::rate(*bps),
+            ServerConfig::Trace(_, trace) => Server::trace(trace.clone()),
+        };
+        let salt = self.side.salt();
+        let injector =
+            config.inject_lateness.clone().map(|spec| Injector::new(spec, config.seed ^ salt.rotate_left(41)));
+        Ok(Direction::new(
+            name,
+            Stages {
+                server,
+                queue: Queue::new(self.queue.clone(), config.seed ^ salt.rotate_left(17)),
+                delay_ns: self.delay_ns,
+                loss: self.loss,
+                loss_position: config.loss_position,
+                loss_seed: config.seed ^ salt,
+                injector,
+                log,
+            },
+        ))
+    }
+
+    /// A failure to write this direction's `--*-log` file.
+    pub fn log_error(&self, source: std::io::Error) -> Error {
+        let path = self.log.clone().unwrap_or_default();
+        Error::File { option: format!("{}-log", self.side.name()), path, source }
+    }
+}
+
+/// The two ends of the link, checked so that a bad name or address is an argument error before
+/// any namespace exists.
+fn endpoints(args: &Args) -> Result<(Endpoint, Endpoint), Error> {
+    check_netns_name(&args.sender_netns).map_err(Error::argument("sender-netns"))?;
+    check_netns_name(&args.receiver_netns).map_err(Error::argument("receiver-netns"))?;
+    if args.sender_netns == args.receiver_netns {
+        return Err(Error::argument("receiver-netns")("must differ from --sender-netns (one device in each)".into()));
+    }
+    let sender_addr = parse_address(&args.sender_addr).map_err(Error::argument("sender-addr"))?;
+    let receiver_addr = parse_address(&args.receiver_addr).map_err(Error::argument("receiver-addr"))?;
+    if sender_addr == receiver_addr {
+        return Err(Error::argument("receiver-addr")(format!(
+            "{receiver_addr} is also --sender-addr (the two ends need two addresses)"
+        )));
+    }
+    let sender = Endpoint { netns: args.sender_netns.clone(), local: sender_addr, peer: receiver_addr };
+    let receiver = Endpoint { netns: args.receiver_netns.clone(), local: receiver_addr, peer: sender_addr };
+    Ok((sender, receiver))
+}
+
+/// The loop's timing options: `--spin`, `--coalesce`, and the priority, whose busy-waiting is
+/// bounded while it is real-time.
+fn timing(args: &Args) -> Result<(u64, u64, Option<i32>), Error> {
+    let spin_ns = parse_duration_ns(&args.spin).map_err(Error::argument("spin"))?;
+    let coalesce_ns = parse_duration_ns(&args.coalesce).map_err(Error::argument("coalesce"))?;
+    let priority = match &args.realtime_priority {
+        Some(text) => Some(parse_priority(text).map_err(Error::argument("realtime-priority"))?),
+        None => None,
+    };
+    if priority.is_some() && spin_ns > MAX_REALTIME_SPIN_NS {
+        return Err(Error::argument("spin")(format!(
+            "{:?} is more than 1ms, the most a --realtime-priority loop may busy-wait",
+            args.spin
+        )));
+    }
+    Ok((spin_ns, coalesce_ns, priority))
+}
+
+impl Config {
+    pub fn from_args(args: &Args) -> Result<Self, Error> {
+        let (sender, receiver) = endpoints(args)?;
+        check_device_name(&args.dev).map_err(Error::argument("dev"))?;
+        if !(576..=9000).contains(&args.mtu) {
+            return Err(Error::argument("mtu")(format!("{} is outside 576 to 9000", args.mtu)));
+        }
+        let uplink = DirectionConfig::from_args(&args.direction(Side::Uplink), args.once)?;
+        let downlink = DirectionConfig::from_args(&args.direction(Side::Downlink), args.once)?;
+        let stats_interval_ns = parse_duration_ns(&args.stats_interval).map_err(Error::argument("stats-interval"))?;
+        if stats_interval_ns < 1_000_000 {
+            return Err(Error::argument("stats-interval")("must be at least 1ms".into()));
+        }
+        let duration_ns = match &args.duration {
+            Some(text) => Some(parse_duration_ns(text).map_err(Error::argument("duration"))?),
+            None => None,
+        };
+        let (spin_ns, coalesce_ns, realtime_priority) = timing(args)?;
+        let inject_lateness = match &args.inject_lateness {
+            Some(text) => Some(InjectSpec::parse(text).map_err(Error::argument("inject-lateness"))?),
+            None => None,
+        };
+        Ok(Self {
+            sender,
+            receiver,
+            dev: args.dev.clone(),
+            mtu: args.mtu,
+            uplink,
+            downlink,
+            loss_position: if args.loss_position == "before" { LossPosition::Before } else { LossPosition::After },
+            seed: args.seed,
+            stats: args.stats.clone(),
+            stats_interval_ns,
+            duration_ns,
+            spin_ns,
+            coalesce_ns,
+            realtime_priority,
+            inject_lateness,
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        })
+    }
+
+    /// The configuration as the summary records it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "uplink": self.uplink.to_json(),
+            "downlink": self.downlink.to_json(),
+            "loss_position": if self.loss_position == LossPosition::After { "after" } else { "before" },
+            "seed": self.seed,
+            "mtu": self.mtu,
+            "spin_us": self.spin_ns as f64 / 1e3,
+            "coalesce_us": self.coalesce_ns as f64 / 1e3,
+            "realtime_priority": self.realtime_priority,
+            "inject_lateness": self.inject_lateness.as_ref().map(|spec| spec.text.clone()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse_args;
+
+    /// The configuration of a 10 Mbit/s link with `extra` options (each replacing a default).
+    fn config(extra: &[&str]) -> Result<Config, Error> {
+        let defaults = [
+            ("--sender-netns", "s"),
+            ("--receiver-netns", "r"),
+            ("--uplink-rate", "10mbit"),
+            ("--downlink-rate", "10mbit"),
+        ];
+        let given: Vec<(&str, &str)> = extra.chunks(2).map(|pair| (pair[0], pair[1])).collect();
+        let kept = defaults.into_iter().filter(|(key, _)| !given.iter().any(|(option, _)| option == key));
+        let argv = std::iter::once("ccsweep-link").chain(kept.chain(given.iter().copied()).flat_map(|(k, v)| [k, v]));
+        Config::from_args(&parse_args(argv.map(str::to_string)).unwrap())
+    }
+
+    fn error(extra: &[&str]) -> String {
+        let error = config(extra).err().expect("an error");
+        assert_eq!(error.exit_code(), 2, "{error}");
+        error.to_string()
+    }
+
+    #[test]
+    fn options_are_named_in_their_errors() {
+        assert_eq!(error(&["--uplink-rate", "0mbit"]), "--uplink-rate: \"0mbit\": rate must be > 0");
+        assert!(error(&["--downlink-loss", "1.5"]).starts_with("--downlink-loss: 1.5 is outside [0, 1]"));
+        assert!(error(&["--receiver-netns", "s"]).starts_with("--receiver-netns: must differ"));
+        assert!(error(&["--mtu", "100"]).starts_with("--mtu: 100 is outside 576 to 9000"));
+        assert_eq!(error(&["--stats-interval", "10us"]), "--stats-interval: must be at least 1ms");
+        assert!(error(&["--inject-lateness", "fixed:2s"]).starts_with("--inject-lateness: \"2s\" is longer"));
+        assert!(error(&["--realtime-priority", "0"]).starts_with("--realtime-priority: \"0\" is not a SCHED_FIFO"));
+    }
+
+    #[test]
+    fn a_direction_needs_exactly_one_server() {
+        let both = ["--uplink-rate", "10mbit", "--uplink-trace", "/dev/null"];
+        assert_eq!(error(&both), "give exactly one of --uplink-rate and --uplink-trace");
+    }
+
+    #[test]
+    fn a_realtime_loop_spins_at_most_1ms() {
+        assert!(config(&["--realtime-priority", "10", "--spin", "1ms"]).is_ok());
+        assert!(config(&["--spin", "5ms"]).is_ok());
+        assert!(error(&["--realtime-priority", "10", "--spin", "5ms"]).starts_with("--spin: \"5ms\" is more than 1ms"));
+    }
+
+    #[test]
+    fn the_summary_echoes_priority_and_injection() {
+        let json = config(&["--realtime-priority", "10", "--inject-lateness", "exp:500us,p=0.01"]).unwrap().to_json();
+        assert_eq!(json["realtime_priority"], 10);
+        assert_eq!(json["inject_lateness"], "exp:500us,p=0.01");
+        let json = config(&[]).unwrap().to_json();
+        assert!(json["realtime_priority"].is_null() && json["inject_lateness"].is_null());
+    }
+}

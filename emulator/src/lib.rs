@@ -1,0 +1,22 @@
+//! ccsweep-link: a user-space link emulator with Mahimahi's link model between two network
+//! namespaces. See docs/emulator.md for the model, the order of loss, queue and delay, and the
+//! output it writes.
+//!
+//! The binary is `main.rs`; the modules are public so that benches and integration tests can
+//! drive the link model, the pacer and the parsers directly.
+
+pub mod cli;
+pub mod config;
+pub mod emulate;
+pub mod error;
+pub mod inject;
+pub mod lateness;
+pub mod link;
+pub mod linklog;
+pub mod netdev;
+pub mod pacing;
+pub mod queue;
+pub mod sched;
+pub mod sys;
+pub mod trace;
+pub mod units;
