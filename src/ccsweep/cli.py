@@ -18,7 +18,7 @@ from rich.console import Console
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE
+from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_LATE, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -174,11 +174,14 @@ def presets() -> None:
               help="Flag the result when the emulator's p99 lateness exceeds this "
                    "(default: 2% of the cell's RTT, between 200 and 1000 us).")
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
+@click.option("--attempt", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="Which run of this cell this is (recorded; the executor counts re-runs of late cells).")
 def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store_url: str, workdir: Path | None,
-         pushgateway: str | None, lateness_threshold_us: float | None, executor: str) -> None:
+         pushgateway: str | None, lateness_threshold_us: float | None, executor: str, attempt: int) -> None:
     """Run one cell and store its result; print a one-line JSON report.
 
-    Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this kernel.
+    Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this
+    kernel, 75 measured with the emulator late (kept as an attempt, not counted: run it again).
     """
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
@@ -200,7 +203,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         _stage_traces(store, the_cell, scratch)
         try:
             output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
-                              executor=executor)
+                              executor=executor, attempt=attempt)
         except CongestionControlUnavailable as exc:
             click.echo(json.dumps({**report, "status": "unavailable", "error": str(exc)}))
             sys.exit(EXIT_UNAVAILABLE)
@@ -211,12 +214,14 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         if observer is not None:
             observer.finish(result)
         kept = store_cell(store, result, output.timeseries, output.files)
-    late = bool(result.link and result.link.selfcheck.late)
     if kept.spooled is not None:
         report["spooled"] = str(kept.spooled)
-    click.echo(json.dumps({**report, "status": result.status, "stored": kept.stored, "goodput_mbps": result.goodput_mbps,
-                           "late": late, "error": result.error}))
-    sys.exit(0 if result.status == "ok" else 1)
+    check = result.link.selfcheck if result.link else None
+    click.echo(json.dumps({**report, "status": result.status, "attempt": attempt, "stored": kept.stored,
+                           "goodput_mbps": result.goodput_mbps, "error": result.error,
+                           "lateness_p99_us": check.lateness_p99_us if check else None,
+                           "cpu_share": check.cpu_share if check else None}))
+    sys.exit({"ok": 0, "late": EXIT_LATE}.get(result.status, 1))
 
 
 def _stored_already(store: ResultStore, cell: Cell) -> bool:
@@ -263,17 +268,22 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.argument("spec")
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
-@click.option("--jobs", type=click.IntRange(1, 256), help="Cells at once (default: as many as the CPU budget allows).")
+@click.option("--jobs", type=click.IntRange(1, 256),
+              help="Cells at once at most (default: as many as the CPU budget and the cells' lateness allow).")
 @click.option("--cpu-budget", type=click.FloatRange(0.1, 1024), help="Cores the cells may use (default: all but half a core).")
+@click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True,
+              help="Runs of a cell at most while its emulator comes back late (a late run is kept, never counted).")
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder for running cells (default: temporary).")
 @click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
 @click.option("--figures/--no-figures", default=True, show_default=True, help="Build figures and the report at the end.")
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
-        workdir: Path | None, pushgateway: str | None, figures: bool) -> None:
+        max_attempts: int, workdir: Path | None, pushgateway: str | None, figures: bool) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
-    finished result.
+    finished result. Cells start one at a time; how many run at once follows what they cost and
+    whether their emulator kept time. A cell whose emulator ran late runs again, alone; a cell
+    late on every attempt counts as `late`, is left out of figures, and the exit status is 1.
     """
     from ccsweep.executor import notice, run_sweep, summary_table
 
@@ -283,10 +293,14 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     with tempfile.TemporaryDirectory(prefix="ccsweep-run-") as tmp:
         try:
             summary = run_sweep(sweep, store, workdir=workdir or Path(tmp), cpu_budget=cpu_budget, jobs=jobs,
-                                pushgateway=pushgateway, console=console)
+                                pushgateway=pushgateway, console=console, max_attempts=max_attempts)
         except (SpecError, StoreError) as exc:
             fail(str(exc))
     console.print(summary_table(summary))
+    counts = summary.counts()
+    console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late attempt(s) run again), "
+                  f"{counts['cached']} already stored, {counts['late']} late on every attempt, {counts['failed']} failed",
+                  soft_wrap=True)
     if summary.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if figures:
@@ -296,7 +310,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
             notice(console, f"figures not built yet: {exc}")
             notice(console, f"  build them once the store is back: ccsweep figures --store {store.url} "
                             f"--sweep {sweep.name}")
-    sys.exit(1 if summary.counts()["failed"] else 0)
+    sys.exit(1 if counts["failed"] or counts["late"] else 0)
 
 
 @main.command(name="upload-spool")
@@ -329,8 +343,9 @@ def upload_spool(store_url: str | None, spool_dir: Path | None) -> None:
 def status(store_url: str, sweep_name: str) -> None:
     """How complete a planned sweep is: its cells with and without a stored result.
 
-    Exit status: 0 when every cell of the sweep's manifest has a result, 1 otherwise (then the
-    cells without one are listed). The last step of an Argo sweep runs this: the store, not
+    Exit status: 0 when every cell of the sweep's manifest has an on-time result, 1 otherwise
+    (then the cells without one are listed; cells measured only while the emulator ran late
+    are counted as late). The last step of an Argo sweep runs this: the store, not
     Argo's step status (which says Succeeded for a fan-out that continues on failure), decides
     whether the sweep is complete.
     """
@@ -341,12 +356,13 @@ def status(store_url: str, sweep_name: str) -> None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
         cell_ids = list(dict.fromkeys(c.id for c in manifest.cells))
         missing = [cell_id for cell_id in cell_ids if not store.has_result(cell_id)]
+        late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
     except StoreError as exc:
         fail(str(exc))
     click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(missing)} stored, "
-               f"{len(missing)} without a result")
+               f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late)")
     if missing:
-        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/ in {store.url}; "
+        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/ and late/ in {store.url}; "
                    "run the sweep again to retry them)", err=True)
         sys.exit(1)
 
@@ -370,7 +386,7 @@ def _write_figures(store: ResultStore, sweep_name: str, console: Console) -> Non
     from ccsweep.figures import build_sweep_outputs
 
     for location in build_sweep_outputs(store, sweep_name):
-        console.print(f"wrote {location}")
+        console.print(f"wrote {location}", soft_wrap=True, highlight=False)
 
 
 def _open(store_url: str) -> ResultStore:

@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ccsweep.admission import Admission
 from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics
 from ccsweep.spec import SweepSpec
@@ -31,30 +32,25 @@ from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_co
 from ccsweep.store import ResultStore
 from ccsweep.store.spool import FlushReport, Spool
 
-def cell_cpu_cost(cell: Cell) -> float:
-    """Cores one cell keeps busy: kernel TCP through two TUN devices plus the emulator.
-
-    Measured here at 100 Mbit/s: about 0.4 of a core (sender, receiver, softirq and emulator);
-    it scales with the packet rate, with a floor for the Python endpoints and sampling.
-    """
-    rate = cell.params.uplink.rate_mbps or 50.0
-    return 0.1 + min(rate, 2000.0) / 330.0
-
-
 def default_cpu_budget() -> float:
     """Cores the executor may fill: all but half a core, kept for the executor and the system."""
     return max(0.5, (os.cpu_count() or 1) - 0.5)
 
 
+#: Runs of a cell at most: the first, then re-runs while its emulator comes back late.
+DEFAULT_MAX_ATTEMPTS = 3
+
+
 @dataclass
 class CellOutcome:
     cell: Cell
-    status: str  # ok, failed, unavailable, cached, interrupted
+    status: str  # ok, late, failed, unavailable, cached, interrupted
     goodput_mbps: float | None = None
-    late: bool = False
     error: str | None = None
     #: The cell's folder in the local spool while its result waits there for the store.
     spooled: Path | None = None
+    #: Runs it took (1 unless late attempts were re-run).
+    attempts: int = 1
 
 
 @dataclass
@@ -67,18 +63,31 @@ class SweepSummary:
     def counts(self) -> Counter[str]:
         return Counter(o.status for o in self.outcomes)
 
+    @property
+    def reruns(self) -> int:
+        """Runs beyond each cell's first: late attempts run again."""
+        return sum(o.attempts - 1 for o in self.outcomes)
+
+
+@dataclass
+class _Queued:
+    cell: Cell
+    attempt: int = 1
+
 
 @dataclass
 class _Running:
     cell: Cell
+    attempt: int
+    alone: bool  # a re-run of a late cell: nothing runs beside it
     process: subprocess.Popen[str]
     started: float
-    cost: float
     log: Path  # the cell's stderr
 
 
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
-              jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None) -> SweepSummary:
+              jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None,
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
     _flush_spool(store, console)
@@ -97,16 +106,16 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     for reason in sorted({o.error for o in summary.outcomes if o.status == "unavailable"}):
         console.print(f"[yellow]skipping cells: {reason}[/yellow]")
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
-                  f"{len(runnable)} to run, store {store.url}")
+                  f"{len(runnable)} to run, store {store.url}", soft_wrap=True)
     warning_log = WarningLog(console)
     metrics = SweepMetrics(pushgateway, spec.name, err=warning_log) if pushgateway else None
     try:
         if metrics:
             metrics.update(total=len(plan.cells), **_progress(summary))
         if runnable:
-            budget = cpu_budget if cpu_budget is not None else default_cpu_budget()
-            summary.interrupted = _run_cells(runnable, store, workdir, budget, jobs, pushgateway, summary, console,
-                                             warning_log, metrics)
+            admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs)
+            summary.interrupted = _run_cells(runnable, store, workdir, admission, max_attempts, pushgateway, summary,
+                                             console, warning_log, metrics)
     finally:
         if metrics:
             metrics.update(**_progress(summary))
@@ -122,7 +131,7 @@ def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:
     """Cell counts for the sweep's metrics; skipped (unavailable) and interrupted cells count as failed."""
     counts = summary.counts()
     return {"cached": counts["cached"], "running": running, "done": counts["ok"],
-            "failed": counts["failed"] + counts["unavailable"] + counts["interrupted"]}
+            "failed": counts["failed"] + counts["late"] + counts["unavailable"] + counts["interrupted"]}
 
 
 def _flush_spool(store: ResultStore, console: Console) -> FlushReport:
@@ -182,11 +191,11 @@ def _log_lines(log: Path) -> list[str]:
         return []
 
 
-def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: float, jobs: int | None,
+def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
                pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
                metrics: SweepMetrics | None = None) -> bool:
-    """Admit cells while their CPU cost fits the budget; returns True if interrupted."""
-    queue = list(cells)
+    """Start cells as admission allows; run late ones again; returns True if interrupted."""
+    queue = [_Queued(c) for c in cells]
     running: list[_Running] = []
     work_total = sum(c.params.duration_s for c in cells)
     done_work = 0.0
@@ -198,21 +207,35 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: flo
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("cells", total=work_total, cells=f"0/{len(cells)}")
             while queue or running:
-                while queue and _fits(queue[0], running, budget, jobs):
-                    running.append(_start(queue.pop(0), store, workdir, pushgateway))
+                now = time.monotonic()
+                if queue and admission.may_start(queue[0].cell, [(r.cell, r.alone) for r in running], now,
+                                                 alone=queue[0].attempt > 1):
+                    item = queue.pop(0)
+                    running.append(_start(item, store, workdir, pushgateway))
+                    admission.started(now)
                 time.sleep(0.2)
-                for item in [r for r in running if r.process.poll() is not None]:
+                for item, cpu_s in _reap(running):
                     running.remove(item)
                     warning_log.from_log(item.log)
                     outcome = _outcome(item)
-                    summary.outcomes.append(outcome)
+                    wall_s = time.monotonic() - item.started
+                    admission.observe(item.cell, cpu_s, wall_s, late=outcome.status == "late")
                     done_work += item.cell.params.duration_s
+                    if outcome.status == "late" and item.attempt < max_attempts:
+                        progress.console.print(f"[yellow]cell {item.cell.id}: emulator ran late ({escape(outcome.error or '')}); "
+                                               f"attempt {item.attempt} kept, running it again alone; "
+                                               f"{admission.limit} cell(s) at once from now[/yellow]")
+                        queue.insert(0, _Queued(item.cell, item.attempt + 1))
+                        work_total += item.cell.params.duration_s
+                        progress.update(task, total=work_total)
+                        continue
+                    summary.outcomes.append(outcome)
                     finished += 1
                     if outcome.status == "failed":
                         progress.console.print(f"[red]cell {item.cell.id} failed: {escape(outcome.error or '')}[/red]")
-                    elif outcome.late:
-                        progress.console.print(f"[yellow]cell {item.cell.id}: emulator ran late (machine busy?)"
-                                               "; result flagged[/yellow]")
+                    elif outcome.status == "late":
+                        progress.console.print(f"[red]cell {item.cell.id}: emulator late on all {item.attempt} attempts "
+                                               "; no result counted[/red]")
                 in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
                 progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
                 if metrics:
@@ -231,7 +254,7 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, budget: flo
                 item.process.kill()
                 item.process.wait()
             warning_log.from_log(item.log)
-            summary.outcomes.append(CellOutcome(item.cell, "interrupted"))
+            summary.outcomes.append(CellOutcome(item.cell, "interrupted", attempts=item.attempt))
         return True
     finally:
         signal.signal(signal.SIGTERM, previous_term)
@@ -241,25 +264,40 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _fits(cell: Cell, running: list[_Running], budget: float, jobs: int | None) -> bool:
-    if jobs is not None:
-        return len(running) < jobs
-    return not running or sum(r.cost for r in running) + cell_cpu_cost(cell) <= budget
+def _reap(running: list[_Running]) -> list[tuple[_Running, float | None]]:
+    """The cells whose process ended, each with the CPU seconds its process tree used.
+
+    os.wait4 gives the rusage of the cell process including every child it waited for (the
+    emulator and the flow endpoints): what the cell cost, for admission to learn from.
+    """
+    ended = []
+    for item in running:
+        try:
+            pid, status, usage = os.wait4(item.process.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped (by Popen.poll elsewhere)
+            if item.process.poll() is not None:
+                ended.append((item, None))
+            continue
+        if pid:
+            item.process.returncode = os.waitstatus_to_exitcode(status)
+            ended.append((item, usage.ru_utime + usage.ru_stime))
+    return ended
 
 
-def _start(cell: Cell, store: ResultStore, workdir: Path, pushgateway: str | None) -> _Running:
-    cell_dir = workdir / cell.id
+def _start(item: _Queued, store: ResultStore, workdir: Path, pushgateway: str | None) -> _Running:
+    cell = item.cell
+    cell_dir = workdir / cell.id / f"attempt-{item.attempt}"
     cell_dir.mkdir(parents=True, exist_ok=True)
     cell_file = cell_dir / "cell.json"
     cell_file.write_text(cell.model_dump_json())
     cmd = [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}", "--store", store.url,
-           "--workdir", str(cell_dir), "--executor", "local"]
+           "--workdir", str(cell_dir), "--executor", "local", "--attempt", str(item.attempt)]
     if pushgateway:
         cmd += ["--pushgateway", pushgateway]
     log = cell_dir / "cell.log"
     with open(log, "w") as stderr:
         process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
-    return _Running(cell, process, time.monotonic(), cell_cpu_cost(cell), log)
+    return _Running(cell, item.attempt, item.attempt > 1, process, time.monotonic(), log)
 
 
 def _outcome(item: _Running) -> CellOutcome:
@@ -270,32 +308,36 @@ def _outcome(item: _Running) -> CellOutcome:
     except (IndexError, json.JSONDecodeError):
         last = next((line for line in reversed(_log_lines(item.log)) if line.strip()), "no output")
         return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a "
-                                                      f"report: {last}")
+                                                      f"report: {last}", attempts=item.attempt)
     spooled = report.get("spooled")
-    return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"),
-                       late=bool(report.get("late")), error=report.get("error"),
-                       spooled=Path(spooled) if spooled else None)
+    error = report.get("error")
+    if report["status"] == "late":
+        error = f"p99 lateness {report.get('lateness_p99_us') or 0:,.0f} us"
+    return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=error,
+                       spooled=Path(spooled) if spooled else None, attempts=item.attempt)
 
 
 def summary_table(summary: SweepSummary) -> Table:
-    """Per experiment: how many cells ran, came from the store, failed or were skipped.
+    """Per experiment: how many cells ran, came from the store, were late, failed or were skipped.
 
-    `spooled` counts results still in the local spool (the store was unreachable): safe on this
-    machine, not yet in the store; the line before the table says where and how to upload them.
+    `late` cells have no counted result: every attempt ran with the emulator late. `re-runs`
+    counts the extra attempts late cells took. `spooled` counts results still in the local spool
+    (the store was unreachable): safe on this machine, not yet in the store; the line before the
+    table says where and how to upload them.
     """
     table = Table(title=f"sweep {summary.sweep}")
-    statuses = ["ok", "cached", "failed", "unavailable", "interrupted"]
+    statuses = ["ok", "cached", "late", "failed", "unavailable", "interrupted"]
     table.add_column("experiment")
     for status in statuses:
         table.add_column(status, justify="right")
-    table.add_column("late", justify="right")
+    table.add_column("re-runs", justify="right")
     table.add_column("spooled", justify="right")
     per_exp: dict[str, Counter[str]] = {}
     for outcome in summary.outcomes:
         counts = per_exp.setdefault(outcome.cell.experiment, Counter())
         counts[outcome.status] += 1
-        counts["late"] += int(outcome.late)
+        counts["re-runs"] += outcome.attempts - 1
         counts["spooled"] += int(outcome.spooled is not None)
     for exp, counts in per_exp.items():
-        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["late"]), str(counts["spooled"]))
+        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["re-runs"]), str(counts["spooled"]))
     return table

@@ -15,7 +15,9 @@ from ccsweep.cell import Cell
 
 RESULT_SCHEMA_VERSION = 1
 
-CellStatus = Literal["ok", "failed", "unavailable"]
+#: ok: measured and on time, the result that counts; late: measured while the emulator ran late
+#: (its self-check), kept as an attempt and never counted; failed: no measurement.
+CellStatus = Literal["ok", "late", "failed", "unavailable"]
 
 
 class Record(BaseModel):
@@ -68,6 +70,8 @@ class SelfCheck(Record):
     cpu_share: float = Field(description="emulator CPU time / wall time")
     late: bool = Field(description="p99 lateness above the threshold the runner was given")
     threshold_us: float
+    sched: str | None = Field(default=None, description="the emulator loop's priority: fifo:N, nice:N or normal")
+    injected_lateness: str | None = Field(default=None, description="debug: release delays injected on purpose")
 
 
 class LinkSummary(Record):
@@ -101,6 +105,7 @@ class CellResult(Record):
     cell: Cell
     status: CellStatus
     error: str | None = None
+    attempt: int = Field(default=1, ge=1, description="which run of this cell by its executor (re-runs of late cells)")
     started_at: str
     finished_at: str
     flows_started_at: str | None = Field(

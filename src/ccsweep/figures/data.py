@@ -68,6 +68,9 @@ class SweepData:
     description: str
     experiments: list[ExperimentData]
     failures: list[FailedAttempt]
+    #: Per cell without an on-time result, its latest attempt measured while the emulator ran late:
+    #: shown (greyed) in the report, never in figures or claims.
+    late: list[CellResult] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -92,36 +95,52 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
     except SpecError as exc:
         raise StoreError(str(exc)) from None
-    results: dict[str, CellResult | None] = {}
+    stored: dict[str, CellResult | None] = {}
     for cell in manifest.cells:
-        if cell.id not in results:
-            results[cell.id] = store.get_result(cell.id)
-    failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in results.items()
-                                       if result is None) if f is not None}
-    why = _MissingReasons([r for r in results.values() if r is not None], failures)
+        if cell.id not in stored:
+            stored[cell.id] = store.get_result(cell.id)
+    results = {cell_id: r for cell_id, r in stored.items() if r is not None and counts(r)}
+    late = {cell_id: r for cell_id, r in stored.items() if r is not None and not counts(r)}
+    for cell_id in [i for i, r in stored.items() if r is None]:
+        attempt = store.latest_attempt(cell_id, "late")
+        if attempt is not None:
+            late[cell_id] = attempt
+    failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in stored.items()
+                                       if result is None and cell_id not in late) if f is not None}
+    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late)
     experiments = []
     for exp in spec.experiments:
         cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
-        found = [r for r in (results[i] for i in cells) if r is not None and r.status == "ok"]
-        absent = [cell for cell_id, cell in cells.items() if results[cell_id] is None]
+        found = [results[i] for i in cells if i in results]
+        absent = [cell for cell_id, cell in cells.items() if cell_id not in results]
         experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
                                           load_series=store.get_timeseries))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
-                     failures=list(failures.values()))
+                     failures=list(failures.values()), late=list(late.values()))
+
+
+def counts(result: CellResult) -> bool:
+    """Whether a stored record is a data point: measured, and with an emulator that kept time.
+
+    Records of this version are written only when on time; a record flagged late by its
+    self-check (as earlier versions stored them) is shown as late, never drawn.
+    """
+    return result.status == "ok" and not (result.link is not None and result.link.selfcheck.late)
 
 
 class _MissingReasons:
     """Why planned cells have no result, from what the store holds.
 
-    An algorithm that no stored cell's kernel offered explains a cell the executor skipped, and a
-    failure record explains one that ran and failed.  Nothing stored says why any other cell is
+    An algorithm that no stored cell's kernel offered explains a cell the executor skipped, a late
+    attempt one whose every run had its emulator late, and a failure record one that failed.  Nothing stored says why any other cell is
     missing: it has not run yet, or its run was interrupted.
     """
 
-    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt]):
+    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult]):
         self.available = sorted({cc for r in stored for cc in r.environment.available_cc})
         self.kernels = {r.environment.kernel for r in stored}
         self.failures = failures
+        self.late = late
 
     def describe(self, cells: list[Cell]) -> list[MissingCell]:
         return [MissingCell(c.id, cell_summary(c.params), self._reason(c.id, [f.cc for f in c.params.flows]))
@@ -132,20 +151,25 @@ class _MissingReasons:
         if lacking and self.kernels:
             where = "this kernel" if len(self.kernels) == 1 else "the kernels of the stored cells"
             return f"{', '.join(lacking)} unavailable on {where} (available: {', '.join(self.available)})"
+        if cell_id in self.late:
+            return f"late: {late_reason(self.late[cell_id])}; left out of figures and checks"
         if cell_id in self.failures:
             return f"failed: {self.failures[cell_id].error}"
         return "no result stored: not run yet, or interrupted"
 
 
 def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:
-    keys = store.list_keys(f"cells/{cell_id}/failed/")
-    if not keys:
+    if not store.list_keys(f"cells/{cell_id}/failed/"):
         return None
-    data = store.read_bytes(keys[-1])
-    if data is None:
-        return None
-    try:
-        error = CellResult.model_validate_json(data).error or "failed"
-    except ValueError:
-        error = "failed (unreadable failure record)"
-    return FailedAttempt(cell_id=cell_id, error=error)
+    attempt = store.latest_attempt(cell_id, "failed")
+    return FailedAttempt(cell_id=cell_id, error=attempt.error or "failed" if attempt else
+                         "failed (unreadable failure record)")
+
+
+def late_reason(result: CellResult) -> str:
+    """Why an attempt does not count: its emulator's p99 lateness against the cell's threshold."""
+    check = result.link.selfcheck if result.link else None
+    if check is None:
+        return "emulator ran late"
+    return (f"emulator p99 lateness {check.lateness_p99_us:,.0f} us above the {check.threshold_us:,.0f} us threshold "
+            f"(attempt {result.attempt})")

@@ -65,6 +65,8 @@ def _cell_row(result: CellResult) -> dict[str, object]:
         "retransmits": sum(f.retransmits for f in flows),
         "rtt_mean": _mean([f.rtt_mean_ms for f in flows]),
         "late": bool(check and check.late),
+        "attempt": result.attempt,
+        "threshold": check.threshold_us if check else None,
         "lateness_p99": check.lateness_p99_us if check else None,
         "cpu_share": check.cpu_share if check else None,
         "params": json.dumps(result.cell.params.model_dump(mode="json"), indent=1),
@@ -81,7 +83,7 @@ def _mean(values: list[float | None]) -> float | None:
 def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
                   checks: list[CheckRow], outputs: list[str]) -> str:
     results = sweep.distinct_results()
-    late = [r for r in results if r.link and r.link.selfcheck.late]
+    late = sweep.late
     experiments_of: dict[str, list[str]] = {}
     for cell in sweep.manifest.cells:
         experiments_of.setdefault(cell.id, []).append(cell.experiment)

@@ -119,8 +119,43 @@ def prepare_traces(cell: Cell, workdir: Path, lead_s: float, length_s: float) ->
     return traces
 
 
+#: The SCHED_FIFO priority the emulator's packet loop asks for (0: none). The emulator is the one
+#: timing-critical process of a cell; where the priority is refused it runs as before and says so.
+DEFAULT_REALTIME_PRIORITY = 10
+
+
+def realtime_priority() -> int:
+    """$CCSWEEP_LINK_RT_PRIORITY (0 turns it off), else DEFAULT_REALTIME_PRIORITY."""
+    text = os.environ.get("CCSWEEP_LINK_RT_PRIORITY", str(DEFAULT_REALTIME_PRIORITY))
+    try:
+        priority = int(text)
+    except ValueError:
+        raise LinkError(f"CCSWEEP_LINK_RT_PRIORITY={text!r}: give a whole number from 0 (off) to 99") from None
+    if not 0 <= priority <= 99:
+        raise LinkError(f"CCSWEEP_LINK_RT_PRIORITY={priority}: give a whole number from 0 (off) to 99")
+    return priority
+
+
+def injected_lateness(attempt: int) -> str | None:
+    """A debug distribution of release delays for this attempt, or None (the normal case).
+
+    $CCSWEEP_DEBUG_INJECT_LATENESS (ccsweep-link's --inject-lateness grammar, e.g. `fixed:5ms,p=0.05`)
+    makes cells late on purpose, to test what happens to late cells; $CCSWEEP_DEBUG_INJECT_ATTEMPTS
+    (e.g. `1` or `1,2`) limits it to those attempts. The value goes to the emulator as one argv
+    element and is validated there.
+    """
+    spec = os.environ.get("CCSWEEP_DEBUG_INJECT_LATENESS")
+    if not spec:
+        return None
+    attempts = os.environ.get("CCSWEEP_DEBUG_INJECT_ATTEMPTS", "")
+    if attempts and str(attempt) not in [a.strip() for a in attempts.split(",")]:
+        return None
+    return spec
+
+
 def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: str, workdir: Path,
-                 traces: dict[str, Path], duration_s: float) -> list[str]:
+                 traces: dict[str, Path], duration_s: float, *, priority: int = 0,
+                 inject_lateness: str | None = None) -> list[str]:
     """ccsweep-link's argv for the cell; stats go to stdout every 100 ms, logs into workdir.
 
     `duration_s` is a safety net only: the runner stops the emulator with SIGTERM.
@@ -138,6 +173,10 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
     argv += ["--loss-position", p.loss_position, "--seed", str(p.seed), "--stats", "-",
              "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]
+    if priority:
+        argv += ["--realtime-priority", str(priority)]
+    if inject_lateness:
+        argv += ["--inject-lateness", inject_lateness]
     return argv
 
 
@@ -177,6 +216,8 @@ def link_summary(summary: dict[str, Any], threshold_us: float) -> LinkSummary:
             cpu_share=float(summary.get("cpu_share", 0.0)),
             late=p99 > threshold_us,
             threshold_us=threshold_us,
+            sched=summary.get("sched"),
+            injected_lateness=(summary.get("config") or {}).get("inject_lateness"),
         ),
     )
 

@@ -43,7 +43,15 @@ from ccsweep.runner.collect import (
     receiver_curves,
     samples_of,
 )
-from ccsweep.runner.link import find_link_binary, link_command, link_files, link_summary, prepare_traces
+from ccsweep.runner.link import (
+    find_link_binary,
+    injected_lateness,
+    link_command,
+    link_files,
+    link_summary,
+    prepare_traces,
+    realtime_priority,
+)
 from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
@@ -72,11 +80,12 @@ def check_congestion_controls(cell: Cell, available: list[str]) -> None:
 
 
 def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float | None = None,
-             link_binary: str | os.PathLike[str] | None = None, executor: str = "local") -> CellOutput:
+             link_binary: str | os.PathLike[str] | None = None, executor: str = "local", attempt: int = 1) -> CellOutput:
     """Run `cell` with scratch files in `workdir`; see the module docstring for what happens.
 
-    A result is flagged late when the emulator's p99 lateness exceeds `lateness_threshold_us`
-    (default: the cell's own, from its RTT: see lateness_threshold_us).
+    A measured result has status `late`, not `ok`, when the emulator's p99 lateness exceeds
+    `lateness_threshold_us` (default: the cell's own, from its RTT: see lateness_threshold_us):
+    its numbers are kept as an attempt, and the executor runs the cell again.
     """
     started_at = _now()
     if lateness_threshold_us is None:
@@ -89,12 +98,12 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     workdir.mkdir(parents=True, exist_ok=True)
     try:
         with _sigterm_as_interrupt():
-            return _run(cell, workdir, observer, lateness_threshold_us, link_binary, environment, started_at)
+            return _run(cell, workdir, observer, lateness_threshold_us, link_binary, environment, started_at, attempt)
     except (CongestionControlUnavailable, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - every other failure is recorded, not raised
         result = CellResult(cell=cell, status="failed", error=_one_line(exc), started_at=started_at,
-                            finished_at=_now(), environment=environment)
+                            finished_at=_now(), environment=environment, attempt=attempt)
         return CellOutput(result=result, timeseries=None)
 
 
@@ -115,20 +124,23 @@ class _Children:
 
 
 def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us: float,
-         link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str) -> CellOutput:
+         link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str,
+         attempt: int) -> CellOutput:
     p = cell.params
     binary = find_link_binary(link_binary)
     scheduled = bool(p.uplink.rate_schedule or p.downlink.rate_schedule)
     lead_s = SCHEDULE_LEAD_S if scheduled else 0.0
     link_limit_s = lead_s + READY_TIMEOUT_S * 2 + p.duration_s + END_GRACE_S
     traces = prepare_traces(cell, workdir, lead_s, link_limit_s)
+    priority, inject = realtime_priority(), injected_lateness(attempt)
     live = LiveFeed(cell, observer)
     children = _Children()
 
     with cell_namespaces(cell.id, p.buffers) as ns:
         try:
-            link = children.start(Child("ccsweep-link", link_command(cell, binary, ns.sender, ns.receiver, workdir,
-                                                                    traces, link_limit_s),
+            argv = link_command(cell, binary, ns.sender, ns.receiver, workdir, traces, link_limit_s,
+                                priority=priority, inject_lateness=inject)
+            link = children.start(Child("ccsweep-link", argv,
                                         workdir / "link.stderr", on_event=live.on_link))
             origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
             receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
@@ -158,7 +170,7 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
         "rmem_max": (sysctls.get("net.core.rmem_max") or [None])[0],
         "wmem_max": (sysctls.get("net.core.wmem_max") or [None])[0]})
     return _collect(cell, workdir, receiver, sender, link, link_summary(summary, threshold_us), offset_s,
-                    environment, started_at, flows_started_at)
+                    environment, started_at, flows_started_at, attempt)
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
@@ -204,7 +216,8 @@ def _wait_flows(receiver: Child, sender: Child, link: Child, live: LiveFeed, dea
 
 
 def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Child, summary: LinkSummary,
-             offset_s: float, environment: Environment, started_at: str, flows_started_at: str) -> CellOutput:
+             offset_s: float, environment: Environment, started_at: str, flows_started_at: str,
+             attempt: int) -> CellOutput:
     p = cell.params
     curves = receiver_curves(receiver.of_kind("rx"), len(p.flows))
     sender_events = sender.of_kind("sample")
@@ -216,7 +229,8 @@ def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Ch
     files = {f"{name}.gz": _gzip(path) for name, path in logs.items() if path.exists()}
     result = CellResult(
         cell=cell,
-        status="ok",
+        status="late" if summary.selfcheck.late else "ok",
+        attempt=attempt,
         started_at=started_at,
         finished_at=_now(),
         flows_started_at=flows_started_at,

@@ -6,6 +6,7 @@ Layout (relative to the store's root or prefix):
     cells/<cell id>/attempt-<hash>/timeseries.json.gz  100 ms time series (TimeSeries)
     cells/<cell id>/attempt-<hash>/<file>            extra files such as uplink.log.gz
     cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
+    cells/<cell id>/late/<utc>.json                  records of attempts whose emulator ran late (never count)
     sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
     traces/<sha256>                                  the trace files the planned cells name, by content
     sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
@@ -136,13 +137,13 @@ class ResultStore(ABC):
         """Store a finished cell: files first, the record last and only once.
 
         Returns False (and leaves the stored cell as it was) when a record for this cell is
-        already stored.  A failed result is kept for diagnosis under failed/ and never marks the
-        cell done.
+        already stored.  A failed or late result is kept as an attempt record (failed/, late/)
+        for diagnosis and for the report, and never marks the cell done.
         """
         cell_id = result.cell.id
         if result.status != "ok":
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-            self.write_bytes(f"cells/{cell_id}/failed/{stamp}.json", result.model_dump_json(indent=1).encode(),
+            self.write_bytes(attempt_record_key(cell_id, result.status, stamp), result.model_dump_json(indent=1).encode(),
                              content_type="application/json")
             return True
         if self.has_result(cell_id):
@@ -170,6 +171,15 @@ class ResultStore(ABC):
             for name in files:
                 self.delete(f"{folder}/{name}")
         return False
+
+    def latest_attempt(self, cell_id: str, status: str) -> CellResult | None:
+        """The newest attempt record of a kind (failed, late); None when there is none or it is unreadable."""
+        keys = self.list_keys(f"cells/{cell_id}/{status}/")
+        data = self.read_bytes(keys[-1]) if keys else None
+        try:
+            return CellResult.model_validate_json(data) if data is not None else None
+        except ValidationError:
+            return None
 
     def get_result(self, cell_id: str) -> CellResult | None:
         data = self.read_bytes(record_key(cell_id))
@@ -256,6 +266,15 @@ TIMESERIES = "timeseries.json.gz"
 
 def record_key(cell_id: str) -> str:
     return f"cells/{cell_id}/result.json"
+
+
+#: Attempts that never count as the cell's result, each kept under cells/<id>/<status>/.
+ATTEMPT_STATUSES = ("failed", "late")
+
+
+def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
+    assert status in ATTEMPT_STATUSES, status
+    return f"cells/{cell_id}/{status}/{stamp}.json"
 
 
 def manifest_key(sweep: str) -> str:

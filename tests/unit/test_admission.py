@@ -1,0 +1,56 @@
+"""Admission: cells start one at a time, as many at once as their lateness and measured cost allow."""
+
+from __future__ import annotations
+
+from ccsweep.admission import Admission, prior_cost
+from ccsweep.expand import expand
+from ccsweep.spec import parse_spec
+
+CELLS = expand(parse_spec({"name": "a", "experiments": [
+    {"name": "a", "cc": ["bbr", "cubic"], "loss_percent": [0, 1, 2, 5], "rtt_ms": [100], "bandwidth_mbps": [100],
+     "duration_s": 20}]}))
+ONE = CELLS[0]
+
+
+def test_starts_are_staggered_and_the_first_cell_runs_alone():
+    admission = Admission(budget=1.5)
+    assert admission.may_start(ONE, [], now=0.0)
+    admission.started(0.0)
+    assert not admission.may_start(CELLS[1], [], now=0.5), "a second start within the stagger"
+    assert not admission.may_start(CELLS[1], [(ONE, False)], now=5.0), "limit 1 until a cell finished on time"
+
+
+def test_on_time_cells_grow_the_limit_up_to_the_budget_and_a_late_one_halves_it():
+    admission = Admission(budget=1.5)
+    for _ in range(10):
+        admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
+    assert admission.limit == int(1.5 / prior_cost(ONE)) == 3
+    running = [(c, False) for c in CELLS[:2]]
+    assert admission.may_start(CELLS[2], running, now=10.0)
+    assert not admission.may_start(CELLS[3], running + [(CELLS[2], False)], now=10.0)
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
+    assert admission.limit == 1
+
+
+def test_measured_cost_replaces_the_prior():
+    admission = Admission(budget=1.5)
+    # A cell that kept 0.75 of a core busy: twice the prior at 100 Mbit/s, so half as many fit.
+    admission.observe(ONE, cpu_seconds=0.75 * 20, wall_seconds=20, late=False)
+    assert abs(admission.cost(ONE) - 0.75) < 1e-9
+    for _ in range(5):
+        admission.observe(ONE, cpu_seconds=0.75 * 20, wall_seconds=20, late=False)
+    assert admission.limit == 2
+
+
+def test_a_rerun_runs_alone_and_nothing_starts_beside_it():
+    admission = Admission(budget=8, limit=4)
+    assert not admission.may_start(ONE, [(CELLS[1], False)], now=5.0, alone=True)
+    assert admission.may_start(ONE, [], now=5.0, alone=True)
+    assert not admission.may_start(CELLS[2], [(ONE, True)], now=10.0)
+
+
+def test_jobs_caps_the_limit():
+    admission = Admission(budget=64, max_cells=2)
+    for _ in range(10):
+        admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
+    assert admission.limit == 2
