@@ -1,4 +1,5 @@
-"""ccsweep-link benchmark: maximum rate on one core, CPU per 100 Mbit/s, lateness p99.
+"""ccsweep-link benchmark: maximum rate on one core, CPU per 100 Mbit/s, lateness p99, and what
+the packet loop's real-time priority buys when every core is busy.
 
 Run as root (`make bench-emulator`). Each row runs the real emulator between two fresh network
 namespaces with iperf3 through it. The emulator is pinned to one core and the traffic programs
@@ -7,10 +8,13 @@ kernel work our reads and writes trigger (the receiving TCP or UDP stack runs in
 write()), which any TUN emulator, Mahimahi included, pays too. Rates and CPU shares come from the
 emulator's 100 ms stats lines over the steady part of each run (start-up and tail left out);
 lateness from its self-check (each packet's write time minus its scheduled release).
+
+`--only-priority --seconds 3` runs the priority comparison alone, briefly (a check that it works).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -20,9 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +40,8 @@ WARMUP_S, TAIL_S = 1.0, 0.5
 SATURATED_SHARE = 0.9
 # The emulator's default release window, and mm-link's timer resolution for the comparison row.
 DEFAULT_COALESCE, MAHIMAHI_COALESCE = "100us", "1ms"
+# The SCHED_FIFO priority of the priority rows (any 1-99: nothing else here runs real-time).
+REALTIME_PRIORITY = "10"
 
 
 def link_binary() -> str:
@@ -99,14 +105,16 @@ def stop(process: subprocess.Popen | None) -> None:
 
 
 @contextlib.contextmanager
-def emulator(rate: str, delay: str, coalesce: str, stats: Path) -> Iterator[tuple[str, str, subprocess.Popen]]:
-    """A pinned emulator between two fresh namespaces, with big TCP buffers inside them."""
+def emulator(rate: str, delay: str, coalesce: str, stats: Path,
+             extra: tuple[str, ...] = ()) -> Iterator[tuple[str, str, subprocess.Popen]]:
+    """A pinned emulator between two fresh namespaces, with big TCP buffers inside them; `extra`
+    are further emulator options."""
     tag = f"ccb{os.getpid() % 100000}"
     sender, receiver = f"{tag}s", f"{tag}r"
     process = subprocess.Popen(
         [*EMULATOR_CPU, link_binary(), "--sender-netns", sender, "--receiver-netns", receiver,
          "--uplink-rate", rate, "--downlink-rate", rate, "--uplink-delay", delay, "--downlink-delay", delay,
-         "--coalesce", coalesce, "--uplink-queue", "droptail packets=2000", "--stats", str(stats)],
+         "--coalesce", coalesce, "--uplink-queue", "droptail packets=2000", "--stats", str(stats), *extra],
         stdout=subprocess.PIPE, text=True)
     try:
         assert json.loads(process.stdout.readline())["event"] == "ready"
@@ -118,11 +126,12 @@ def emulator(rate: str, delay: str, coalesce: str, stats: Path) -> Iterator[tupl
         stop(process)
 
 
-def run(rate: str, delay: str, client_args: list[str], coalesce: str = DEFAULT_COALESCE) -> Run:
-    """iperf3 for SECONDS through a fresh emulator; its summary, steady window and iperf3's report."""
+def run(rate: str, delay: str, client_args: list[str], coalesce: str = DEFAULT_COALESCE,
+        extra: tuple[str, ...] = (), seconds: int = SECONDS) -> Run:
+    """iperf3 for `seconds` through a fresh emulator; its summary, steady window and iperf3's report."""
     with tempfile.TemporaryDirectory() as workdir:
         stats_path = Path(workdir) / "stats.jsonl"
-        with emulator(rate, delay, coalesce, stats_path) as (sender, receiver, process):
+        with emulator(rate, delay, coalesce, stats_path, extra) as (sender, receiver, process):
             ready_at = time.monotonic()
             server = subprocess.Popen(["ip", "netns", "exec", receiver, *TRAFFIC_CPU, "iperf3", "-s", "-1",
                                        "-B", "10.0.0.2"], stdout=subprocess.DEVNULL)
@@ -130,7 +139,7 @@ def run(rate: str, delay: str, client_args: list[str], coalesce: str = DEFAULT_C
                 time.sleep(0.5)
                 started = time.monotonic() - ready_at
                 client = subprocess.run(["ip", "netns", "exec", sender, *TRAFFIC_CPU, "iperf3", "-c", "10.0.0.2",
-                                         "-t", str(SECONDS), "-J", *client_args], capture_output=True, text=True)
+                                         "-t", str(seconds), "-J", *client_args], capture_output=True, text=True)
                 ended = time.monotonic() - ready_at
             finally:
                 stop(server)
@@ -139,9 +148,9 @@ def run(rate: str, delay: str, client_args: list[str], coalesce: str = DEFAULT_C
     return Run(summary, steady_window(stats, started + WARMUP_S, ended - TAIL_S), json.loads(client.stdout))
 
 
-def max_rate_row(table: Table, label: str, client_args: list[str]) -> None:
+def max_rate_row(table: Table, label: str, client_args: list[str], seconds: int) -> None:
     """The rate the pinned emulator sustained with the link itself out of the way (40 Gbit/s)."""
-    steady = run("40gbit", "0ms", client_args).steady
+    steady = run("40gbit", "0ms", client_args, seconds=seconds).steady
     busy = steady.cpu_share
     measured = f"{steady.rate_bps / 1e9:.2f} Gbit/s (emulator core {busy:.0%} busy)"
     if steady.rate_bps >= 2e9:
@@ -175,7 +184,7 @@ def lateness_row(table: Table, label: str, result: Run) -> None:
                   "yes" if p99 < 200 else "no")
 
 
-def paced_rows(table: Table, console: Console) -> list[str]:
+def paced_rows(table: Table, console: Console, seconds: int) -> list[str]:
     """CPU per 100 Mbit/s three ways and lateness p99, each under one saturating TCP flow; returns
     the emulator's own measurement of this machine's wake-ups.
 
@@ -185,8 +194,8 @@ def paced_rows(table: Table, console: Console) -> list[str]:
     100 Mbit/s adds once that fixed cost is paid; the 1 ms row releases at mm-link's resolution.
     """
     def paced(rate: str, coalesce: str, label: str) -> Run:
-        console.print(f"{label}, 10 ms each way, one saturating TCP flow ({SECONDS} s)")
-        return run(rate, "10ms", ["-C", "cubic"], coalesce)
+        console.print(f"{label}, 10 ms each way, one saturating TCP flow ({seconds} s)")
+        return run(rate, "10ms", ["-C", "cubic"], coalesce, seconds=seconds)
 
     at_100m = paced("100mbit", DEFAULT_COALESCE, "100 Mbit/s")
     at_100m_coarse = paced("100mbit", MAHIMAHI_COALESCE, "100 Mbit/s, 1 ms windows")
@@ -203,19 +212,68 @@ def paced_rows(table: Table, console: Console) -> list[str]:
     return [wake_note("100 Mbit/s", at_100m.summary), wake_note("1 Gbit/s", at_1g.summary)]
 
 
+@contextlib.contextmanager
+def busy_cores() -> Iterator[list[int]]:
+    """One busy-looping process pinned to each core this benchmark may use, ended by PID on exit:
+    the load of a machine whose every core is taken, the moment a cell's timing suffers."""
+    processes = [subprocess.Popen(["taskset", "-c", str(core), "sh", "-c", "while :; do :; done"])
+                 for core in sorted(os.sched_getaffinity(0))]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+
+
+def priority_rows(table: Table, console: Console, seconds: int) -> list[str]:
+    """Lateness at 100 Mbit/s under a busy loop on every core, at normal priority and with
+    `--realtime-priority`, in the same run; returns a note comparing the two.
+
+    At normal priority the emulator shares its core with a busy loop, so a release can wait for
+    the scheduler's next turn; at SCHED_FIFO it takes the core whenever a release is due.
+    """
+    def loaded(label: str, extra: tuple[str, ...]) -> Run:
+        console.print(f"100 Mbit/s, 10 ms each way, one saturating TCP flow ({seconds} s), every core busy, {label}")
+        result = run("100mbit", "10ms", ["-C", "cubic"], extra=extra, seconds=seconds)
+        lateness_row(table, f"100 Mbit/s, every core busy, {label} (sched {result.summary['sched']})", result)
+        return result
+
+    with busy_cores() as pids:
+        console.print(f"busy loops on every core (PIDs {', '.join(map(str, pids))})")
+        normal = loaded("normal priority", ())
+        realtime = loaded(f"--realtime-priority {REALTIME_PRIORITY}", ("--realtime-priority", REALTIME_PRIORITY))
+    p99 = [result.summary["lateness_us"]["p99"] for result in (normal, realtime)]
+    return [f"lateness p99 with every core busy: {p99[0]:.0f} us at normal priority, {p99[1]:.0f} us with "
+            f"--realtime-priority {REALTIME_PRIORITY} ({realtime.summary['sched']})"]
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
+    parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
+                        help=f"length of each iperf3 run (default {SECONDS})")
+    parser.add_argument("--only-priority", action="store_true",
+                        help="run only the real-time priority comparison under load")
+    return parser.parse_args()
+
+
 def main() -> None:
+    options = arguments()
     if os.geteuid() != 0:
         sys.exit("run as root (network namespaces and TUN devices)")
     console = Console(width=max(Console().width, 120))
     pinning = (f"emulator on core {EMULATOR_CPU[-1]}, traffic on {TRAFFIC_CPU[-1]}" if EMULATOR_CPU
                else "one core: nothing pinned")
-    table = Table(title=f"ccsweep-link benchmark ({pinning}; goals from issue 2)")
+    table = Table(title=f"ccsweep-link benchmark ({pinning})")
     for column in ("measure", "setting", "result", "goal", "met"):
         table.add_column(column)
-    console.print(f"max rate: 40 Gbit/s link, no delay, {SECONDS} s each of TCP (4 flows) and UDP")
-    max_rate_row(table, "TCP, 4 cubic flows, 1500-byte packets", ["-P", "4", "-C", "cubic"])
-    max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"])
-    notes = paced_rows(table, console)
+    notes = []
+    if not options.only_priority:
+        console.print(f"max rate: 40 Gbit/s link, no delay, {options.seconds} s each of TCP (4 flows) and UDP")
+        max_rate_row(table, "TCP, 4 cubic flows, 1500-byte packets", ["-P", "4", "-C", "cubic"], options.seconds)
+        max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"], options.seconds)
+        notes += paced_rows(table, console, options.seconds)
+    notes += priority_rows(table, console, options.seconds)
     console.print(table)
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:

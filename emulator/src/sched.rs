@@ -6,8 +6,8 @@
 //! from every normal task the moment a release is due. That needs CAP_SYS_NICE (root, or the
 //! capability in a pod) or an RLIMIT_RTPRIO of at least N, and, in a cgroup with real-time group
 //! scheduling, a real-time budget. Where SCHED_FIFO is refused the loop asks for nice -10 instead
-//! (allowed by CAP_SYS_NICE or RLIMIT_NICE), and where that is refused too it runs as before: the
-//! emulator never fails for want of priority, and says what it got.
+//! (allowed by CAP_SYS_NICE or RLIMIT_NICE), and where that is refused too it keeps normal
+//! priority: the emulator never fails for want of priority, and says what it got.
 //!
 //! A SCHED_FIFO loop that never slept would own its core. This one sleeps in epoll between
 //! releases and busy-waits only briefly (see `pacing`; `--spin` is capped while real-time), and
