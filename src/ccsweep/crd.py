@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from ccsweep.spec import SLUG, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
+from ccsweep.spec import EXACTLY_ONE_OF, SLUG, TEXT, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
 
 GROUP = "ccsweep.io"
 VERSION = "v1alpha1"
@@ -33,6 +33,19 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 #: Kubernetes quantities such as "1", "500m", "1.5" (for cell CPU requests).
 CPU_QUANTITY = r"^([0-9]+m|[0-9]+(\.[0-9]+)?)$"
+#: One folder or key segment: never "." or "..", so a file store cannot leave its folder.
+_SEGMENT = r"\.?[A-Za-z0-9_-][A-Za-z0-9._-]*"
+#: s3://BUCKET[/PREFIX] (S3's bucket naming rules) or file:///ABSOLUTE/PATH.
+STORE_URL = rf"^(s3://[a-z0-9][a-z0-9.-]{{1,61}}[a-z0-9](/{_SEGMENT})*/?|file://(/{_SEGMENT})+/?)$"
+#: An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest].
+IMAGE_REF = (r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+             r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$")
+#: A Pushgateway: host:port or an http(s) URL with an optional path.
+PUSHGATEWAY = r"^(https?://)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?(/[A-Za-z0-9._~-]*)*$"
+#: RFC 3339 times as the operator writes them.
+TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+#: Kubernetes object names (the Argo Workflow's).
+OBJECT_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Invalid"]
 
@@ -40,19 +53,21 @@ Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Invalid"]
 class RunSettings(SpecModel):
     """Where and how the operator runs the sweep; each unset field takes the operator's default."""
 
-    store: str | None = Field(default=None, pattern=r"^(s3|file)://.+",
+    store: str | None = Field(default=None, pattern=STORE_URL, max_length=1024,
                               description="result store URL (s3://BUCKET/PREFIX); default: the chart's store.url")
-    image: str | None = Field(default=None, min_length=1, description="cell image; default: the chart's image")
+    image: str | None = Field(default=None, pattern=IMAGE_REF, max_length=512,
+                              description="cell image; default: the chart's image")
     cell_cpu: str | None = Field(default=None, pattern=CPU_QUANTITY,
                                  description="CPU request = limit of each cell pod, e.g. \"1\" or \"500m\"")
     parallelism: int | None = Field(default=None, ge=1, le=10_000, description="cell pods running at once")
-    pushgateway: str | None = Field(default=None, description="Pushgateway for live cell metrics (host:port)")
+    pushgateway: str | None = Field(default=None, pattern=PUSHGATEWAY, max_length=512,
+                                    description="Pushgateway for live cell metrics (host:port)")
 
 
 class SweepResourceSpec(SweepSpec):
     """A Sweep's spec: a sweep spec file's fields, plus `run`; `name` defaults to the object's name."""
 
-    name: str | None = Field(default=None, pattern=SLUG,
+    name: str | None = Field(default=None, pattern=SLUG,  # type: ignore[assignment]  # optional only here
                              description="the sweep's name in the store; default: the Sweep's metadata.name")
     run: RunSettings = Field(default_factory=RunSettings)
 
@@ -70,11 +85,11 @@ class CellCounts(SpecModel):
 class Condition(SpecModel):
     """A Kubernetes-style condition: the latest observation of one aspect, with a reason."""
 
-    type: str = Field(description="Valid, Planned or Complete")
+    type: str = Field(pattern=r"^[A-Z][A-Za-z]{0,63}$", description="Valid, Planned or Complete")
     status: Literal["True", "False", "Unknown"]
-    reason: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", description="CamelCase reason")
-    message: str = Field(default="", description="one line for people")
-    lastTransitionTime: str = Field(json_schema_extra={"format": "date-time"})
+    reason: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,127}$", description="CamelCase reason")
+    message: str = Field(default="", pattern=TEXT, max_length=4096, description="one line for people")
+    lastTransitionTime: str = Field(pattern=TIMESTAMP, json_schema_extra={"format": "date-time"})
     observedGeneration: int | None = Field(default=None, ge=0)
 
 
@@ -83,15 +98,17 @@ class SweepStatus(SpecModel):
 
     phase: Phase | None = Field(default=None, description="Pending, Running, Succeeded, Failed or Invalid")
     observedGeneration: int | None = Field(default=None, ge=0, description="the spec generation this status is about")
-    sweep: str | None = Field(default=None, description="the sweep's name in the store")
-    store: str | None = Field(default=None, description="the result store")
-    workflow: str | None = Field(default=None, description="the Argo Workflow running the cells")
+    sweep: str | None = Field(default=None, pattern=SLUG, description="the sweep's name in the store")
+    store: str | None = Field(default=None, pattern=TEXT, max_length=1024, description="the result store")
+    workflow: str | None = Field(default=None, pattern=OBJECT_NAME, description="the Argo Workflow running the cells")
     cells: CellCounts | None = None
-    startedAt: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
-    finishedAt: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
-    report: str | None = Field(default=None, description="where the HTML report is (set when the sweep succeeded)")
-    message: str | None = Field(default=None, description="one line: why the sweep is in this phase")
-    conditions: list[Condition] = Field(default_factory=list, json_schema_extra={
+    startedAt: str | None = Field(default=None, pattern=TIMESTAMP, json_schema_extra={"format": "date-time"})
+    finishedAt: str | None = Field(default=None, pattern=TIMESTAMP, json_schema_extra={"format": "date-time"})
+    report: str | None = Field(default=None, pattern=TEXT, max_length=2048,
+                               description="where the HTML report is (set when the sweep succeeded)")
+    message: str | None = Field(default=None, pattern=TEXT, max_length=4096,
+                                description="one line: why the sweep is in this phase")
+    conditions: list[Condition] = Field(default_factory=list, max_length=16, json_schema_extra={
         "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
 
 
@@ -143,10 +160,10 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if "exclusiveMaximum" in node:
         out["maximum"], out["exclusiveMaximum"] = node["exclusiveMaximum"], True
     if "prefixItems" in node:
-        kinds = {_structural(p, defs)["type"] for p in node["prefixItems"]}
-        if len(kinds) != 1:
-            raise ValueError(f"tuple of mixed types is not structural: {node}")
-        out["items"] = {"type": kinds.pop()}
+        items = [_structural(p, defs) for p in node["prefixItems"]]
+        if any(item != items[0] for item in items):
+            raise ValueError(f"tuple of differing items is not structural: {node}")
+        out["items"] = items[0]
     elif "items" in node:
         out["items"] = _structural(node["items"], defs)
     if "properties" in node:
@@ -181,7 +198,29 @@ def spec_schema() -> dict[str, Any]:
     spec["properties"]["defaults"] = partial
     spec["description"] = ("A sweep spec (the same fields as a sweeps/*.yaml file) plus `run`; "
                            "see docs/spec.md and docs/operator.md.")
+    spec["x-kubernetes-validations"] = cel_rules()
     return spec
+
+
+def cel_rules() -> list[dict[str, str]]:
+    """The spec's cross-field rules as CEL, so the API server refuses what no field alone shows.
+
+    An experiment may take a field from `defaults`, so each rule asks of an experiment whether it
+    or the defaults set the field: the same merge `ccsweep validate` does.
+    """
+    def given(field: str) -> str:
+        return f"(has(e.{field}) || (has(self.defaults) && has(self.defaults.{field})))"
+
+    rules = [{
+        "rule": f"!has(self.experiments) || self.experiments.all(e, {given(first)} != {given(second)})",
+        "message": f"each experiment (or defaults) gives exactly one of {first} and {second}",
+    } for first, second, _ in EXACTLY_ONE_OF]
+    rules.append({
+        "rule": ("(has(self.experiments) && size(self.experiments) > 0) || "
+                 "(has(self.include) && size(self.include) > 0)"),
+        "message": "a sweep needs experiments or include",
+    })
+    return rules
 
 
 PRINTER_COLUMNS = [

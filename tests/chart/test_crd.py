@@ -69,16 +69,20 @@ def test_committed_crd_is_the_generated_one():
 def test_crd_check_fails_on_a_stale_copy(tmp_path: Path):
     stale = tmp_path / "crd.yaml"
     stale.write_text(render_crd().replace("maximum: 64", "maximum: 65"))
-    done = subprocess.run([sys.executable, "-m", "ccsweep", "crd", "--check", str(stale)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "ccsweep", "crd", "--check", str(stale)],
+                          capture_output=True, text=True)
     assert done.returncode == 1
-    assert done.stderr.strip() == f"ccsweep: error: {stale} differs from `ccsweep crd` (regenerate: ccsweep crd > {stale})"
+    assert done.stderr.strip() == (f"ccsweep: error: {stale} differs from `ccsweep crd` "
+                                   f"(regenerate: ccsweep crd > {stale})")
 
 
 def walk(node: Any, path: str = ""):
+    """Every schema node under `node` (CEL rules are not schemas: skipped)."""
     if isinstance(node, dict):
         yield path, node
         for k, v in node.items():
-            yield from walk(v, f"{path}.{k}")
+            if k != "x-kubernetes-validations":
+                yield from walk(v, f"{path}.{k}")
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from walk(v, f"{path}[{i}]")
@@ -136,11 +140,14 @@ def test_example_against_the_schema(name: str):
 
 @pytest.mark.parametrize("mutate, error", [
     (lambda s: s["experiments"][0].update(flows=65), "spec.experiments.0.flows: 65 is greater than the maximum of 64"),
-    (lambda s: s["experiments"][0].update(duration_s=0), "spec.experiments.0.duration_s: 0 is less than or equal to the minimum of 0"),
-    (lambda s: s["experiments"][0].update(rtt=[20]), "spec.experiments.0: Additional properties are not allowed ('rtt' was unexpected)"),
-    (lambda s: s.update(defaults={"flow": 2}), "spec.defaults: Additional properties are not allowed ('flow' was unexpected)"),
-    (lambda s: s["run"].update(cell_cpu="one"), "spec.run.cell_cpu: 'one' does not match '^([0-9]+m|[0-9]+(\\\\.[0-9]+)?)$'"),
-    (lambda s: s["run"].update(store="http://x"), "spec.run.store: 'http://x' does not match '^(s3|file)://.+'"),
+    (lambda s: s["experiments"][0].update(duration_s=0),
+     "spec.experiments.0.duration_s: 0 is less than or equal to the minimum of 0"),
+    (lambda s: s["experiments"][0].update(rtt=[20]),
+     "spec.experiments.0: Additional properties are not allowed ('rtt' was unexpected)"),
+    (lambda s: s.update(defaults={"flow": 2}),
+     "spec.defaults: Additional properties are not allowed ('flow' was unexpected)"),
+    (lambda s: s["run"].update(cell_cpu="one"),
+     "spec.run.cell_cpu: 'one' does not match '^([0-9]+m|[0-9]+(\\\\.[0-9]+)?)$'"),
 ])
 def test_schema_refuses_what_the_model_refuses(mutate, error: str):
     sweep = copy.deepcopy(load_example("quick"))
@@ -165,4 +172,79 @@ def test_resource_errors_are_one_line_naming_the_field():
     assert str(bad_run.value) == "Sweep quick: run.parallelism: Input should be greater than or equal to 1"
     with pytest.raises(SpecError) as bad_spec:
         sweep_from_resource(load_example("invalid-spec")["spec"], "invalid-spec")
-    assert str(bad_spec.value) == "Sweep invalid-spec: experiments[both]: give exactly one of cc and mixes"
+    assert str(bad_spec.value) == "Sweep invalid-spec: experiments[warmup]: warmup_s 5.0 must be below duration_s 5.0"
+
+
+def spec_schema_nodes():
+    schema = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return [(path, node) for path, node in walk(schema) if not path.endswith(".properties")]
+
+
+def test_every_list_is_bounded_and_every_string_has_a_pattern():
+    """The API server never holds an unbounded sweep, and no string of a spec is free-form shell text."""
+    for path, node in spec_schema_nodes():
+        if node["type"] == "array":
+            assert "maxItems" in node, path
+        if node["type"] == "string":
+            assert "pattern" in node or "enum" in node, path
+        if node["type"] in ("number", "integer"):
+            assert "maximum" in node, path
+
+
+@pytest.mark.parametrize("axis, item", [
+    ("loss_percent", {"type": "number", "minimum": 0, "maximum": 100}),
+    ("loss", {"type": "number", "minimum": 0, "maximum": 1}),
+    ("rtt_ms", {"type": "number", "minimum": 0, "maximum": 20000}),
+    ("bandwidth_mbps", {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 100000}),
+])
+def test_axis_items_carry_their_range(axis: str, item: dict):
+    experiment = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "experiments"]["items"]
+    assert experiment["properties"][axis]["items"] == item
+    assert experiment["properties"][axis]["maxItems"] == 1000
+
+
+@pytest.mark.parametrize("mutate, error", [
+    (lambda s: s["experiments"][0].update(loss_percent=[1, 150]),
+     "spec.experiments.0.loss_percent.1: 150 is greater than the maximum of 100"),
+    (lambda s: s["experiments"][0].update(rtt_ms=[-1]),
+     "spec.experiments.0.rtt_ms.0: -1 is less than the minimum of 0"),
+    (lambda s: s["experiments"][0].update(trace=[{"name": "t", "uplink": "/etc/passwd", "downlink": "a"}]),
+     "spec.experiments.0.trace.0.uplink: '/etc/passwd' does not match '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'"),
+    (lambda s: s["experiments"][0].update(cc=["bbbr"]), "spec.experiments.0.cc.0: 'bbbr' is not one of"),
+    (lambda s: s["experiments"][0].update(buffers={"tcp_rmem": [-1, 0, 1]}),
+     "spec.experiments.0.buffers.tcp_rmem.0: -1 is less than the minimum of 1"),
+    (lambda s: s["experiments"][0].update(rtt_ms=list(range(1001))), "spec.experiments.0.rtt_ms: [0, 1, 2,"),
+    (lambda s: s["run"].update(store="http://x"), "spec.run.store: 'http://x' does not match"),
+    (lambda s: s["run"].update(store="s3://bucket/$(id)"), "spec.run.store: 's3://bucket/$(id)' does not match"),
+    (lambda s: s["run"].update(store="file:///srv/../etc"), "spec.run.store: 'file:///srv/../etc' does not match"),
+    (lambda s: s["run"].update(pushgateway="$(echo $CCSWEEP_S3_SECRET_KEY >&2)"), "spec.run.pushgateway: '$(echo"),
+    (lambda s: s["run"].update(image="ccsweep/cell:0.1.0; rm -rf /"), "spec.run.image: 'ccsweep/cell:0.1.0; rm"),
+])
+def test_hostile_fields_are_refused_by_the_schema_and_the_model(mutate, error: str):
+    sweep = copy.deepcopy(load_example("quick"))
+    mutate(sweep["spec"])
+    found = schema_errors(sweep)
+    assert found and found[0].startswith(error), found
+    with pytest.raises(SpecError):
+        sweep_from_resource(sweep["spec"], "quick")
+
+
+@pytest.mark.parametrize("run", [
+    {"store": "s3://ccsweep/results", "pushgateway": "pushgateway.monitoring:9091", "image": "ccsweep/cell:0.1.0"},
+    {"store": "file:///srv/ccsweep", "pushgateway": "http://127.0.0.1:9091/",
+     "image": "registry.example:5000/lab/ccsweep-cell@sha256:" + "a" * 64},
+])
+def test_ordinary_run_settings_are_accepted(run: dict):
+    sweep = copy.deepcopy(load_example("quick"))
+    sweep["spec"]["run"] = run
+    assert schema_errors(sweep) == []
+    sweep_from_resource(sweep["spec"], "quick")
+
+
+def test_exactly_one_of_rules_are_cel_rules_that_see_defaults():
+    rules = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+    by_message = {r["message"]: r["rule"] for r in rules}
+    rule = by_message["each experiment (or defaults) gives exactly one of cc and mixes"]
+    assert "has(e.cc)" in rule and "has(self.defaults.cc)" in rule and "has(e.mixes)" in rule
+    assert "a sweep needs experiments or include" in by_message

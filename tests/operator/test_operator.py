@@ -29,8 +29,23 @@ def test_api_server_accepts_the_generated_crd_and_refuses_a_bad_field(envtest: E
     assert bad.returncode != 0
     assert 'spec.experiments[0].loss_direction: Unsupported value: "sideways"' in bad.stderr
     unknown = envtest.kubectl("apply", "-n", namespace, "-f", "-", check=False, input=json.dumps(
-        {**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text()), "spec": {"experiments": [{"name": "x", "rtt": [1]}]}}))
+        {**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text()),
+         "spec": {"experiments": [{"name": "x", "rtt": [1]}]}}))
     assert unknown.returncode != 0 and 'unknown field "spec.experiments[0].rtt"' in unknown.stderr
+
+
+def test_api_server_applies_the_crds_cel_rules_with_defaults(envtest: EnvTest, namespace: str):
+    quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    experiment = quick["spec"]["experiments"][0]
+    both = {**quick, "spec": {**quick["spec"], "experiments": [{**experiment, "mixes": [[{"cc": "bbr"}]]}]}}
+    refused = envtest.kubectl("apply", "-n", namespace, "-f", "-", check=False, input=json.dumps(both))
+    assert refused.returncode != 0
+    assert "each experiment (or defaults) gives exactly one of cc and mixes" in refused.stderr
+    # cc from defaults counts: the same experiment without its own cc is accepted.
+    from_defaults = {**quick, "metadata": {"name": "cel-defaults"}, "spec": {
+        **quick["spec"], "defaults": {"cc": experiment["cc"]},
+        "experiments": [{k: v for k, v in experiment.items() if k != "cc"}]}}
+    envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(from_defaults))
 
 
 def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
@@ -65,7 +80,7 @@ def test_invalid_spec_example_gets_a_condition_and_no_workflow(envtest: EnvTest,
         sweep = wait_for(getter(envtest, namespace, "sweep", "invalid-spec"), phase_is("Invalid"))
     valid = next(c for c in sweep["status"]["conditions"] if c["type"] == "Valid")
     assert (valid["status"], valid["reason"]) == ("False", "InvalidSpec")
-    assert valid["message"] == "Sweep invalid-spec: experiments[both]: give exactly one of cc and mixes"
+    assert valid["message"] == "Sweep invalid-spec: experiments[warmup]: warmup_s 5.0 must be below duration_s 5.0"
     listed = json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout)
     assert listed["items"] == []
 
@@ -105,10 +120,10 @@ def test_changed_spec_replaces_the_workflow(envtest: EnvTest, namespace: str, op
         get = getter(envtest, namespace, "sweep", "quick-e2e")
         wait_for(get, phase_is("Pending"))
         # A new spec under the same sweep name would clash with the stored manifest: rename it too.
-        apply_example(envtest, namespace, "quick", name="quick-longer",
-                      experiments=[{**yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())["spec"]["experiments"][0],
-                                    "duration_s": 8}])
-        sweep = wait_for(get, lambda s: s["status"].get("observedGeneration") == 2 and s["status"]["phase"] == "Pending")
+        quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())["spec"]["experiments"][0]
+        apply_example(envtest, namespace, "quick", name="quick-longer", experiments=[{**quick, "duration_s": 8}])
+        sweep = wait_for(get, lambda s: s["status"].get("observedGeneration") == 2
+                         and s["status"]["phase"] == "Pending")
         assert sweep["status"]["workflow"] == "quick-e2e-2" and sweep["status"]["sweep"] == "quick-longer"
         wait_for(lambda: json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout),
                  lambda wfs: [w["metadata"]["name"] for w in wfs["items"]] == ["quick-e2e-2"])

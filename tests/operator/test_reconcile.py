@@ -59,7 +59,7 @@ def test_invalid_spec_is_reported_with_one_line_and_runs_nothing(tmp_path: Path)
     assert decision.workflow is None
     status = SweepStatus.model_validate(decision.status)  # the CRD's status schema holds it
     assert status.phase == "Invalid"
-    assert status.message == "Sweep invalid-spec: experiments[both]: give exactly one of cc and mixes"
+    assert status.message == "Sweep invalid-spec: experiments[warmup]: warmup_s 5.0 must be below duration_s 5.0"
     valid = next(c for c in status.conditions if c.type == "Valid")
     assert (valid.status, valid.reason, valid.message) == ("False", "InvalidSpec", status.message)
     assert not tmp_path.exists() or not any(tmp_path.iterdir()), "nothing is stored for an invalid spec"
