@@ -50,7 +50,8 @@ GOODPUT_VS_LOSS = (f'label_join(sweep_algorithm_loss:ccsweep_cell_result_goodput
                    '"series", " ", "algorithm", "rtt", "bandwidth", "experiment")')
 FLOW_LEGEND = "flow {{flow}} {{cc}}"
 LAST = common.ReduceDataOptions().calcs(["lastNotNull"])
-LEGEND = common.VizLegendOptions().display_mode(LegendDisplayMode.LIST).placement(LegendPlacement.BOTTOM).show_legend(True)
+LEGEND = (common.VizLegendOptions().display_mode(LegendDisplayMode.LIST).placement(LegendPlacement.BOTTOM)
+          .show_legend(True))
 TOOLTIP = common.VizTooltipOptions().mode(TooltipDisplayMode.MULTI).sort(SortOrder.DESCENDING)
 
 
@@ -62,7 +63,8 @@ def instant_table(expr: str) -> prometheus.Dataquery:
     return prometheus.Dataquery().expr(expr).instant().format(PromQueryFormat.TABLE).ref_id("A").datasource(DATASOURCE)
 
 
-def graph(title: str, unit: str, *targets: prometheus.Dataquery, span: int = 12, description: str = "") -> timeseries.Panel:
+def graph(title: str, unit: str, *targets: prometheus.Dataquery, span: int = 12,
+          description: str = "") -> timeseries.Panel:
     # Legend and tooltip set explicitly: without them the SDK writes `"options": null`, which its
     # own Dashboard.from_json cannot read back.
     panel = (timeseries.Panel().title(title).unit(unit).datasource(DATASOURCE).height(8).span(span).fill_opacity(5)
@@ -165,7 +167,8 @@ def cell_detail() -> dashboard.Dashboard:
         builder
         .with_row(dashboard.Row("Cell"))
         .with_panel(big_number("Flow time done", "percentunit", f"cell:ccsweep_cell_progress:ratio{{{CELL}}}", span=6))
-        .with_panel(big_number("Result goodput", "bps", f"ccsweep_cell_result_goodput_bits_per_second{{{CELL}}}", span=6))
+        .with_panel(big_number("Result goodput", "bps", f"ccsweep_cell_result_goodput_bits_per_second{{{CELL}}}",
+                               span=6))
         .with_panel(big_number("Flow time", "s", f"ccsweep_cell_duration_seconds{{{CELL}}}", span=6))
         .with_panel(big_number("Emulator ran late", "bool_yes_no", f"ccsweep_cell_result_late{{{CELL}}}", span=6,
                                red_above=1))
@@ -178,14 +181,16 @@ def cell_detail() -> dashboard.Dashboard:
                           description="tcpi_snd_cwnd, in segments."))
         .with_panel(graph("Pacing and delivery rate", "bps",
                           query(f"ccsweep_cell_pacing_rate_bits_per_second{{{CELL}}}", "pacing " + FLOW_LEGEND, "A"),
-                          query(f"ccsweep_cell_delivery_rate_bits_per_second{{{CELL}}}", "delivery " + FLOW_LEGEND, "B")))
+                          query(f"ccsweep_cell_delivery_rate_bits_per_second{{{CELL}}}",
+                                "delivery " + FLOW_LEGEND, "B")))
         .with_panel(graph("BBR bandwidth estimate", "bps",
                           query(f"ccsweep_cell_bbr_bandwidth_bits_per_second{{{CELL}}}", FLOW_LEGEND),
                           description="BBR's max-filtered delivery rate (TCP_CC_INFO); BBR flows only."))
         .with_panel(graph("Retransmits", "none", query(f"cell:ccsweep_cell_retransmits:rate10s{{{CELL}}}", FLOW_LEGEND),
                           description="Segments retransmitted per second (10 s rate of tcpi_total_retrans)."))
         .with_row(dashboard.Row("Emulated link (uplink)"))
-        .with_panel(graph("Bottleneck queue", "decbytes", query(f"ccsweep_cell_queue_bytes{{{CELL}}}", "bytes"), span=8))
+        .with_panel(graph("Bottleneck queue", "decbytes", query(f"ccsweep_cell_queue_bytes{{{CELL}}}", "bytes"),
+                          span=8))
         .with_panel(graph("Bottleneck queue (packets)", "none",
                           query(f"ccsweep_cell_queue_packets{{{CELL}}}", "packets"), span=8))
         .with_panel(graph("Drops by cause", "none", query(f"cell:ccsweep_cell_drops:rate10s{{{CELL}}}", "{{cause}}"),

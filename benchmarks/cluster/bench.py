@@ -96,7 +96,8 @@ def makespan(durations: list[float], slots: int) -> float:
 
 
 def full_sweep_durations() -> tuple[list[float], str]:
-    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "expand", FULL_SWEEP], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "expand", FULL_SWEEP],
+                          capture_output=True, text=True, cwd=REPO)
     if done.returncode == 0:
         cells = {c["id"]: c for c in json.loads(done.stdout)}
         return [c["params"]["duration_s"] for c in cells.values()], f"the {FULL_SWEEP} preset ({len(cells)} cells)"
@@ -159,7 +160,8 @@ def report(console: Console, run: dict, args: argparse.Namespace, slots: int, no
     table.add_column("seconds", justify="right")
     for stage in STAGES:
         table.add_row(f"pod created -> {stage}", stats([c[stage] - c["created"] for c in cells if c[stage]]))
-    table.add_row("pod created -> main container running", stats([c["main"] - c["created"] for c in cells if c["main"]]))
+    table.add_row("pod created -> main container running",
+                  stats([c["main"] - c["created"] for c in cells if c["main"]]))
     table.add_row("pod created -> cell runner started",
                   stats([c["runner_start"] - c["created"] for c in cells if "runner_start" in c]))
     table.add_row("pod created -> first byte of the flow (goal < 3)",
@@ -175,7 +177,8 @@ def report(console: Console, run: dict, args: argparse.Namespace, slots: int, no
     for column in ("scope", "wall s", "efficiency"):
         eff.add_column(column, justify="right" if column != "scope" else "left")
     eff.add_row("cell fan-out", f"{fan_out_wall:.1f}", f"{flow_time / (fan_out_wall * slots):.0%}")
-    eff.add_row(f"whole workflow (plan {run['steps'].get('plan', 0):.0f} s, figures {run['steps'].get('figures', 0):.0f} s)",
+    steps = run["steps"]
+    eff.add_row(f"whole workflow (plan {steps.get('plan', 0):.0f} s, figures {steps.get('figures', 0):.0f} s)",
                 f"{workflow_wall:.1f}", f"{flow_time / (workflow_wall * slots):.0%}")
     console.print(eff)
 
@@ -184,14 +187,16 @@ def report(console: Console, run: dict, args: argparse.Namespace, slots: int, no
     fixed = sum(run["steps"].values())
     slots_per_node = max(1, math.floor((args.node_cores - 0.5) / (cpu_value(args.cell_cpu_full) + EXECUTOR_CPU)))
     proj = Table(title=f"Projected wall time of the full sweep: {source}, {sum(durations) / 3600:.1f} h of flows; "
-                       f"{args.node_cores}-core nodes, {args.cell_cpu_full} CPU per cell -> {slots_per_node} slots per node; "
+                       f"{args.node_cores}-core nodes, {args.cell_cpu_full} CPU per cell -> "
+                       f"{slots_per_node} slots per node; "
                        f"+{per_cell_overhead:.1f} s measured overhead per cell, +{fixed:.0f} s plan and figures")
     for column in ("nodes", "slots", "wall time", "efficiency"):
         proj.add_column(column, justify="right")
     for nodes in args.nodes:
         total_slots = nodes * slots_per_node
         wall = makespan([d + per_cell_overhead for d in durations], total_slots) + fixed
-        proj.add_row(str(nodes), str(total_slots), f"{wall / 60:.0f} min", f"{sum(durations) / (wall * total_slots):.0%}")
+        efficiency = sum(durations) / (wall * total_slots)
+        proj.add_row(str(nodes), str(total_slots), f"{wall / 60:.0f} min", f"{efficiency:.0%}")
     console.print(proj)
 
 

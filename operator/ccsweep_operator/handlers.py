@@ -15,15 +15,8 @@ import kopf
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
-from ccsweep_operator.reconcile import (
-    FINISHED,
-    MANAGED_BY,
-    OperatorSettings,
-    SweepObject,
-    decide,
-    follow,
-    owner_of,
-)
+from ccsweep_operator.reconcile import FINISHED, MANAGED_BY, OperatorSettings, SweepObject, decide, follow, owner_of
+
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -39,7 +32,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
-def reconcile_sweep(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+def reconcile_sweep(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """A new or changed spec: validate, plan, and start a Workflow for the cells not stored."""
     sweep = SweepObject.from_body(body)
     decision = decide(sweep, OperatorSettings.from_env())
@@ -50,7 +43,7 @@ def reconcile_sweep(body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-def resume_sweep(body: kopf.Body, logger: logging.Logger, **kwargs: Any) -> None:
+def resume_sweep(body: kopf.Body, logger: kopf.Logger, **kwargs: Any) -> None:
     """After an operator restart: reconcile only what was not handled for this generation."""
     sweep = SweepObject.from_body(body)
     if sweep.status.get("observedGeneration") == sweep.generation and (
@@ -59,8 +52,8 @@ def resume_sweep(body: kopf.Body, logger: logging.Logger, **kwargs: Any) -> None
     reconcile_sweep(body=body, logger=logger, **kwargs)
 
 
-@kopf.on.event(kube.ARGO_GROUP, kube.ARGO_VERSION, kube.WORKFLOWS, labels=MANAGED_BY)
-def follow_workflow(event: kopf.RawEvent, body: kopf.Body, logger: logging.Logger, **_: Any) -> None:
+@kopf.on.event(kube.ARGO_GROUP, kube.ARGO_API_VERSION, kube.WORKFLOWS, labels=MANAGED_BY)
+def follow_workflow(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """Every change of a Workflow the operator made updates its Sweep's status."""
     owner = owner_of(body)
     if owner is None:

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator.reconcile import OWNER_LABEL, Decision
 
-ARGO_GROUP, ARGO_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
+ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
 
 
 def load_config() -> None:
@@ -38,7 +38,8 @@ def wait_for_resources(timeout: float = 120) -> None:
     missing: list[str] = []
     while True:
         missing = [f"{group}/{version} {plural}" for group, version, plural in
-                   ((GROUP, VERSION, PLURAL), (ARGO_GROUP, ARGO_VERSION, WORKFLOWS)) if not _served(group, version, plural)]
+                   ((GROUP, VERSION, PLURAL), (ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS))
+                   if not _served(group, version, plural)]
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -57,7 +58,7 @@ def _served(group: str, version: str, plural: str) -> bool:
     return any(r.name == plural for r in listed.resources)
 
 
-def _api() -> kubernetes.client.CustomObjectsApi:
+def _api() -> Any:  # the generated client types every response as `object`
     return kubernetes.client.CustomObjectsApi()
 
 
@@ -86,19 +87,20 @@ def apply(decision: Decision, namespace: str, name: str) -> None:
     if not patch_status(namespace, name, decision.status):
         return
     keep = decision.workflow["metadata"]["name"] if decision.workflow else None
-    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
+    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
                                                   label_selector=f"{OWNER_LABEL}={name}")
     for old in listed.get("items", []):
         if old["metadata"]["name"] != keep:
             try:
-                _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
+                _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
                                                        old["metadata"]["name"], propagation_policy="Background")
             except ApiException as exc:
                 if exc.status != 404:
                     raise
     if decision.workflow is not None:
         try:
-            _api().create_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS, decision.workflow)
+            _api().create_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
+                                                   decision.workflow)
         except ApiException as exc:
             if exc.status != 409:  # already created for this generation (a retried or resumed handler)
                 raise

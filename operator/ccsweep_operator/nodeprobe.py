@@ -54,7 +54,8 @@ def label_node(node: str, available_file: Path = AVAILABLE) -> dict[str, str | N
 
     api = kubernetes.client.CoreV1Api()
     available, kernel = probe(available_file)
-    current = api.read_node(node).metadata.labels or {}
+    metadata = api.read_node(node).metadata
+    current = (metadata.labels if metadata else None) or {}
     patch = label_patch(available, kernel, current)
     if patch:
         api.patch_node(node, {"metadata": {"labels": patch}})

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-CELL_SCHEMA_VERSION = 1
+CELL_SCHEMA_VERSION: Final = 1
 
 QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
 LossPosition = Literal["after", "before"]
@@ -41,7 +41,7 @@ class QueueParams(Frozen):
     max_burst_ms: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _arguments_fit_kind(self) -> "QueueParams":
+    def _arguments_fit_kind(self) -> QueueParams:
         limited = self.packets is not None or self.bytes is not None
         if self.kind == "infinite" and limited:
             raise ValueError("queue.kind infinite takes no packets/bytes limit")
@@ -109,7 +109,7 @@ class DirectionParams(Frozen):
     queue: QueueParams = QueueParams()
 
     @model_validator(mode="after")
-    def _one_bottleneck(self) -> "DirectionParams":
+    def _one_bottleneck(self) -> DirectionParams:
         if (self.rate_mbps is None) == (self.trace is None):
             raise ValueError("a direction needs exactly one of rate_mbps and trace")
         if self.rate_schedule and self.rate_mbps is None:
@@ -146,7 +146,7 @@ class CellParams(Frozen):
     repetition: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _warmup_fits(self) -> "CellParams":
+    def _warmup_fits(self) -> CellParams:
         if self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
         return self
@@ -190,14 +190,14 @@ class Cell(BaseModel):
     params: CellParams
 
     @model_validator(mode="after")
-    def _id_matches_params(self) -> "Cell":
+    def _id_matches_params(self) -> Cell:
         expected = cell_id(self.params)
         if self.id != expected:
             raise ValueError(f"cell id {self.id} does not match its parameters (expected {expected})")
         return self
 
     @classmethod
-    def build(cls, sweep: str, experiment: str, params: CellParams) -> "Cell":
+    def build(cls, sweep: str, experiment: str, params: CellParams) -> Cell:
         return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
 
 

@@ -168,7 +168,8 @@ class CellMetrics(Collector):
         yield _gauge("ccsweep_cell_elapsed_seconds", "Flow time elapsed at the last sample.", base, s.t)
         yield _gauge("ccsweep_cell_goodput_bits_per_second", "Receiver goodput of all flows over the last second.",
                      base, s.goodput_mbps * 1e6)
-        yield _gauge("ccsweep_cell_queue_bytes", "Bytes in the emulator's uplink bottleneck queue.", base, s.queue_bytes)
+        yield _gauge("ccsweep_cell_queue_bytes", "Bytes in the emulator's uplink bottleneck queue.", base,
+                     s.queue_bytes)
         yield _gauge("ccsweep_cell_queue_packets", "Packets in the emulator's uplink bottleneck queue.", base,
                      s.queue_packets)
         yield _gauge("ccsweep_cell_emulator_lateness_p99_seconds",
@@ -195,8 +196,8 @@ class CellMetrics(Collector):
             yield family
         bbr = GaugeMetricFamily("ccsweep_cell_bbr_bandwidth_bits_per_second",
                                 "BBR's bottleneck bandwidth estimate (TCP_CC_INFO bbr_bw).", labels=FLOW_LABELS)
-        retransmits = CounterMetricFamily("ccsweep_cell_retransmits",
-                                          "Segments retransmitted by one flow (tcpi_total_retrans).", labels=FLOW_LABELS)
+        retransmits = CounterMetricFamily("ccsweep_cell_retransmits", "Segments retransmitted by one flow "
+                                          "(tcpi_total_retrans).", labels=FLOW_LABELS)
         for flow in s.flows:
             if flow.bbr_bw_bps is not None:
                 bbr.add_metric(_flow_values(base, flow.index, flow.cc), flow.bbr_bw_bps)

@@ -23,9 +23,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import CHART, KUBE_VERSION, REPO, chart_copy, dependencies, render, run_helm  # noqa: E402
-
 from ccsweep.crd import crd  # noqa: E402
+from chartlib import CHART, KUBE_VERSION, REPO, chart_copy, dependencies, render, run_helm  # noqa: E402
 from versions import argo_module_dir  # noqa: E402
 
 # Helm (bin/helm) and Argo's module source: both built or downloaded on first use.
@@ -74,7 +73,8 @@ def test_every_manifest_validates_offline(scenario: str):
     for doc in docs:
         where = f"{doc['kind']}/{doc['metadata']['name']}"
         if doc["apiVersion"].startswith("argoproj.io/"):
-            errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in argo_validator(doc["kind"]).iter_errors(doc)]
+            errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+                      for e in argo_validator(doc["kind"]).iter_errors(doc)]
             assert errors == [], where
         else:
             try:
@@ -261,7 +261,8 @@ def test_readme_lists_every_value():
         return [prefix]
 
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    undocumented = [leaf for leaf in leaves(values) if not any(leaf == d or leaf.startswith(d + ".") for d in documented)]
+    undocumented = [leaf for leaf in leaves(values)
+                    if not any(leaf == d or leaf.startswith(d + ".") for d in documented)]
     assert undocumented == []
 
 

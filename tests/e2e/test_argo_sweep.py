@@ -242,7 +242,8 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
                          "templates": [{"name": "main", "steps": steps}]}}
     watch = PodWatch(cluster, sweep.namespace, "app.kubernetes.io/component=cell")
     try:
-        name = cluster.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(workflow)).stdout.strip().split("/")[-1]
+        created = cluster.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(workflow)).stdout
+        name = created.strip().split("/")[-1]
         pending = set(cell_ids) if on_pod else set()
         deadline = time.time() + 120
         while pending and time.time() < deadline:

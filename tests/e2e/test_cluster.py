@@ -32,7 +32,7 @@ try:
     print("OK")
 except OSError as e:
     print("IOCTL_" + errno.errorcode[e.errno])
-"""
+"""  # noqa: E501 - a script, kept as it runs
 
 # Each probe prints one word per line: PROBE=ok or PROBE=fail, so the tests can assert exactly.
 PROBES = f"""
@@ -54,10 +54,10 @@ probe bbr_socket python3 -c 'import socket; s=socket.socket(); s.setsockopt(sock
 probe sysctl_netns ip netns exec cell-probe sysctl -q -w "net.ipv4.tcp_rmem=4096 131072 6291456"
 probe sysctl_netns_remount ip netns exec cell-probe sh -c 'mount -o remount,rw /proc/sys && sysctl -q -w "net.ipv4.tcp_rmem=4096 131072 6291456"'
 probe pod_proc_sys_writable sh -c 'awk "\\$5 == \\"/proc/sys\\" {{print \\$6}}" /proc/self/mountinfo | grep -q "^rw"'
-"""
+"""  # noqa: E501 - a script, kept as it runs
 
 
-def run_probes(cluster: "Cluster", pod: str) -> dict[str, str]:
+def run_probes(cluster: Cluster, pod: str) -> dict[str, str]:
     proc = cluster.exec(pod, PROBES)
     assert proc.returncode == 0, proc.stderr
     result = dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
@@ -65,7 +65,7 @@ def run_probes(cluster: "Cluster", pod: str) -> dict[str, str]:
     return result
 
 
-def test_node_is_ready_and_pinned(cluster: "Cluster"):
+def test_node_is_ready_and_pinned(cluster: Cluster):
     node = cluster.get_json("node", "ccsweep-node")
     conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conditions["Ready"] == "True", conditions
@@ -75,7 +75,7 @@ def test_node_is_ready_and_pinned(cluster: "Cluster"):
     assert cluster.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
 
 
-def test_images_are_in_the_clusters_containerd(cluster: "Cluster", cell_image: str):
+def test_images_are_in_the_clusters_containerd(cluster: Cluster, cell_image: str):
     # The node's status lists images only every few seconds; containerd itself answers now.
     proc = subprocess.run([str(cluster.base / "ctr"), "images", "ls", "-q"], capture_output=True, text=True, timeout=30)
     names = set(proc.stdout.split())
@@ -83,7 +83,7 @@ def test_images_are_in_the_clusters_containerd(cluster: "Cluster", cell_image: s
     assert f"localhost/ccsweep/pause:{KUBERNETES_VERSION}" in names, names
 
 
-def test_privileged_pod_can_build_a_cell_network(cluster: "Cluster", cell_image: str, pod_name: str):
+def test_privileged_pod_can_build_a_cell_network(cluster: Cluster, cell_image: str, pod_name: str):
     pod = cluster.run_pod(pod_name, container_extra={"securityContext": {"privileged": True}})
     result = run_probes(cluster, pod)
     assert result["netns_add"] == "ok"
@@ -112,7 +112,7 @@ TUN_HOSTPATH = {
 TUN_MOUNT = {"volumeMounts": [{"name": "tun", "mountPath": "/dev/net/tun"}]}
 
 
-def least_privilege_pod(cluster: "Cluster", name: str, caps: list[str], seccomp: str | None = None) -> str:
+def least_privilege_pod(cluster: Cluster, name: str, caps: list[str], seccomp: str | None = None) -> str:
     security = {"privileged": False, "allowPrivilegeEscalation": False, "runAsUser": 0,
                 "capabilities": {"add": caps, "drop": ["ALL"]}}
     if seccomp:
@@ -120,7 +120,7 @@ def least_privilege_pod(cluster: "Cluster", name: str, caps: list[str], seccomp:
     return cluster.run_pod(name, container_extra={**TUN_MOUNT, "securityContext": security}, pod_extra=TUN_HOSTPATH)
 
 
-def test_net_admin_alone_is_not_enough_for_netns(cluster: "Cluster", cell_image: str, pod_name: str):
+def test_net_admin_alone_is_not_enough_for_netns(cluster: Cluster, cell_image: str, pod_name: str):
     """NET_ADMIN + /dev/net/tun (hostPath char device): links and TUN yes, namespaces no."""
     result = run_probes(cluster, least_privilege_pod(cluster, pod_name, ["NET_ADMIN"]))
     assert result["netns_add"] == "fail"    # unshare(CLONE_NEWNET) and mounts need SYS_ADMIN
@@ -129,7 +129,7 @@ def test_net_admin_alone_is_not_enough_for_netns(cluster: "Cluster", cell_image:
     assert result["cubic_socket"] == "ok"
 
 
-def test_tun_needs_the_device_mounted(cluster: "Cluster", cell_image: str, pod_name: str):
+def test_tun_needs_the_device_mounted(cluster: Cluster, cell_image: str, pod_name: str):
     """Capabilities alone give no /dev/net/tun: an unprivileged container's /dev lacks it."""
     pod = cluster.run_pod(pod_name, container_extra={"securityContext": {
         "privileged": False, "runAsUser": 0, "capabilities": {"add": ["NET_ADMIN", "SYS_ADMIN"], "drop": ["ALL"]}}})
@@ -141,7 +141,7 @@ def test_tun_needs_the_device_mounted(cluster: "Cluster", cell_image: str, pod_n
 # Kubernetes runs pods Unconfined unless told otherwise; many clusters default to RuntimeDefault,
 # whose filter allows unshare/mount/setns only to holders of CAP_SYS_ADMIN.
 @pytest.mark.parametrize("seccomp", [None, "RuntimeDefault"])
-def test_net_admin_and_sys_admin_suffice_for_a_cell(cluster: "Cluster", cell_image: str, pod_name: str, seccomp):
+def test_net_admin_and_sys_admin_suffice_for_a_cell(cluster: Cluster, cell_image: str, pod_name: str, seccomp):
     """NET_ADMIN + SYS_ADMIN + /dev/net/tun: everything a cell needs, without privileged."""
     pod = least_privilege_pod(cluster, pod_name, ["NET_ADMIN", "SYS_ADMIN"], seccomp)
     assert cluster.get_json("pod", "-n", "ccsweep-e2e", pod)["spec"]["containers"][0]["securityContext"].get(

@@ -23,8 +23,8 @@ import yaml
 from clusterlib import CELL_IMAGE, NODE_IP, REPO, NodeServices
 
 sys.path.insert(0, str(REPO / "tests/chart"))
-from chartlib import chart_copy, helm  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
+from chartlib import chart_copy, helm  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -41,7 +41,7 @@ SWEEP_TIMEOUT_S = 600
 class Release:
     """The installed chart and how to look at what it runs."""
 
-    def __init__(self, cluster: "TestCluster", services: NodeServices, prefix: str) -> None:
+    def __init__(self, cluster: TestCluster, services: NodeServices, prefix: str) -> None:
         self.cluster, self.services, self.prefix = cluster, services, prefix
 
     def kubectl(self, *args: str, **kwargs) -> str:
@@ -76,7 +76,7 @@ class Release:
         return sweep if sweep and (sweep.get("status") or {}).get("phase") in phases else None
 
 
-def image_has_the_operator(cluster: "TestCluster") -> str | None:
+def image_has_the_operator(cluster: TestCluster) -> str | None:
     """None when the cell image can run the operator; else why not (its import error)."""
     name = f"probe-{uuid.uuid4().hex[:6]}"
     done = cluster.kubectl("run", name, "-n", NAMESPACE, "--rm", "-i", "--restart=Never", f"--image={CELL_IMAGE}",
@@ -86,7 +86,7 @@ def image_has_the_operator(cluster: "TestCluster") -> str | None:
 
 
 @pytest.fixture(scope="module")
-def release(argo: "TestCluster", cell_image: str, node_services: NodeServices, tmp_path_factory) -> Release:
+def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp_path_factory) -> Release:
     cluster = argo
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     cluster.kubectl("wait", "-n", NAMESPACE, "--for=create", "serviceaccount/default", "--timeout=60s")
@@ -96,7 +96,8 @@ def release(argo: "TestCluster", cell_image: str, node_services: NodeServices, t
                     "ccsweep[operator] including operator/")
     # The probe must put its labels back: the kernel's and the algorithms' (which the sweep
     # fixtures set by hand, as the probe would).
-    cc_labels = [f"ccsweep.io/cc-{cc}-" for cc in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()]
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    cc_labels = [f"ccsweep.io/cc-{cc}-" for cc in available]
     cluster.kubectl("label", "node", NODE, "ccsweep.io/kernel-", *cc_labels)
     prefix = f"helm-e2e-{uuid.uuid4().hex[:8]}"
     env = node_services.env
@@ -117,7 +118,8 @@ def release(argo: "TestCluster", cell_image: str, node_services: NodeServices, t
 def test_chart_components_run(release: Release):
     crd = release.cluster.get_json("crd", "sweeps.ccsweep.io")
     assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
-    names = {w["metadata"]["name"] for w in json.loads(release.kubectl("get", "workflowtemplates", "-o", "json"))["items"]}
+    templates = json.loads(release.kubectl("get", "workflowtemplates", "-o", "json"))["items"]
+    names = {w["metadata"]["name"] for w in templates}
     assert names == {"ccsweep-cell", "ccsweep-figures", "ccsweep-sweep"}
     deployment = release.get("deployment", f"{RELEASE}-operator")
     assert deployment["status"].get("availableReplicas") == 1
@@ -168,14 +170,16 @@ def test_applying_again_runs_no_cell(release: Release):
                      lambda: release.items("workflows", "ccsweep.io/owner=quick-e2e") == [], timeout=60)
     started = time.time()
     release.kubectl("apply", "-f", str(EXAMPLE))
-    sweep = release.wait_for("cached Sweep Succeeded", lambda: release.sweep_phase("quick-e2e", "Succeeded"), timeout=60)
+    sweep = release.wait_for("cached Sweep Succeeded", lambda: release.sweep_phase("quick-e2e", "Succeeded"),
+                             timeout=60)
     status = sweep["status"]
     assert status["cells"]["cached"] == 2 and status["cells"]["done"] == 0
     assert status.get("workflow") is None
     assert status["conditions"][-1]["reason"] == "AllCellsCached"
     assert release.items("workflows", "ccsweep.io/owner=quick-e2e") == []
     pods = release.items("pods", "ccsweep.io/sweep=quick-e2e")
-    assert not [p for p in pods if p["metadata"]["creationTimestamp"] >= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))]
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+    assert not [p for p in pods if p["metadata"]["creationTimestamp"] >= since]
 
 
 def test_deleting_a_running_sweep_removes_its_workflow_and_pods(release: Release):

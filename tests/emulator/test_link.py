@@ -46,18 +46,18 @@ def delivered_rate(link, seconds: float) -> float:
 def test_delivered_rate_within_one_percent(link, rate_mbit):
     # Offer 1.3x the rate so the 500-packet queue never empties; measure 4 s after 1 s of fill.
     with link("--uplink-rate", f"{rate_mbit}mbit", "--downlink-rate", f"{rate_mbit}mbit",
-              "--uplink-queue", "droptail packets=500") as l:
-        with udp_flood(l, rate_mbit * 1.3e6, 6):
+              "--uplink-queue", "droptail packets=500") as emu:
+        with udp_flood(emu, rate_mbit * 1.3e6, 6):
             time.sleep(1)
-            measured = delivered_rate(l, 4)
+            measured = delivered_rate(emu, 4)
     assert measured == pytest.approx(rate_mbit * 1e6, rel=0.01), f"{measured / 1e6:.3f} Mbit/s"
-    assert l.summary["uplink"]["drops_queue"] > 0, "the link was not saturated"
+    assert emu.summary["uplink"]["drops_queue"] > 0, "the link was not saturated"
 
 
 def test_min_rtt_is_twice_the_one_way_delay(link):
     with link("--uplink-rate", "100mbit", "--downlink-rate", "100mbit",
-              "--uplink-delay", "12.5ms", "--downlink-delay", "12.5ms") as l:
-        out = l.run_in(l.sender, "ping", "-c", "40", "-i", "0.05", "-n", "10.0.0.2").stdout
+              "--uplink-delay", "12.5ms", "--downlink-delay", "12.5ms") as emu:
+        out = emu.run_in(emu.sender, "ping", "-c", "40", "-i", "0.05", "-n", "10.0.0.2").stdout
     min_rtt = float(re.search(r"= ([\d.]+)/", out).group(1))
     # 84-byte pings serialise in 7 us per direction; the rest is scheduling. Each ping needs two
     # releases after 12.5 ms sleeps, and this VM's timer fires 50-200 us late after such sleeps,
@@ -73,15 +73,15 @@ def test_min_rtt_is_twice_the_one_way_delay(link):
 def test_loss_within_binomial_interval(link, loss):
     sent_packets = 20_000
     with link("--uplink-rate", "1gbit", "--downlink-rate", "1gbit", "--uplink-loss", str(loss),
-              "--seed", "7") as l:
+              "--seed", "7") as emu:
         # 20,000 small datagrams at 40 Mbit/s: well below the link rate, so only loss drops them.
-        with udp_flood(l, 40e6, 3.0, payload=472) as flood:
+        with udp_flood(emu, 40e6, 3.0, payload=472) as flood:
             sent = int(flood.stdout.readline())
         time.sleep(0.2)
-        _, _, received = l.device_counters(l.receiver)
+        _, _, received = emu.device_counters(emu.receiver)
     assert sent >= sent_packets * 0.9
-    arrived = l.summary["uplink"]["in_packets"]
-    lost = l.summary["uplink"]["drops_loss"]
+    arrived = emu.summary["uplink"]["in_packets"]
+    lost = emu.summary["uplink"]["drops_loss"]
     assert arrived - lost == received, "every packet not lost reached the receiver"
     half_width = Z999 * math.sqrt(loss * (1 - loss) / arrived)
     assert abs(lost / arrived - loss) <= half_width, f"{lost}/{arrived} lost at p={loss}"
@@ -90,9 +90,9 @@ def test_loss_within_binomial_interval(link, loss):
 def test_same_seed_same_losses(link):
     def lost(seed: str) -> int:
         with link("--uplink-rate", "1gbit", "--downlink-rate", "1gbit", "--uplink-loss", "0.3",
-                  "--loss-position", "before", "--seed", seed) as l:
-            l.run_in(l.sender, "ping", "-c", "200", "-i", "0.002", "-W", "0.2", "-n", "10.0.0.2")
-        return l.summary["uplink"]["drops_loss"]
+                  "--loss-position", "before", "--seed", seed) as emu:
+            emu.run_in(emu.sender, "ping", "-c", "200", "-i", "0.002", "-W", "0.2", "-n", "10.0.0.2")
+        return emu.summary["uplink"]["drops_loss"]
 
     assert lost("3") == lost("3")
 
@@ -105,11 +105,11 @@ def test_droptail_never_exceeds_its_limit(link, queue, limit_key, limit):
     rate = 10e6
     delay_ms = 5
     with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--uplink-queue", queue,
-              "--uplink-delay", f"{delay_ms}ms", "--downlink-delay", f"{delay_ms}ms") as l:
-        with udp_flood(l, 2 * rate, 4):
+              "--uplink-delay", f"{delay_ms}ms", "--downlink-delay", f"{delay_ms}ms") as emu:
+        with udp_flood(emu, 2 * rate, 4):
             time.sleep(0.5)
-            ping = l.run_in(l.sender, "ping", "-c", "30", "-i", "0.1", "-n", "10.0.0.2").stdout
-    up = l.summary["uplink"]
+            ping = emu.run_in(emu.sender, "ping", "-c", "30", "-i", "0.1", "-n", "10.0.0.2").stdout
+    up = emu.summary["uplink"]
     assert up["drops_queue"] > 0, "the queue never filled"
     # The emulator's running maxima over every enqueue (not 100 ms samples). Fed at twice its
     # rate, the queue reaches its limit: exactly 40 packets, or within one 1504-byte packet of
@@ -121,7 +121,7 @@ def test_droptail_never_exceeds_its_limit(link, queue, limit_key, limit):
         assert limit - OPPORTUNITY_BYTES < up["queue_bytes_max"] <= limit, up
         queue_bytes = limit
     # The live stats lines carry the same running maximum, never decreasing.
-    live = [line["uplink"][f"queue_{limit_key}_max"] for line in l.stats()]
+    live = [line["uplink"][f"queue_{limit_key}_max"] for line in emu.stats()]
     assert live == sorted(live) and live[-1] <= up[f"queue_{limit_key}_max"], live
     # Seen from outside: no ping waited longer than a full queue plus one packet in service
     # (24-50 ms here), with 10 ms for scheduling on a loaded machine. An unbounded queue fed at
@@ -146,13 +146,13 @@ def test_trace_replay_delivers_its_capacity(link):
     # Saturate a 15 s window of the trace: the link must deliver exactly its opportunities'
     # bytes (1504 each, counting Mahimahi's 4-byte header per packet).
     with link("--uplink-trace", str(trace), "--downlink-rate", "100mbit",
-              "--uplink-queue", "droptail packets=3000") as l:
+              "--uplink-queue", "droptail packets=3000") as emu:
         started = time.monotonic()
-        with udp_flood(l, 40e6, 19):
+        with udp_flood(emu, 40e6, 19):
             time.sleep(2)
-            t1, b1, p1 = l.device_counters(l.receiver)
+            t1, b1, p1 = emu.device_counters(emu.receiver)
             time.sleep(15)
-            t2, b2, p2 = l.device_counters(l.receiver)
+            t2, b2, p2 = emu.device_counters(emu.receiver)
     delivered = (b2 - b1) + 4 * (p2 - p1)
     capacity = 1504 * trace_opportunities(trace, t1 - started, t2 - started)
     assert delivered == pytest.approx(capacity, rel=0.02), f"{delivered} of {capacity} bytes"
@@ -201,8 +201,8 @@ def test_bbr_reaches_90_mbit_within_20_s(link):
     a working link stays above 90 and a link 7% slow or lossy does not. The flow runs alone
     (no other flow through the emulator at the same time).
     """
-    with link(*BDP_LINK) as l:
-        intervals = iperf3_receiver_intervals(l, "bbr", 20)
+    with link(*BDP_LINK) as emu:
+        intervals = iperf3_receiver_intervals(emu, "bbr", 20)
     steady = mean_goodput(intervals, from_s=10)
     assert steady >= 90e6, f"BBR {steady / 1e6:.1f} Mbit/s over seconds 10-20"
 
@@ -212,11 +212,11 @@ def test_cubic_stays_below_10_mbit_at_1_percent_loss(link):
     sqrt(0.01) = 1.4 Mbit/s, far below 10 Mbit/s over the 20 s flow; above 0.2 Mbit/s it is a
     flow that ran rather than one the link stalled.
     """
-    with link(*BDP_LINK, "--uplink-loss", "0.01") as l:
-        intervals = iperf3_receiver_intervals(l, "cubic", 20)
+    with link(*BDP_LINK, "--uplink-loss", "0.01") as emu:
+        intervals = iperf3_receiver_intervals(emu, "cubic", 20)
     mean = mean_goodput(intervals)
     assert 0.2e6 < mean < 10e6, f"CUBIC {mean / 1e6:.2f} Mbit/s"
-    assert l.summary["uplink"]["drops_loss"] > 0
+    assert emu.summary["uplink"]["drops_loss"] > 0
 
 
 def run_link(tag: str, changes: dict[str, str | None]) -> subprocess.CompletedProcess:
@@ -338,14 +338,14 @@ def test_link_log_opportunities_drops_and_departure_delays(link, tmp_path):
     """
     log = tmp_path / "up.log"
     with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--uplink-queue", "droptail packets=40",
-              "--uplink-log", str(log)) as l:
-        with udp_flood(l, 20e6, 2.5):
+              "--uplink-log", str(log)) as emu:
+        with udp_flood(emu, 20e6, 2.5):
             time.sleep(2.5)
-    up = l.summary["uplink"]
+    up = emu.summary["uplink"]
     events = link_log(log)
 
     assert {size for _, size in events["#"]} == {OPPORTUNITY_BYTES}
-    whole_seconds = int(l.summary["wall_s"])
+    whole_seconds = int(emu.summary["wall_s"])
     per_second = [sum(1 for t, _ in events["#"] if s * 1000 <= t < (s + 1) * 1000) for s in range(whole_seconds)]
     assert whole_seconds >= 2 and set(per_second) <= {833, 834}, per_second
 
@@ -373,25 +373,25 @@ def test_once_ends_with_the_trace(link, tmp_path):
     slack for a loaded machine), having offered exactly the trace's 300 opportunities."""
     trace = tmp_path / "short.trace"
     trace.write_text("".join(f"{ms}\n" for ms in range(1, 301)))
-    with link("--uplink-trace", str(trace), "--once", "--downlink-rate", "10mbit") as l:
-        returncode = l.process.wait(timeout=10)
+    with link("--uplink-trace", str(trace), "--once", "--downlink-rate", "10mbit") as emu:
+        returncode = emu.process.wait(timeout=10)
     assert returncode == 0
-    assert l.summary["reason"] == "trace-end"
-    assert 0.3 <= l.summary["wall_s"] < 0.5, l.summary["wall_s"]
-    assert l.summary["uplink"]["capacity_bytes"] == 300 * OPPORTUNITY_BYTES
+    assert emu.summary["reason"] == "trace-end"
+    assert 0.3 <= emu.summary["wall_s"] < 0.5, emu.summary["wall_s"]
+    assert emu.summary["uplink"]["capacity_bytes"] == 300 * OPPORTUNITY_BYTES
 
 
 def test_sigterm_flushes_logs_and_removes_namespaces(link, tmp_path):
     log = tmp_path / "up.log"
-    with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--uplink-log", str(log)) as l:
-        l.run_in(l.sender, "ping", "-c", "5", "-i", "0.05", "-n", "10.0.0.2")
-        process = l.process
+    with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--uplink-log", str(log)) as emu:
+        emu.run_in(emu.sender, "ping", "-c", "5", "-i", "0.05", "-n", "10.0.0.2")
+        process = emu.process
     assert process.returncode == 0
     lines = log.read_text().splitlines()
     assert lines[0].startswith("# mahimahi mm-link (uplink)")
     assert sum(1 for line in lines if " + " in line) >= 5
     assert sum(1 for line in lines if " - " in line) >= 5
-    assert l.summary["event"] == "summary" and l.summary["lateness_us"]["count"] >= 10
+    assert emu.summary["event"] == "summary" and emu.summary["lateness_us"]["count"] >= 10
     stop(process)
 
 
@@ -402,25 +402,25 @@ def test_injected_lateness_is_caught_by_the_self_check(link):
     option, so a result record can tell injected lateness from a busy machine."""
     p = 0.05
     with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--inject-lateness", f"fixed:3ms,p={p}",
-              "--seed", "5") as l:
-        with udp_flood(l, 5e6, 3):
+              "--seed", "5") as emu:
+        with udp_flood(emu, 5e6, 3):
             time.sleep(3)
-    lateness = l.summary["lateness_us"]
+    lateness = emu.summary["lateness_us"]
     assert lateness["p99"] > 3000, lateness
     assert lateness["max"] < 3000 + 20_000, lateness
     released = lateness["count"]
-    held = l.summary["uplink"]["injected_delays"] + l.summary["downlink"]["injected_delays"]
+    held = emu.summary["uplink"]["injected_delays"] + emu.summary["downlink"]["injected_delays"]
     assert released > 1000, lateness
     assert abs(held - p * released) <= Z999 * math.sqrt(released * p * (1 - p)) + 1, (held, released)
-    assert l.summary["config"]["inject_lateness"] == "fixed:3ms,p=0.05"
+    assert emu.summary["config"]["inject_lateness"] == "fixed:3ms,p=0.05"
 
 
 def test_without_injection_nothing_is_held(link):
-    with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit") as l:
-        l.run_in(l.sender, "ping", "-c", "5", "-i", "0.05", "-n", "10.0.0.2")
-    assert l.summary["uplink"]["injected_delays"] == 0 and l.summary["downlink"]["injected_delays"] == 0
-    assert l.summary["config"]["inject_lateness"] is None
-    assert l.summary["sched"] == "normal"
+    with link("--uplink-rate", "10mbit", "--downlink-rate", "10mbit") as emu:
+        emu.run_in(emu.sender, "ping", "-c", "5", "-i", "0.05", "-n", "10.0.0.2")
+    assert emu.summary["uplink"]["injected_delays"] == 0 and emu.summary["downlink"]["injected_delays"] == 0
+    assert emu.summary["config"]["inject_lateness"] is None
+    assert emu.summary["sched"] == "normal"
 
 
 def test_realtime_priority_where_permitted_and_normal_where_not():

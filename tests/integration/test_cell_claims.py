@@ -37,7 +37,7 @@ def runs(cells):
     by_key = {(c.params.cc_label, c.params.loss): c for c in cells.of(SPEC)}
     with ThreadPoolExecutor(max_workers=3) as pool:
         done = list(pool.map(lambda key: cells.run(by_key[key]), NEEDED))
-    return dict(zip(NEEDED, done))
+    return dict(zip(NEEDED, done, strict=True))
 
 
 def steady(run) -> float:

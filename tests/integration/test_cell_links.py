@@ -32,7 +32,7 @@ def runs(cells):
     (step,) = cells.of(STEP)
     (cellular,) = cells.of(CELLULAR)
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(["step", "cellular"], pool.map(cells.run, [step, cellular])))
+        return dict(zip(["step", "cellular"], pool.map(cells.run, [step, cellular]), strict=True))
 
 
 def mean(values: list[float]) -> float:
@@ -44,7 +44,7 @@ def test_bbr_follows_a_doubling_and_a_halving_of_the_rate_within_2_seconds(runs,
     assert run.returncode == 0, run.describe()
     per_s = run.result.flows[0].throughput_per_s_mbps
     series = open_store(str(cells.store)).get_timeseries(run.cell.id).flows[0]
-    bbr_mbps = {round(t, 1): bw / 1e6 for t, bw in zip(series.t, series.bbr_bw_bps)}
+    bbr_mbps = {round(t, 1): bw / 1e6 for t, bw in zip(series.t, series.bbr_bw_bps, strict=True)}
     message = f"per-second goodput {per_s}, BBR's estimate {[round(bbr_mbps[t], 1) for t in (3.5, 7.5, 11.5)]}; " \
               f"{run.describe()}"
     assert mean(per_s[2:4]) == pytest.approx(BASE_MBPS * PAYLOAD, rel=0.1), message

@@ -57,7 +57,7 @@ class EnvTest:
     def kubeconfig(self) -> Path:
         return self.workdir / "kubeconfig"
 
-    def __enter__(self) -> "EnvTest":
+    def __enter__(self) -> EnvTest:
         try:
             self.start()
         except BaseException:
@@ -100,7 +100,7 @@ class EnvTest:
         self._write_kubeconfig()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for proc, name in zip(self._procs, ("etcd", "kube-apiserver")):
+            for proc, name in zip(self._procs, ("etcd", "kube-apiserver"), strict=True):
                 if proc.poll() is not None:
                     raise EnvTestError(f"{name} exited ({proc.returncode}):\n{self._tail(name)}")
             if self.kubectl("get", "--raw", "/readyz", check=False).stdout.strip() == "ok":
@@ -115,7 +115,8 @@ class EnvTest:
             "clusters": [{"name": "envtest", "cluster": {
                 "server": self.url, "certificate-authority": str(self.workdir / "certs/apiserver.crt")}}],
             "users": [{"name": "admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": "admin", "namespace": "default"}}],
+            "contexts": [{"name": "envtest",
+                          "context": {"cluster": "envtest", "user": "admin", "namespace": "default"}}],
         }
         self.kubeconfig.write_text(yaml.safe_dump(config))
 

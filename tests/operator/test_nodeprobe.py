@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.plan import node_selector
-from envtest import EnvTest
 from ccsweep_operator.nodeprobe import KERNEL_LABEL, label_patch, label_value, probe
+from envtest import EnvTest
 
 
 def test_label_values_are_valid_kubernetes_label_values():
@@ -33,7 +33,8 @@ def test_a_probed_node_satisfies_the_node_selector_of_a_cell_it_can_run():
     labels = {k: v for k, v in label_patch(available, kernel, {}).items() if v}
     mix = Cell.build("s", "e", CellParams(
         flows=(FlowParams(cc="bbr"), FlowParams(cc="cubic")), duration_s=5, warmup_s=1, seed=1,
-        uplink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0), downlink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0)))
+        uplink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0),
+        downlink=DirectionParams(rate_mbps=10, delay_ms=5, loss=0)))
     wanted = node_selector(mix)
     assert wanted.items() <= labels.items(), (wanted, labels)  # this kernel has bbr and cubic built in
 

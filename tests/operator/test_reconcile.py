@@ -19,7 +19,6 @@ from ccsweep.expand import expand
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
 from ccsweep.store import SweepManifest, open_store
-from versions import argo_module_dir
 from ccsweep_operator.reconcile import (
     OperatorSettings,
     SweepObject,
@@ -30,6 +29,7 @@ from ccsweep_operator.reconcile import (
     with_condition,
     workflow_name,
 )
+from versions import argo_module_dir
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "operator/examples"
@@ -85,7 +85,8 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     assert params["sweep"] == "quick-e2e" and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "500m"
     # The spec travels resolved: the plan step in the pod expands the same cells.
     shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
-    assert [c.id for c in expand(shipped)] == [c.id for c in expand(sweep_from_resource(dict(sweep.spec), sweep.name)[0])]
+    resource_spec = sweep_from_resource(dict(sweep.spec), sweep.name)[0]
+    assert [c.id for c in expand(shipped)] == [c.id for c in expand(resource_spec)]
     manifest = open_store(f"file://{tmp_path}").get_manifest("quick-e2e")
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
 
@@ -185,8 +186,8 @@ def test_cell_phase_is_the_retry_nodes_outcome():
 
 def test_running_workflow_counts_cells(tmp_path: Path):
     sweep = planned(tmp_path)
-    patch = follow(sweep, workflow("Running", [cell_node("a", "Retry", "Running"), cell_node("b", "Retry", "Succeeded")],
-                                   startedAt="2026-11-23T01:00:00Z"))
+    nodes = [cell_node("a", "Retry", "Running"), cell_node("b", "Retry", "Succeeded")]
+    patch = follow(sweep, workflow("Running", nodes, startedAt="2026-11-23T01:00:00Z"))
     assert patch["phase"] == "Running"
     assert patch["cells"] == {"total": 2, "cached": 0, "running": 1, "done": 1, "failed": 0}
     assert patch["startedAt"] == "2026-11-23T01:00:00Z" and patch["finishedAt"] is None
@@ -195,8 +196,9 @@ def test_running_workflow_counts_cells(tmp_path: Path):
 
 def test_succeeded_workflow_names_the_report(tmp_path: Path):
     sweep = planned(tmp_path)
-    patch = follow(sweep, workflow("Succeeded", [cell_node("a", "Retry", "Succeeded"), cell_node("b", "Retry", "Succeeded")],
-                                   startedAt="2026-11-23T01:00:00Z", finishedAt="2026-11-23T01:01:00Z"))
+    nodes = [cell_node("a", "Retry", "Succeeded"), cell_node("b", "Retry", "Succeeded")]
+    patch = follow(sweep, workflow("Succeeded", nodes, startedAt="2026-11-23T01:00:00Z",
+                                   finishedAt="2026-11-23T01:01:00Z"))
     assert patch["phase"] == "Succeeded"
     assert patch["report"] == str(tmp_path / "sweeps/quick-e2e/report.html")
     assert patch["conditions"][-1]["reason"] == "WorkflowSucceeded"
@@ -204,8 +206,8 @@ def test_succeeded_workflow_names_the_report(tmp_path: Path):
 
 
 def test_failed_workflow_says_how_many_cells_failed(tmp_path: Path):
-    patch = follow(planned(tmp_path), workflow("Failed", [cell_node("a", "Retry", "Failed"), cell_node("b", "Retry", "Succeeded")],
-                                               message="child 'x' failed"))
+    nodes = [cell_node("a", "Retry", "Failed"), cell_node("b", "Retry", "Succeeded")]
+    patch = follow(planned(tmp_path), workflow("Failed", nodes, message="child 'x' failed"))
     assert patch["phase"] == "Failed"
     assert patch["message"] == "1 cells failed: child 'x' failed"
     assert patch["conditions"][-1]["reason"] == "WorkflowFailed"

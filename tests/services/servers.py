@@ -50,7 +50,8 @@ def debian_binary(name: str) -> str:
 class Server:
     """One server process; `url` is its base URL, `ready` a path that answers 200 when it is up."""
 
-    def __init__(self, name: str, command: list[str], port: int, ready: str, log: Path, env: dict[str, str] | None = None):
+    def __init__(self, name: str, command: list[str], port: int, ready: str, log: Path,
+                 env: dict[str, str] | None = None):
         self.name = name
         self.command = command
         self.port = port
@@ -67,7 +68,7 @@ class Server:
     def url(self) -> str:
         return f"http://{self.address}"
 
-    def start(self, timeout: float = 30) -> "Server":
+    def start(self, timeout: float = 30) -> Server:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, **(self.env or {})}, start_new_session=True)
@@ -83,7 +84,8 @@ class Server:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"{self.name} not ready on {self.address} within {timeout} s: {self.log.read_text()[-2000:]}")
+        raise RuntimeError(f"{self.name} not ready on {self.address} within {timeout} s: "
+                           f"{self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         """SIGTERM by PID, SIGKILL after 10 s; safe to call twice."""

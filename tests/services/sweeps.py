@@ -86,6 +86,7 @@ def stored_cells(store: ResultStore) -> list[str]:
 
 def summary_row(stderr: str, experiment: str) -> dict[str, str]:
     """The summary table's row of an experiment, by column name (rich draws ┃ in the header, │ below)."""
-    rows = [[cell.strip() for cell in re.split("[│┃]", line)] for line in stderr.splitlines() if re.search("[│┃]", line)]
+    rows = [[cell.strip() for cell in re.split("[│┃]", line)]
+            for line in stderr.splitlines() if re.search("[│┃]", line)]
     header = next(row for row in rows if "spooled" in row)
-    return dict(zip(header, next(row for row in rows if row[1] == experiment)))
+    return dict(zip(header, next(row for row in rows if row[1] == experiment), strict=True))

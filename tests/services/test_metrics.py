@@ -12,8 +12,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep import metrics as metrics_module
+from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.metrics import CellMetrics, SweepMetrics
 from ccsweep.runner.api import FlowSample, LiveSample
 from prom import wait_for

@@ -18,7 +18,8 @@ from servers import Server, free_port
 
 def result_of(seed: int, status: str = "ok") -> CellResult:
     params = CellParams(flows=(FlowParams(cc="cubic"),), uplink=DirectionParams(rate_mbps=20, delay_ms=10, loss=0.01),
-                        downlink=DirectionParams(rate_mbps=20, delay_ms=10, loss=0), duration_s=6, warmup_s=1, seed=seed)
+                        downlink=DirectionParams(rate_mbps=20, delay_ms=10, loss=0), duration_s=6, warmup_s=1,
+                        seed=seed)
     env = Environment(hostname="h", kernel="6.18", available_cc=["cubic"], ccsweep_version="0", python="3.11")
     return CellResult(cell=Cell.build("services", "s3", params), status=status, started_at="t0", finished_at="t1",
                       goodput_mbps=12.5, environment=env, error=None if status == "ok" else "boom")

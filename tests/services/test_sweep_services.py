@@ -172,6 +172,7 @@ def test_goodput_vs_loss_has_one_bar_per_cell_with_its_stored_goodput(sweep_run:
     bars = {(r["metric"][grouping["rowField"]], r["metric"][grouping["columnField"]]): float(r["value"][1])
             for r in rows}
     assert len(bars) == len(rows) == 4, rows
-    expected = {(cell_labels(r.cell)["loss"], f"{r.cell.params.cc_label} {labels['rtt']} {labels['bandwidth']} {SWEEP}"):
-                r.goodput_mbps * 1e6 for r in results}
+    expected = {(cell_labels(r.cell)["loss"],
+                 f"{r.cell.params.cc_label} {labels['rtt']} {labels['bandwidth']} {SWEEP}"): r.goodput_mbps * 1e6
+                for r in results}
     assert bars == pytest.approx(expected)

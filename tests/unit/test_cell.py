@@ -74,7 +74,8 @@ def test_expansion_resolves_bdp_rtt_and_repetitions():
 
 def test_mixes_asymmetric_reverse_and_loss_direction():
     spec = parse_spec({"name": "t", "experiments": [{
-        "name": "e", "mixes": [[{"cc": "bbr", "count": 2}, {"cc": "cubic", "count": 2, "start_s": 1, "stagger_s": 0.5}]],
+        "name": "e",
+        "mixes": [[{"cc": "bbr", "count": 2}, {"cc": "cubic", "count": 2, "start_s": 1, "stagger_s": 0.5}]],
         "loss_percent": [2], "loss_direction": "both", "rtt_ms": [50], "bandwidth_mbps": [10],
         "reverse": [{"label": "sym"}, {"label": "asym", "delay_ms": 5, "loss_percent": 0.5}], "duration_s": 10}]})
     sym, asym = expand(spec)

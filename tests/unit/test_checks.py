@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from synthetic import experiment, goodput
 
 from ccsweep.cell import Cell
 from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
@@ -21,6 +20,7 @@ from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.stats import mean_ci, mean_ci_columns, t_central_probability, t_critical
 from ccsweep.result import FlowSeries, TimeSeries
 from ccsweep.store import SweepManifest
+from synthetic import experiment, goodput
 
 #: Mathis at 1 % loss and 100 ms: 1448 B x 8 / 0.1 s x 1.22 / 0.1 = 1.41 Mbit/s.
 MATHIS_1PCT = mathis_mbps(100, 0.01, 100)

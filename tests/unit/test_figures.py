@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
-from synthetic import experiment, goodput
 
 from ccsweep.figures.data import ExperimentData, MissingCell, load_sweep
 from ccsweep.figures.loss_table import steady_seconds
@@ -24,6 +23,7 @@ from ccsweep.figures.section import Section
 from ccsweep.figures.timeplot import rate_from_cumulative
 from ccsweep.spec import FigureKind
 from ccsweep.store.file import FileStore
+from synthetic import experiment, goodput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -8,7 +8,6 @@ user's store.
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 from pathlib import Path

@@ -46,6 +46,8 @@ def test_node_selector_names_every_algorithm_of_a_cell():
     from ccsweep.expand import expand
     from ccsweep.plan import node_selector
 
-    spec = parse_spec({"name": "m", "experiments": [{"name": "m", "mixes": [[{"cc": "bbr"}, {"cc": "cubic", "count": 2}]],
-                                                     "loss": [0], "rtt_ms": [10], "bandwidth_mbps": [10], "duration_s": 5}]})
+    spec = parse_spec({"name": "m", "experiments": [{"name": "m",
+                                                     "mixes": [[{"cc": "bbr"}, {"cc": "cubic", "count": 2}]],
+                                                     "loss": [0], "rtt_ms": [10], "bandwidth_mbps": [10],
+                                                     "duration_s": 5}]})
     assert node_selector(expand(spec)[0]) == {"ccsweep.io/cc-bbr": "true", "ccsweep.io/cc-cubic": "true"}

@@ -21,7 +21,8 @@ def test_config_file_is_read_and_environment_wins(tmp_path: Path):
                       "ca_bundle: /etc/ca.pem\n")
     settings = load_settings({"XDG_CONFIG_HOME": str(tmp_path), "CCSWEEP_S3_ACCESS_KEY": "env-key",
                               "AWS_SECRET_ACCESS_KEY": "aws-secret"})
-    assert (settings.endpoint, settings.access_key, settings.secret_key) == ("minio.local:9000", "env-key", "aws-secret")
+    assert (settings.endpoint, settings.access_key, settings.secret_key) == (
+        "minio.local:9000", "env-key", "aws-secret")
     assert settings.secure is False and settings.ca_bundle == Path("/etc/ca.pem")
 
 

@@ -1,6 +1,5 @@
 """The file store: write-once records, manifests never silently replaced, atomic files."""
 
-import gzip
 from pathlib import Path
 
 import pytest
@@ -71,10 +70,11 @@ def test_a_runner_that_loses_the_race_never_leaves_its_files_beside_the_record(t
     first, second = make_result(goodput=90.0), make_result(goodput=1.0)
     assert store.put_cell(first, TimeSeries(cell_id=first.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[100])]))
     monkeypatch.setattr(store, "has_result", lambda cell_id: False)  # B's look happened before A's record
-    assert store.put_cell(second, TimeSeries(cell_id=second.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[999])])) is False
+    series = TimeSeries(cell_id=second.cell.id, flows=[FlowSeries(t=[0.1], rtt_us=[999])])
+    assert store.put_cell(second, series) is False
     assert store.get_result(first.cell.id).goodput_mbps == 90.0
     assert store.get_timeseries(first.cell.id).flows[0].rtt_us == [100]
     record = store.read_bytes(f"cells/{first.cell.id}/result.json")
-    assert store.list_keys(f"cells/{first.cell.id}/") == sorted([f"cells/{first.cell.id}/result.json",
-                                                                 f"{attempt_folder(first.cell.id, record)}/timeseries.json.gz"])
+    assert store.list_keys(f"cells/{first.cell.id}/") == sorted([
+        f"cells/{first.cell.id}/result.json", f"{attempt_folder(first.cell.id, record)}/timeseries.json.gz"])
     assert len(list((tmp_path / "cells" / first.cell.id).iterdir())) == 2, "B's empty folder is gone too"

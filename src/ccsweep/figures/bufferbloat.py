@@ -59,7 +59,7 @@ def _figures(data: ExperimentData, points: Sequence[Point], name: str) -> list[F
     cdf_fig, (cdf_ax,) = new_figure()
     facets = varying_facets([p.params for p in points])
     drawn = False
-    for point, color in zip(points, series_colors([p.params for p in points])):
+    for point, color in zip(points, series_colors([p.params for p in points]), strict=True):
         runs = rtt_runs(data, point)
         label = series_label(point.params, facets)
         drawn |= plot_band(time_ax, runs, label=label, color=color) is not None

@@ -57,7 +57,7 @@ def _capacity_over_time(data: ExperimentData, points: Sequence[Point]) -> Figure
     chosen = [p for p in points if p.params.loss == lowest]
     fig, axes = new_figure(len(chosen), 1, height=2.6 * len(chosen), sharex=True)
     drawn = False
-    for ax, point in zip(axes, chosen):
+    for ax, point in zip(axes, chosen, strict=True):
         duration = point.params.duration_s
         capacity_runs, throughput_runs = [], []
         for result in point.results:

@@ -17,7 +17,14 @@ import numpy as np
 from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import (
-    MSS_BYTES, PACKET_BYTES, Point, bdp_bytes, cell_summary, drain_ms, group_points, loss_series,
+    MSS_BYTES,
+    PACKET_BYTES,
+    Point,
+    bdp_bytes,
+    cell_summary,
+    drain_ms,
+    group_points,
+    loss_series,
 )
 from ccsweep.result import CellResult
 

@@ -61,7 +61,7 @@ def build(data: ExperimentData) -> Section:
 
 def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
     fig, axes = new_figure(1, len(paths), width=4.2 * len(paths) + 1, sharex=True, sharey=True)
-    for ax, (path, members) in zip(axes, paths.items()):
+    for ax, (path, members) in zip(axes, paths.items(), strict=True):
         for series in loss_series(members, data.experiment.loss_direction):
             cc = series[0].params.flows[0].cc
             color = cc_color(cc)

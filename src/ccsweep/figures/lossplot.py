@@ -32,11 +32,11 @@ def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direct
     colors = series_colors([s[0].params for s in series])
     losses: set[float] = set()
     ideals: dict[str, tuple[list[float], list[float]]] = {}
-    for members, color in zip(series, colors):
+    for members, color in zip(series, colors, strict=True):
         params = members[0].params
         cc = params.flows[0].cc
-        rows = sorted((p.params.loss, p.mean_ci(value)) for p in members)
-        rows = [(loss, stat) for loss, stat in rows if stat is not None]
+        measured = sorted((p.params.loss, p.mean_ci(value)) for p in members)
+        rows = [(loss, stat) for loss, stat in measured if stat is not None]
         if not rows:
             continue
         xs = [loss * 100 for loss, _ in rows]

@@ -11,14 +11,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
-from matplotlib import colormaps
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.points import (
-    Point, bdp_bytes, buffer_bdp, cc_name, group_points, group_series, series_label, varying_facets,
+    Point,
+    bdp_bytes,
+    buffer_bdp,
+    cc_name,
+    group_points,
+    group_series,
+    series_label,
+    varying_facets,
 )
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.stats import mean_ci
@@ -81,9 +88,8 @@ def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> Fi
     facets = varying_facets([s[0].params for s in series], skip=("queue",))
     buffers: list[float] = []
     for members in series:
-        rows = sorted((buffer_bdp(p.params), p.mean_ci(loss_rate_percent)) for p in members
-                      if buffer_bdp(p.params) is not None)
-        rows = [(b, stat) for b, stat in rows if stat is not None]
+        measured = [(buffer_bdp(p.params), p.mean_ci(loss_rate_percent)) for p in members]
+        rows = sorted((b, stat) for b, stat in measured if b is not None and stat is not None)
         if not rows:
             continue
         cc = members[0].params.flows[0].cc
@@ -132,10 +138,12 @@ def _share_figure(data: ExperimentData, points: Sequence[Point], name: str) -> F
     stats: dict[str, list[tuple[float, np.ndarray, tuple[float, float | None]]]] = {cc: [] for cc in dict.fromkeys(ccs)}
     for point in points:
         buffer = buffer_bdp(point.params)
+        if buffer is None:
+            continue
         pooled: dict[str, list[np.ndarray]] = {cc: [] for cc in stats}
         for result in point.results:
             series = data.timeseries(result.cell.id)
-            if buffer is None or series is None:
+            if series is None:
                 continue
             for cc, shares in per_second_shares(series, ccs, point.params.warmup_s, point.params.duration_s).items():
                 if shares.size:

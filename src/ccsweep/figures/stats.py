@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def t_central_probability(t: float, dof: int) -> float:
     return s * total
 
 
-@lru_cache(maxsize=None)
+@cache
 def t_critical(dof: int, confidence: float = CONFIDENCE) -> float:
     """The two-sided critical value: P(|T| < t) = confidence."""
     if dof < 1:

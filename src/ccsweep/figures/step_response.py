@@ -8,6 +8,7 @@ step line so how fast each algorithm follows is visible.  Repetitions: mean and 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from matplotlib.axes import Axes
 
@@ -18,7 +19,7 @@ from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import new_figure, series_colors
 from ccsweep.figures.timeplot import Run, plot_band
 
-RATE_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
+RATE_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
 
 def rate_steps(params: CellParams) -> tuple[list[float], list[float]]:
@@ -51,7 +52,7 @@ def _figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureO
     fig, (rate_ax, bw_ax, rtt_ax) = new_figure(3, 1, height=7.5, sharex=True)
     facets = varying_facets([p.params for p in points], skip=("schedule",))
     drawn = False
-    for point, color in zip(points, series_colors([p.params for p in points])):
+    for point, color in zip(points, series_colors([p.params for p in points]), strict=True):
         per_flow = _flow_runs(data, point)
         for flow, runs in per_flow.items():
             label = series_label(point.params, facets) + (f" #{flow + 1}" if len(per_flow) > 1 else "")

@@ -11,6 +11,7 @@ import io
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -27,9 +28,10 @@ CC_COLORS = {"bbr": "#d62728", "cubic": "#1f77b4", "reno": "#2ca02c", "bic": "#9
              "westwood": "#e377c2"}
 OTHER_COLORS = ["#17becf", "#bcbd22", "#ff7f0e", "#7f7f7f"]
 CC_MARKERS = {"bbr": "x", "cubic": "o", "reno": "s", "bic": "^", "vegas": "v", "westwood": "D"}
-IDEAL_STYLE = {"color": "black", "linestyle": ":", "linewidth": 1.5}
-RC = {"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "svg.hashsalt": "ccsweep",
-      "svg.fonttype": "path"}
+IDEAL_STYLE: dict[str, Any] = {"color": "black", "linestyle": ":", "linewidth": 1.5}
+# Keys typed Any: matplotlib's stubs accept only a literal union of every rc key.
+RC: dict[Any, Any] = {"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8,
+                      "svg.hashsalt": "ccsweep", "svg.fonttype": "path"}
 
 
 def cc_color(cc: str, shade: int = 0, shades: int = 1) -> tuple[float, float, float]:
@@ -76,7 +78,9 @@ def render(fig: Figure) -> dict[str, bytes]:
     """PNG (150 dpi) and SVG bytes of a figure."""
     out = {}
     with context():
-        for fmt, extra in (("png", {"dpi": 150, "metadata": {"Software": None}}), ("svg", {"metadata": {"Date": None}})):
+        # No software version or date in the files: a figure rebuilt from the same results is the same file.
+        formats = (("png", {"dpi": 150, "metadata": {"Software": None}}), ("svg", {"metadata": {"Date": None}}))
+        for fmt, extra in formats:
             buffer = io.BytesIO()
             fig.savefig(buffer, format=fmt, **extra)
             out[fmt] = buffer.getvalue()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -27,12 +28,12 @@ class Run:
     y: np.ndarray
 
     @classmethod
-    def of(cls, t: Sequence[float], y: Sequence[float]) -> "Run":
+    def of(cls, t: Sequence[float], y: Sequence[float]) -> Run:
         return cls(np.asarray(t, dtype=float), np.asarray(y, dtype=float))
 
 
 def plot_band(ax: Axes, runs: Sequence[Run], *, label: str, color: object, step: float = GRID_STEP_S,
-              **line: object) -> Line2D | None:
+              **line: Any) -> Line2D | None:
     """Mean of the runs over their common time span, with a t-interval band when there are several."""
     runs = [r for r in runs if r.t.size]
     if not runs:

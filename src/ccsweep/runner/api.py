@@ -19,7 +19,8 @@ class CongestionControlUnavailable(RuntimeError):
     def __init__(self, cc: str, available: list[str]):
         self.cc = cc
         self.available = available
-        super().__init__(f"congestion control {cc!r} is not available in this kernel (available: {' '.join(available)})")
+        super().__init__(f"congestion control {cc!r} is not available in this kernel "
+                         f"(available: {' '.join(available)})")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """From the events a cell's processes printed to the result's flow records and time series.
 
 Pure functions over the decoded JSON lines of ccsweep.runner.flow and ccsweep-link (the sender's
-samples as typed records, ccsweep.runner.events), so they are tested on small synthetic runs.  Times are seconds since the flows' t0.
+samples as typed records, ccsweep.runner.events), so they are tested on small synthetic runs.
+Times are seconds since the flows' t0.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class ReceiverCurves:
     bytes: list[list[int]]  # [flow][sample]
 
     def total(self) -> list[int]:
-        return [sum(column) for column in zip(*self.bytes)] if self.bytes else []
+        return [sum(column) for column in zip(*self.bytes, strict=True)] if self.bytes else []
 
 
 def receiver_curves(rx_events: Sequence[Event], flows: int) -> ReceiverCurves:

@@ -68,7 +68,7 @@ class LiveFeed:
             return None
         before = next((r for r in reversed(self._rx) if r[0] <= t - PERIOD_S + 1e-9), (0.0, [0] * len(now[1])))
         period = now[0] - before[0] or PERIOD_S
-        per_flow = [mbps(b - a, period) for a, b in zip(before[1], now[1])]
+        per_flow = [mbps(b - a, period) for a, b in zip(before[1], now[1], strict=True)]
         flows = []
         for index, s in sorted(self._samples.items()):
             flows.append(FlowSample(

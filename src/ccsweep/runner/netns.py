@@ -72,7 +72,7 @@ def _set_sysctls(namespace: str, settings: dict[str, str]) -> None:
 def read_sysctls(namespace: str, names: tuple[str, ...] = RECORDED_SYSCTLS) -> dict[str, list[int]]:
     """Effective values inside `namespace`, as lists of integers."""
     out = _ip("netns", "exec", namespace, "sysctl", "-n", *names)
-    return {name: [int(v) for v in line.split()] for name, line in zip(names, out.splitlines())}
+    return {name: [int(v) for v in line.split()] for name, line in zip(names, out.splitlines(), strict=True)}
 
 
 @contextmanager

@@ -65,7 +65,8 @@ class Child:
                 if error is not None:
                     raise ChildError(error)
                 if not self._reader.is_alive():
-                    raise ChildError(f"{self.name} exited ({self.process.poll()}) before '{kind}': {self.stderr_tail()}")
+                    raise ChildError(f"{self.name} exited ({self.process.poll()}) before '{kind}': "
+                                     f"{self.stderr_tail()}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ChildError(f"{self.name}: no '{kind}' within {timeout:g} s")

@@ -9,7 +9,8 @@ from ccsweep.store.file import FileStore
 
 DEFAULT_STORE = "results"
 
-__all__ = ["ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest", "open_store", "DEFAULT_STORE"]
+__all__ = ["ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest", "open_store",
+           "DEFAULT_STORE"]
 
 
 def open_store(url: str) -> ResultStore:

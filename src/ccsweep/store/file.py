@@ -62,7 +62,8 @@ class FileStore(ResultStore):
         start = base if base.is_dir() else base.parent
         if not start.is_dir():
             return []
-        keys = (p.relative_to(self.root).as_posix() for p in start.rglob("*") if p.is_file() and not p.name.startswith("."))
+        keys = (p.relative_to(self.root).as_posix() for p in start.rglob("*")
+                if p.is_file() and not p.name.startswith("."))
         return sorted(k for k in keys if k.startswith(prefix))
 
     def location(self, key: str) -> str:

@@ -29,9 +29,12 @@ from ccsweep.store.s3config import S3Settings, load_settings
 
 T = TypeVar("T")
 
-#: A dead endpoint should be noticed within seconds; the spool, not the client, retries longer.
+#: A dead endpoint should be noticed within seconds, and a hanging one within a bounded time:
+#: one call takes at most CALL_ATTEMPTS x (connect + read) plus a short backoff (about 30 s);
+#: the spool, not the client, retries longer, within its own deadline (store/spool.py).
 CONNECT_TIMEOUT_S = 3.0
-READ_TIMEOUT_S = 60.0
+READ_TIMEOUT_S = 10.0
+CALL_ATTEMPTS = 2
 #: Concurrent conditional writes of one key: MinIO answers 409 to all but one while it decides.
 CONFLICT_RETRIES = 5
 
@@ -51,7 +54,7 @@ class S3Store(ResultStore):
         self._bucket_checked = False
 
     @classmethod
-    def from_url(cls, url: str, settings: S3Settings | None = None) -> "S3Store":
+    def from_url(cls, url: str, settings: S3Settings | None = None) -> S3Store:
         """`s3://BUCKET[/PREFIX]`; settings from the environment and config file unless given."""
         rest = url.removeprefix("s3://")
         bucket, _, prefix = rest.partition("/")
@@ -182,8 +185,8 @@ class _Refused(Exception):
 def _reason(exc: BaseException) -> str:
     """The innermost cause of a connection failure, in one line (urllib3 nests them)."""
     reason = getattr(exc, "reason", None)
-    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
-        reason = reason.reason
+    while isinstance(reason, BaseException) and (inner := getattr(reason, "reason", None)) is not None:
+        reason = inner
     text = str(reason or exc)
     if "Connection refused" in text:
         return "connection refused"
@@ -199,7 +202,7 @@ def _client(settings: S3Settings) -> Minio:
         maxsize=10,
         cert_reqs="CERT_REQUIRED" if settings.verify else "CERT_NONE",
         ca_certs=str(settings.ca_bundle) if settings.ca_bundle else None,  # None: the system's CAs
-        retries=urllib3.Retry(total=2, connect=1, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
+        retries=urllib3.Retry(total=CALL_ATTEMPTS - 1, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
     )
     client = Minio(settings.endpoint, access_key=settings.access_key, secret_key=settings.secret_key,
                    session_token=settings.session_token, secure=settings.secure, region=settings.region,

@@ -88,7 +88,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> S3Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else "?"
-        allowed = {"bool_parsing": " (allowed: true or false)", "extra_forbidden": f" (allowed: {', '.join(ENV_NAMES)})"}
+        allowed = {"bool_parsing": " (allowed: true or false)",
+                   "extra_forbidden": f" (allowed: {', '.join(ENV_NAMES)})"}
         raise StoreError(f"S3 setting {origin.get(key, key)}={values.get(key)!r}: {err['msg']}"
                          f"{allowed.get(err['type'], '')}") from None
 
