@@ -52,7 +52,8 @@ mkoci() { python3 "$REPO_ROOT/images/mkoci.py" "$@" >/dev/null; }
 build_pause() {
   local bin=$REPO_BIN/pause
   [[ -x $bin ]] || die "$bin missing: run hack/tools/kubernetes.sh"
-  local out=$IMAGES/pause-$KUBERNETES_VERSION-$(file_hash "$bin").tar
+  local out
+  out=$IMAGES/pause-$KUBERNETES_VERSION-$(file_hash "$bin").tar
   if [[ ! -s $out ]]; then
     local stage=$IMAGES/work/pause
     rm -rf "$stage"; mkdir -p "$stage"; cp "$bin" "$stage/pause"
@@ -103,7 +104,7 @@ build_wheels() {
   log "pip download dependencies for CPython $PY_TAG manylinux"
   local wheel; wheel=$(echo "$wheels"/ccsweep-*.whl)
   "$PIP_PYTHON" -m pip download -q --only-binary=:all: --python-version "$PY_TAG" --implementation cp \
-    "${platforms[@]}" --platform manylinux2014_x86_64 -d "$wheels" "$wheel[operator]" >&2
+    "${platforms[@]}" --platform manylinux2014_x86_64 -d "$wheels" "${wheel}[operator]" >&2
 }
 
 build_cell() {
@@ -158,7 +159,8 @@ build_argoexec() {
   # ldd exits 1 for a static binary, hence the `|| true` (pipefail would take that as failure).
   grep -q 'not a dynamic executable' <<< "$(ldd "$bin" 2>&1 || true)" \
     || die "$bin is not static (hack/tools/argo.sh builds with CGO_ENABLED=0)"
-  local out=$IMAGES/argoexec-$ARGO_WORKFLOWS_VERSION-$(file_hash "$bin").tar
+  local out
+  out=$IMAGES/argoexec-$ARGO_WORKFLOWS_VERSION-$(file_hash "$bin").tar
   if [[ ! -s $out ]]; then
     local stage=$IMAGES/work/argoexec
     rm -rf "$stage"; mkdir -p "$stage/bin" "$stage/etc/ssl/certs" "$stage/tmp"

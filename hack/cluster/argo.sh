@@ -17,7 +17,7 @@ ARGO_NAMESPACE=argo
 METRICS_PORT=9095   # not 9090, Prometheus' port on the node (services.sh)
 
 check_prerequisites() {
-  [[ -x $BASE/kubectl ]] && pid_of kube-apiserver >/dev/null || die "no cluster at $BASE: run hack/cluster/up.sh first"
+  { [[ -x $BASE/kubectl ]] && pid_of kube-apiserver >/dev/null; } || die "no cluster at $BASE: run hack/cluster/up.sh first"
   local b
   for b in argo workflow-controller argoexec; do
     [[ -x $REPO_BIN/$b ]] || die "$REPO_BIN/$b missing: run hack/tools/argo.sh"
@@ -38,7 +38,8 @@ EOT
 install_crds_and_config() {
   "$BASE/kubectl" apply --server-side -f "$CRDS" >/dev/null
   "$BASE/kubectl" wait --for=condition=Established --timeout=60s -f "$CRDS" >/dev/null
-  log "Argo CRDs established ($(ls "$CRDS" | wc -l))"
+  local crds=("$CRDS"/*.yaml)
+  log "Argo CRDs established (${#crds[@]})"
   "$BASE/kubectl" apply -f - >/dev/null <<EOT
 apiVersion: v1
 kind: Namespace

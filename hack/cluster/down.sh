@@ -24,8 +24,8 @@ delete_pods() {
   api_alive || return 0
   log "deleting all pods (grace 0) so the kubelet and CNI clean up their sandboxes"
   "$BASE/kubectl" delete pods --all --all-namespaces --force --grace-period=0 --wait=true --timeout=60s >/dev/null 2>&1 || true
-  local i
-  for i in $(seq 1 30); do
+  local _
+  for _ in $(seq 1 30); do
     [[ -z $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null | head -1) ]] && break
     sleep 1
   done
@@ -33,9 +33,9 @@ delete_pods() {
 
 # stop_pids NAME:PID...: SIGTERM to all at once, wait up to 15 s for all, then SIGKILL the rest.
 stop_pids() {
-  local entry i alive
+  local entry _ alive
   for entry in "$@"; do kill -TERM "${entry#*:}" 2>/dev/null || true; done
-  for i in $(seq 1 75); do
+  for _ in $(seq 1 75); do
     alive=()
     for entry in "$@"; do kill -0 "${entry#*:}" 2>/dev/null && alive+=("$entry"); done
     ((${#alive[@]})) || break
@@ -97,11 +97,11 @@ unmount_base() {
 delete_netns() {
   local n
   if [[ -f $BASE/state/cni-netns ]]; then
-    for n in $(sort -u "$BASE/state/cni-netns"); do
+    while read -r n; do
       [[ -e /run/netns/$n ]] || continue
       grep -qx "$n" "$BASE/state/cni-netns-before" 2>/dev/null && continue
       ip netns delete "$n" && log "deleted pod netns $n"
-    done
+    done < <(sort -u "$BASE/state/cni-netns")
     rm -f "$BASE/state/cni-netns"
   fi
   if ns_exists; then

@@ -6,6 +6,7 @@
 #   logs/<daemon>.log   daemon logs;  pki/  kubeconfigs  containerd/  etcd/  kubelet/
 #   kubectl, ctr        wrappers that run inside NS with this cluster's credentials
 #   env                 KUBECONFIG, CONTAINERD_ADDRESS, NS, ... for other scripts and tests
+# shellcheck disable=SC2034  # the settings below are for the scripts that source this file
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}

@@ -38,7 +38,7 @@ prepare_base() {
     "$BASE/minio" "$BASE/prometheus"   # the add-ons' data (services.sh) starts empty too
   mkdir -p "$BASE"/{pids,state,logs,pki,cni/net.d,containerd,images,pod-logs}
   # Remember which cni-* namespaces already existed, so down.sh never touches those.
-  ls /run/netns 2>/dev/null | grep '^cni-' > "$BASE/state/cni-netns-before" || true
+  find /run/netns -maxdepth 1 -name 'cni-*' -printf '%f\n' 2>/dev/null | sort > "$BASE/state/cni-netns-before" || true
 }
 
 make_netns() {
@@ -105,7 +105,7 @@ start_containerd() {
 }
 
 import_pause_image() {
-  CONTAINERD_ADDRESS= "$REPO_ROOT/images/build-local.sh" --import "$SOCK" pause >/dev/null
+  CONTAINERD_ADDRESS='' "$REPO_ROOT/images/build-local.sh" --import "$SOCK" pause >/dev/null
   log "imported $PAUSE_IMAGE"
 }
 
@@ -183,8 +183,9 @@ start_control_plane() {
     --kubelet-client-certificate="$p/admin.crt" --kubelet-client-key="$p/admin.key" \
     --kubelet-preferred-address-types=InternalIP
   wait_for kube-apiserver 90 sh -c "${IN_NS[*]} curl -sk https://127.0.0.1:6443/readyz | grep -qx ok"
-  local kc=$BASE/admin.kubeconfig
-  local auth=(--kubeconfig="$kc" --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" --leader-elect=false)
+  local admin=$BASE/admin.kubeconfig
+  local auth=(--kubeconfig="$admin" --authentication-kubeconfig="$admin" --authorization-kubeconfig="$admin"
+              --leader-elect=false)
   start_daemon kube-controller-manager "$REPO_BIN/kube-controller-manager" "${auth[@]}" \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
     --cluster-signing-cert-file="$p/ca.crt" --cluster-signing-key-file="$p/ca.key" \
