@@ -7,10 +7,11 @@ stderr and exit 2; nothing stored is touched when the input is bad.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 from pydantic import ValidationError
@@ -18,21 +19,29 @@ from rich.console import Console
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_LATE, EXIT_UNAVAILABLE, EXIT_USAGE
-from ccsweep.spec import SpecError, SweepSpec, load_spec, one_line, sweep_search_path
+from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
+from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
+if TYPE_CHECKING:
+    from ccsweep.store.spool import StoreOutcome
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+
+def fail(message: str | Exception, code: int | None = None) -> NoReturn:
+    """One line on stderr, then exit: 2 for input the user can fix, 75 for a store to try again."""
+    if code is None:
+        code = EXIT_RETRY if isinstance(message, StoreUnavailable) else EXIT_USAGE
     click.echo(f"ccsweep: error: {message}", err=True)
     sys.exit(code)
 
 
 def _load(spec_ref: str, sweep_name: str | None) -> SweepSpec:
     try:
+        if sweep_name is not None:
+            check_sweep_name(sweep_name)
         spec = load_spec(spec_ref)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     return spec.model_copy(update={"name": sweep_name}) if sweep_name else spec
 
 
@@ -64,7 +73,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
     try:
         cells = expand_cells(sweep)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     if fmt == "count":
         click.echo(len({c.id for c in cells}))
     elif fmt == "ids":
@@ -102,7 +111,7 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
     try:
         the_plan = plan_sweep(sweep, _open(store_url))
     except (SpecError, StoreError) as exc:
-        fail(str(exc))
+        fail(exc)
     click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
                f"{len(the_plan.pending)} to run", err=True)
     if pushgateway:
@@ -125,7 +134,7 @@ def validate(spec: str) -> None:
     try:
         cells = expand_cells(sweep)
     except SpecError as exc:
-        fail(str(exc))
+        fail(exc)
     for exp in sweep.experiments:
         n = sum(1 for c in cells if c.experiment == exp.name)
         click.echo(f"{exp.name}: {n} cells of {exp.duration_s:g} s")
@@ -180,13 +189,16 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
          pushgateway: str | None, lateness_threshold_us: float | None, executor: str, attempt: int) -> None:
     """Run one cell and store its result; print a one-line JSON report.
 
-    Exit status: 0 stored or already stored, 1 failed, 2 bad input, 3 algorithm not in this
-    kernel, 75 measured with the emulator late (kept as an attempt, not counted: run it again).
+    Exit status: 0 stored or already stored (or, run locally, kept in the spool for the store),
+    1 failed, 2 bad input, 3 algorithm not in this kernel, 75 run it again: measured with the
+    emulator late (kept as an attempt, not counted), the store unreachable, or, outside the local
+    executor, the result kept only on this machine (a pod's disk does not outlive the pod).
     """
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
     from ccsweep.runner import CongestionControlUnavailable, run_cell
-    from ccsweep.store.spool import store_cell
+    from ccsweep.runner.netns import deferred_interrupts
+    from ccsweep.store.spool import StoreOutcome, store_cell
 
     report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
     if _stored_already(store, the_cell):
@@ -197,9 +209,11 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         from ccsweep.metrics import CellMetrics
 
         observer = CellMetrics(pushgateway, the_cell)
-    with tempfile.TemporaryDirectory(prefix=f"ccsweep-{the_cell.id}-") as tmp:
-        scratch = workdir or Path(tmp)
-        scratch.mkdir(parents=True, exist_ok=True)
+    scratch = workdir or Path(tempfile.mkdtemp(prefix=f"ccsweep-{the_cell.id}-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    kept: StoreOutcome | None = None
+    interrupted = False
+    try:
         _stage_traces(store, the_cell, scratch)
         try:
             output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
@@ -213,15 +227,36 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         result = output.result
         if observer is not None:
             observer.finish(result)
-        kept = store_cell(store, result, output.timeseries, output.files)
-    if kept.spooled is not None:
-        report["spooled"] = str(kept.spooled)
+        try:
+            with deferred_interrupts():  # a Ctrl-C while storing waits until the result is kept
+                kept = store_cell(store, result, output.timeseries, output.files, scratch=scratch)
+        except KeyboardInterrupt:
+            interrupted = True
+    finally:
+        if workdir is None and (kept is None or kept.kept_in is None):
+            shutil.rmtree(scratch, ignore_errors=True)
+    assert kept is not None
     check = result.link.selfcheck if result.link else None
     click.echo(json.dumps({**report, "status": result.status, "attempt": attempt, "stored": kept.stored,
+                           "spooled": str(kept.spooled) if kept.spooled else None,
+                           "kept_in": str(kept.kept_in) if kept.kept_in else None, "store_error": kept.reason,
                            "goodput_mbps": result.goodput_mbps, "error": result.error,
                            "lateness_p99_us": check.lateness_p99_us if check else None,
                            "cpu_share": check.cpu_share if check else None}))
-    sys.exit({"ok": 0, "late": EXIT_LATE}.get(result.status, 1))
+    sys.exit(_cell_exit(result.status, kept, executor, interrupted))
+
+
+def _cell_exit(status: str, kept: StoreOutcome, executor: str, interrupted: bool) -> int:
+    """The exit status of `ccsweep cell` (see its help): the result's status, then where it is."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if status == "late":
+        return EXIT_RETRY
+    if status != "ok":
+        return 1
+    if kept.stored or (kept.spooled is not None and executor == "local"):
+        return 0
+    return EXIT_RETRY
 
 
 def _stored_already(store: ResultStore, cell: Cell) -> bool:
@@ -256,7 +291,7 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
         try:
             return cell_from_manifest(store, sweep_name or "", cell_id or "")
         except (SpecError, StoreError) as exc:
-            fail(str(exc))
+            fail(exc)
     text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
     try:
         return Cell.model_validate_json(text)
@@ -285,17 +320,25 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     whether their emulator kept time. A cell whose emulator ran late runs again, alone; a cell
     late on every attempt counts as `late`, is left out of figures, and the exit status is 1.
     """
-    from ccsweep.executor import notice, run_sweep, summary_table
+    from ccsweep.executor import SweepSummary, notice, run_sweep, summary_table
 
     sweep = _load(spec, sweep_name)
     store = _open(store_url)
     console = Console(stderr=True)
-    with tempfile.TemporaryDirectory(prefix="ccsweep-run-") as tmp:
-        try:
-            summary = run_sweep(sweep, store, workdir=workdir or Path(tmp), cpu_budget=cpu_budget, jobs=jobs,
-                                pushgateway=pushgateway, console=console, max_attempts=max_attempts)
-        except (SpecError, StoreError) as exc:
-            fail(str(exc))
+    scratch = workdir or Path(tempfile.mkdtemp(prefix="ccsweep-run-"))
+    summary: SweepSummary | None = None
+    try:
+        summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
+                            pushgateway=pushgateway, console=console, max_attempts=max_attempts)
+    except (SpecError, StoreError) as exc:
+        fail(exc)
+    finally:
+        kept = [o.kept_in for o in summary.outcomes if o.kept_in] if summary else []
+        if workdir is None and not kept:  # a cell's record left in its folder outlives the run
+            shutil.rmtree(scratch, ignore_errors=True)
+    assert summary is not None
+    for folder in kept:
+        notice(console, f"a measured result could be neither stored nor spooled; it stays in {folder}")
     console.print(summary_table(summary))
     counts = summary.counts()
     console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late attempt(s) run again), "
@@ -311,6 +354,21 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
             notice(console, f"  build them once the store is back: ccsweep figures --store {store.url} "
                             f"--sweep {sweep.name}")
     sys.exit(1 if counts["failed"] or counts["late"] else 0)
+
+
+@main.command()
+def gc() -> None:
+    """Remove what dead cells left behind on this machine: their network namespaces and processes.
+
+    A cell killed with SIGKILL (or a machine that lost power) cannot clean up after itself. Its
+    namespaces carry its runner's pid; those whose runner is gone are deleted, with the cell's
+    processes still in them. Live cells, of this run or another, are never touched. `ccsweep run`
+    does this before it starts.
+    """
+    from ccsweep.runner.netns import remove_leftovers
+
+    removed = remove_leftovers()
+    click.echo(f"removed {len(removed)} namespace(s) of dead cells" + (f": {' '.join(removed)}" if removed else ""))
 
 
 @main.command(name="upload-spool")
@@ -358,7 +416,7 @@ def status(store_url: str, sweep_name: str) -> None:
         missing = [cell_id for cell_id in cell_ids if not store.has_result(cell_id)]
         late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
     except StoreError as exc:
-        fail(str(exc))
+        fail(exc)
     click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(missing)} stored, "
                f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late)")
     if missing:
@@ -379,7 +437,7 @@ def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
     try:
         _write_figures(_open(store_url), sweep_name, console)
     except StoreError as exc:
-        fail(str(exc))
+        fail(exc)
 
 
 def _write_figures(store: ResultStore, sweep_name: str, console: Console) -> None:
@@ -393,4 +451,4 @@ def _open(store_url: str) -> ResultStore:
     try:
         return open_store(store_url)
     except StoreError as exc:
-        fail(str(exc))
+        fail(exc)

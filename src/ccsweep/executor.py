@@ -28,6 +28,7 @@ from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics
 from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
+from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 from ccsweep.store import ResultStore
 from ccsweep.store.spool import FlushReport, Spool
@@ -49,6 +50,8 @@ class CellOutcome:
     error: str | None = None
     #: The cell's folder in the local spool while its result waits there for the store.
     spooled: Path | None = None
+    #: Neither stored nor spooled (both refused): the cell's scratch folder holding its record.
+    kept_in: Path | None = None
     #: Runs it took (1 unless late attempts were re-run).
     attempts: int = 1
 
@@ -90,6 +93,8 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
               max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
+    for name in remove_leftovers():
+        notice(console, f"removed namespace {name} left by a dead cell")
     _flush_spool(store, console)
     plan = plan_sweep(spec, store)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
@@ -309,12 +314,13 @@ def _outcome(item: _Running) -> CellOutcome:
         last = next((line for line in reversed(_log_lines(item.log)) if line.strip()), "no output")
         return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a "
                                                       f"report: {last}", attempts=item.attempt)
-    spooled = report.get("spooled")
+    spooled, kept_in = report.get("spooled"), report.get("kept_in")
     error = report.get("error")
     if report["status"] == "late":
         error = f"p99 lateness {report.get('lateness_p99_us') or 0:,.0f} us"
     return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=error,
-                       spooled=Path(spooled) if spooled else None, attempts=item.attempt)
+                       spooled=Path(spooled) if spooled else None, kept_in=Path(kept_in) if kept_in else None,
+                       attempts=item.attempt)
 
 
 def summary_table(summary: SweepSummary) -> Table:

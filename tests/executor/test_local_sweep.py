@@ -103,3 +103,30 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures")
     assert f"{len(kept)} already stored, {4 - len(kept)} to run" in resumed.stderr
     assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_finishes(spec_file: Path,
+                                                                                       tmp_path: Path):
+    spec = tmp_path / "killed.yaml"
+    spec.write_text(SPEC.replace("name: tiny\n", "name: killed\n", 1).replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
+                    .replace("loss_percent: [0, 1]", "loss_percent: [0]").replace("duration_s: 3", "duration_s: 8"))
+    store_dir = tmp_path / "store"
+    planned = run("plan", str(spec), "--store", str(store_dir))
+    (cell,) = json.loads(planned.stdout)
+    proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "cell", "--sweep", "killed", "--id", cell["id"],
+                             "--store", str(store_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(namespaces({cell["id"]})) < 2:
+        time.sleep(0.2)
+    time.sleep(2)  # mid-flow: emulator and endpoints running
+    proc.kill()  # SIGKILL: the cell process cannot clean up
+    proc.communicate(timeout=30)
+    assert len(namespaces({cell["id"]})) == 2, "a SIGKILLed cell leaves its namespaces (what gc is for)"
+    gc = run("gc")
+    assert gc.returncode == 0 and "removed 2 namespace(s)" in gc.stdout, gc.stdout + gc.stderr
+    assert not namespaces({cell["id"]})
+    leftover = subprocess.run(["pgrep", "-f", f"ccs-{cell['id'][:8]}-{proc.pid}"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", "the orphaned emulator is stopped too"
+    finished = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    assert finished.returncode == 0, finished.stderr
+    assert open_store(str(store_dir)).get_result(cell["id"]).status == "ok"

@@ -9,12 +9,14 @@ sysctls `net.ipv4.tcp_rmem`/`tcp_wmem` are per namespace and set here; `net.core
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 from ccsweep.cell import BufferParams
 
@@ -112,3 +114,66 @@ def deferred_interrupts() -> Iterator[None]:
             signal.signal(sig, handler)
         if received:
             raise KeyboardInterrupt
+
+
+#: A cell's namespace: `ccs-<cell id, 8 hex>-<runner pid>-s|r` (see namespace_names).
+_CELL_NAMESPACE = re.compile(r"^ccs-[0-9a-f]{8}-(?P<pid>\d+)-[sr]$")
+
+
+def _runner_alive(pid: int) -> bool:
+    """Whether the runner `pid` may still be at work (a zombie is not).
+
+    Any live process with that pid counts: a reused pid only delays the clean-up until it ends,
+    whereas taking a live runner for dead would pull the namespaces from under its cell.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def leftover_namespaces() -> list[str]:
+    """Cell namespaces whose runner is gone (killed with SIGKILL, or its machine's power cut)."""
+    try:
+        listing = _ip("netns", "list")
+    except (NamespaceError, OSError):
+        return []
+    names = [line.split()[0] for line in listing.splitlines() if line.strip()]
+    return [n for n in names if (m := _CELL_NAMESPACE.match(n)) and not _runner_alive(int(m["pid"]))]
+
+
+def remove_leftovers() -> list[str]:
+    """Delete the namespaces of dead cells, after stopping the cell processes still using them.
+
+    Only processes a cell started are stopped: those inside a leftover namespace, and the
+    emulator, which lives outside but names the namespace in its command line.
+    """
+    leftovers = leftover_namespaces()
+    for name in leftovers:
+        pids = {int(p) for p in _ip("netns", "pids", name).split()} if _exists(name) else set()
+        pids |= {pid for pid in _pids_naming(name) if pid != os.getpid()}
+        for pid in pids:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+    return leftovers
+
+
+def _exists(name: str) -> bool:
+    return Path("/run/netns", name).exists()
+
+
+def _pids_naming(name: str) -> set[int]:
+    """Processes whose command line names `name` as an argument (an orphaned ccsweep-link)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = proc.joinpath("cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if name.encode() in argv and any(b"ccsweep" in a for a in argv[:1]):
+            found.add(int(proc.name))
+    return found

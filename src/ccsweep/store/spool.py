@@ -30,6 +30,7 @@ from ccsweep.result import CellResult, TimeSeries
 from ccsweep.store.base import (
     ATTEMPT_STATUSES,
     ResultStore,
+    StoreError,
     StoreUnavailable,
     attempt_folder,
     content_type_of,
@@ -37,9 +38,12 @@ from ccsweep.store.base import (
 )
 from ccsweep.store.file import FileStore
 
-#: Uploads tried after a cell is spooled: 1, 2, 4, 8, 16 s apart (about half a minute in all).
+#: Uploads tried after a cell is spooled: 1, 2, 4, 8, 16 s apart (about half a minute in all),
+#: and none started once STORE_DEADLINE_S has passed since the cell began storing, so a hanging
+#: store cannot hold a cell (or a pod, whose deadline counts this in) for longer than that.
 DEFAULT_RETRIES = 5
 DEFAULT_BACKOFF_S = 1.0
+STORE_DEADLINE_S = 120.0
 
 
 def default_spool_dir() -> Path:
@@ -62,10 +66,17 @@ class FlushReport:
 
 @dataclass
 class StoreOutcome:
-    """Where a finished cell ended up: `stored` as put_cell says, or kept in the spool."""
+    """Where a finished cell ended up: `stored` as put_cell says, or kept in the spool.
+
+    `kept_in` is the last resort: the spool itself could not be written (the same full disk,
+    say), so the cell's scratch folder, with the record written into it, is left in place.
+    `reason` says why the store did not take the result.
+    """
 
     stored: bool
     spooled: Path | None = None
+    kept_in: Path | None = None
+    reason: str | None = None
 
 
 class Spool:
@@ -143,22 +154,40 @@ def _upload_cell(local: FileStore, store: ResultStore, cell_id: str) -> None:
 
 def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | None, files: dict[str, Path],
                *, spool: Spool | None = None, retries: int | None = None, backoff_s: float | None = None,
-               err: TextIO = sys.stderr) -> StoreOutcome:
-    """put_cell, or, while the store is unreachable, spool the cell and retry with backoff.
+               scratch: Path | None = None, err: TextIO = sys.stderr) -> StoreOutcome:
+    """put_cell; when the store does not take the result, keep it durably and say where.
 
-    Retries and the first delay can be set with CCSWEEP_SPOOL_RETRIES and CCSWEEP_SPOOL_BACKOFF_S.
+    Every failure of the store keeps the result: an unreachable store (StoreUnavailable) is
+    retried with backoff from the spool; a store that refuses (permission, quota, a full disk,
+    a clock the server rejects: StoreError or OSError) is not retried now, but the result waits
+    in the spool all the same for `ccsweep upload-spool` or the next run. If even the spool
+    cannot be written, the record goes into `scratch` (the cell's folder), which the caller
+    must then leave in place. Retries and the first delay can be set with CCSWEEP_SPOOL_RETRIES
+    and CCSWEEP_SPOOL_BACKOFF_S.
     """
+    deadline = time.monotonic() + STORE_DEADLINE_S
     try:
         return StoreOutcome(stored=store.put_cell(result, timeseries, files))
     except StoreUnavailable as exc:
-        reason = str(exc)
+        reason, transient = str(exc), True
+    except (StoreError, OSError) as exc:
+        reason, transient = _one_line(exc), False
     spool = spool or Spool()
+    try:
+        where = spool.keep(store.url, result, timeseries, files)
+    except OSError as exc:
+        return _keep_in_scratch(result, scratch, f"{reason}; the spool {spool.root} too: {_one_line(exc)}", err)
+    if not transient:
+        print(f"ccsweep: warning: the store refused cell {result.cell.id} ({reason}); kept in {where}; "
+              f"`ccsweep upload-spool --store {store.url}` uploads it once the store accepts it", file=err, flush=True)
+        return StoreOutcome(stored=False, spooled=where, reason=reason)
     retries = int(os.environ.get("CCSWEEP_SPOOL_RETRIES", DEFAULT_RETRIES)) if retries is None else retries
     backoff_s = float(os.environ.get("CCSWEEP_SPOOL_BACKOFF_S", DEFAULT_BACKOFF_S)) if backoff_s is None else backoff_s
-    where = spool.keep(store.url, result, timeseries, files)
     print(f"ccsweep: warning: store unreachable ({reason}); cell {result.cell.id} kept in {where}, "
           f"retrying {retries} times over {backoff_s * (2**retries - 1):g} s", file=err, flush=True)
     for attempt in range(retries):
+        if time.monotonic() + backoff_s * 2**attempt > deadline:
+            break
         time.sleep(backoff_s * 2**attempt)
         report = spool.flush(store)
         if result.cell.id not in report.remaining and result.cell.id not in spool.pending(store.url):
@@ -166,4 +195,26 @@ def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | 
             return StoreOutcome(stored=True)
     print(f"ccsweep: cell {result.cell.id} stays in the spool {where}; `ccsweep upload-spool` or the next "
           "`ccsweep run` uploads it", file=err, flush=True)
-    return StoreOutcome(stored=False, spooled=where)
+    return StoreOutcome(stored=False, spooled=where, reason=reason)
+
+
+def _keep_in_scratch(result: CellResult, scratch: Path | None, reason: str, err: TextIO) -> StoreOutcome:
+    """The last resort: the record beside the cell's own files, in a folder the caller keeps."""
+    if scratch is not None:
+        try:
+            (scratch / "result.json").write_text(result.model_dump_json(indent=1))
+        except OSError as exc:
+            reason = f"{reason}; {scratch} too: {_one_line(exc)}"
+            scratch = None
+    if scratch is None:  # nowhere on disk: the record itself on stderr, the one place left
+        print(f"ccsweep: error: cell {result.cell.id} could not be kept anywhere ({reason}); its record follows",
+              file=err, flush=True)
+        print(result.model_dump_json(), file=err, flush=True)
+        return StoreOutcome(stored=False, reason=reason)
+    print(f"ccsweep: error: cell {result.cell.id} not stored and not spooled ({reason}); its record and files "
+          f"stay in {scratch}", file=err, flush=True)
+    return StoreOutcome(stored=False, kept_in=scratch, reason=reason)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
