@@ -87,22 +87,24 @@ impl StatsLines {
         Ok(Some(Self { sink, target, interval_ns, next_ns: interval_ns, previous: Lateness::default() }))
     }
 
-    /// Writes a line if one is due at `now_ns`; `cpu_s` is the CPU used since the loop started.
-    fn write_if_due(&mut self, now_ns: u64, uplink: &Direction, downlink: &Direction, cpu_s: f64) -> Result<(), Error> {
+    /// Writes a line if one is due at `now_ns`, with the CPU used since `cpu0` (read only then:
+    /// getrusage is a system call, too dear for every pass).
+    fn write_if_due(&mut self, now_ns: u64, up: &Direction, down: &Direction, cpu0: (f64, f64)) -> Result<(), Error> {
         if now_ns < self.next_ns {
             return Ok(());
         }
-        let mut lateness = uplink.lateness.clone();
-        lateness.merge(&downlink.lateness);
+        let (user, system) = cpu_since(cpu0);
+        let mut lateness = up.lateness.clone();
+        lateness.merge(&down.lateness);
         let interval = lateness.since(&self.previous);
         self.previous = lateness;
         let line = json!({
             "event": "stats",
             "t": now_ns as f64 / 1e9,
-            "uplink": uplink.counters_json(now_ns),
-            "downlink": downlink.counters_json(now_ns),
+            "uplink": up.counters_json(now_ns),
+            "downlink": down.counters_json(now_ns),
             "lateness_us": interval.to_json(),
-            "cpu_s": cpu_s,
+            "cpu_s": user + system,
         });
         writeln!(self.sink, "{line}")
             .map_err(|source| Error::File { option: "stats".into(), path: self.target.clone(), source })?;
@@ -131,7 +133,8 @@ struct Link<'a> {
     devices: Devices,
     pacer: Pacer,
     priority: LoopPriority,
-    /// When the loop started (CLOCK_MONOTONIC ns), and its CPU time then.
+    /// When the link was ready (CLOCK_MONOTONIC ns; the time origin of stats and logs), and the
+    /// CPU time used by then.
     t0: u64,
     cpu0: (f64, f64),
     /// Emptied packet buffers, reused by the reader.
@@ -199,8 +202,6 @@ impl<'a> Link<'a> {
 
     /// Serves packets until the link ends; returns why it did.
     fn serve(&mut self) -> Result<StopReason, Error> {
-        self.t0 = sys::monotonic_ns();
-        self.cpu0 = sys::cpu_seconds();
         let ends = [self.config.duration_ns, self.uplink.end_ns(), self.downlink.end_ns()];
         let end_ns = ends.into_iter().flatten().min();
         loop {
@@ -208,8 +209,7 @@ impl<'a> Link<'a> {
             // The writes of the pass may have taken a while: plan the next wake-up from the present.
             let now = self.clock();
             if let Some(stats) = self.stats.as_mut() {
-                let (user, system) = cpu_since(self.cpu0);
-                stats.write_if_due(now, &self.uplink, &self.downlink, user + system)?;
+                stats.write_if_due(now, &self.uplink, &self.downlink, self.cpu0)?;
             }
             if let Some(end) = end_ns.filter(|end| now >= *end) {
                 let by_duration = Some(end) == self.config.duration_ns;
@@ -261,11 +261,12 @@ impl<'a> Link<'a> {
         }
         let (sender_fd, receiver_fd) = self.fds();
         let buffer_len = self.config.mtu as usize + 64;
+        let Self { tokens, uplink, downlink, pool, t0, .. } = self;
         let mut stop = false;
-        for token in std::mem::take(&mut self.tokens) {
-            match token {
-                TOKEN_SENDER => read_batch(sender_fd, &mut self.uplink, &mut self.pool, buffer_len, self.t0)?,
-                TOKEN_RECEIVER => read_batch(receiver_fd, &mut self.downlink, &mut self.pool, buffer_len, self.t0)?,
+        for token in tokens.iter() {
+            match *token {
+                TOKEN_SENDER => read_batch(sender_fd, uplink, pool, buffer_len, *t0)?,
+                TOKEN_RECEIVER => read_batch(receiver_fd, downlink, pool, buffer_len, *t0)?,
                 _ => stop = true,
             }
         }
