@@ -45,6 +45,10 @@ def _load(spec_ref: str, sweep_name: str | None) -> SweepSpec:
     return spec.model_copy(update={"name": sweep_name}) if sweep_name else spec
 
 
+revise_option = click.option(
+    "--revise", is_flag=True,
+    help="The spec of an already planned sweep changed on purpose: keep the old plan as a revision and plan "
+         "the new one (stored cells are reused, only new ones run).")
 store_option = click.option("--store", "store_url", default=DEFAULT_STORE, show_default=True,
                             help="Where results go: a folder, file://PATH or s3://BUCKET/PREFIX "
                                  "(S3 endpoint and keys from CCSWEEP_S3_* / AWS_* environment variables).")
@@ -90,13 +94,15 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 @click.option("--spec-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
                    "workflow's inline spec: an artifact that is empty when none was given).")
+@revise_option
 def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None,
-         spec_file: Path | None) -> None:
+         spec_file: Path | None, revise: bool) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
 
-    Each item: {id, experiment, node_selector}; node_selector (an object of node labels) asks for
+    Each item: {id, experiment, node_selector, deadline_s}; deadline_s bounds the cell pod (its
+    flows plus the overhead budget, see plan.pod_deadline_s); node_selector (an object of node labels) asks for
     nodes whose kernel offers the cell's algorithms, as labelled by the chart's node probe. It is an
     object, not a JSON string, because Argo renders an object item as JSON once, while it escapes the
     quotes of a string item twice (which broke the cell pod's podSpecPatch).
@@ -104,12 +110,12 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`.
     """
-    from ccsweep.plan import node_selector, plan_sweep
+    from ccsweep.plan import node_selector, plan_sweep, pod_deadline_s
 
     inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
     sweep = _load(str(spec_file) if inline else spec, sweep_name)
     try:
-        the_plan = plan_sweep(sweep, _open(store_url))
+        the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
     except (SpecError, StoreError) as exc:
         fail(exc)
     click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
@@ -120,7 +126,8 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
         metrics = SweepMetrics(pushgateway, sweep.name)
         metrics.update(total=len(the_plan.cells), cached=len(the_plan.cached))
         metrics.close()
-    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c)}
+    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
+                            "deadline_s": pod_deadline_s(c)}
                            for c in the_plan.pending]))
 
 
@@ -311,8 +318,9 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder for running cells (default: temporary).")
 @click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
 @click.option("--figures/--no-figures", default=True, show_default=True, help="Build figures and the report at the end.")
+@revise_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
-        max_attempts: int, workdir: Path | None, pushgateway: str | None, figures: bool) -> None:
+        max_attempts: int, workdir: Path | None, pushgateway: str | None, figures: bool, revise: bool) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
@@ -329,7 +337,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     summary: SweepSummary | None = None
     try:
         summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
-                            pushgateway=pushgateway, console=console, max_attempts=max_attempts)
+                            pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise)
     except (SpecError, StoreError) as exc:
         fail(exc)
     finally:

@@ -12,12 +12,12 @@ the stored manifest instead of expanding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 from ccsweep.spec import SweepSpec
+from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 
 
 @dataclass
@@ -30,11 +30,15 @@ class SweepPlan:
     pending: list[Cell]
 
 
-def plan_sweep(spec: SweepSpec, store: ResultStore) -> SweepPlan:
-    """The sweep's stored plan (made and stored now if there is none), and the cells not stored yet."""
+def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepPlan:
+    """The sweep's stored plan (made and stored now if there is none), and the cells not stored yet.
+
+    A different spec under a stored sweep's name is refused, unless `revise` says the change is
+    meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
+    """
     manifest = store.get_manifest(spec.name)
-    if manifest is None:
-        manifest = store.put_manifest(_new_manifest(spec, store))
+    if manifest is None or (revise and manifest.spec != spec.model_dump(mode="json")):
+        manifest = store.put_manifest(_new_manifest(spec, store), revise=revise)
     elif manifest.spec != spec.model_dump(mode="json"):
         raise store.spec_conflict(spec.name)
     cells = manifest.distinct_cells()
@@ -54,7 +58,7 @@ def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:
         name=spec.name,
         spec=spec.model_dump(mode="json"),
         cells=[ManifestCell(id=c.id, experiment=c.experiment, params=c.params) for c in cells],
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         ccsweep_version=__version__,
     )
 
@@ -66,6 +70,17 @@ CC_LABEL_PREFIX = "ccsweep.io/cc-"
 def node_selector(cell: Cell) -> dict[str, str]:
     """Labels a node must carry to run `cell`: one per algorithm, so no node lacking one gets it."""
     return {f"{CC_LABEL_PREFIX}{cc}": "true" for cc in sorted({f.cc for f in cell.params.flows})}
+
+
+#: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s
+#: for the emulator and endpoints to come up, 15 s for the flows to end) and storing the result
+#: (the spool's 120 s deadline after calls of at most about 30 s each).
+POD_OVERHEAD_BUDGET_S = 300
+
+
+def pod_deadline_s(cell: Cell) -> int:
+    """A cell pod's activeDeadlineSeconds: its flows plus the overhead budget, so no cell is cut short."""
+    return int(cell.params.duration_s + POD_OVERHEAD_BUDGET_S)
 
 
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:

@@ -135,7 +135,7 @@ def test_cell_pods_are_least_privilege_guaranteed_and_placed(sweep: SweepRun):
         main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
         security = main["securityContext"]
         assert security.get("privileged") is False
-        assert security["capabilities"] == {"add": ["NET_ADMIN", "SYS_ADMIN"], "drop": ["ALL"]}
+        assert security["capabilities"] == {"add": ["NET_ADMIN", "SYS_ADMIN", "SYS_NICE"], "drop": ["ALL"]}
         assert {"name": "tun", "mountPath": "/dev/net/tun"}.items() <= next(
             m for m in main["volumeMounts"] if m["name"] == "tun").items()
         assert main["imagePullPolicy"] == "Never"

@@ -134,7 +134,7 @@ def test_cell_template_is_least_privilege_with_equal_requests_and_limits():
     assert init["name"] == "init" and init["resources"]["requests"] == init["resources"]["limits"] == {"cpu": "2"}
     security = container["securityContext"]
     assert security["privileged"] is False
-    assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN"]}
+    assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN", "SYS_NICE"]}
     assert cell["volumes"] == [{"name": "tun", "hostPath": {"path": "/dev/net/tun", "type": "CharDevice"}}]
     assert "activeDeadlineSeconds" in cell
 

@@ -43,6 +43,7 @@ class FileStore(ResultStore):
                     return False
             else:
                 os.replace(tmp, path)
+            _fsync_dir(path.parent)  # the new name survives a crash, not only the bytes
             return True
         finally:
             if os.path.exists(tmp):
@@ -68,3 +69,11 @@ class FileStore(ResultStore):
 
     def location(self, key: str) -> str:
         return str(self._path(key))
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
