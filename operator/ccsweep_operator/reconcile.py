@@ -10,9 +10,9 @@ plan (nothing is expanded again) and fans out one pod per cell still to run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -43,7 +43,7 @@ class OperatorSettings:
     workflow_template: str = "ccsweep-sweep"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> "OperatorSettings":
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
         return cls(store=env.get("CCSWEEP_STORE", "results"),
                    workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"))
 
@@ -60,7 +60,7 @@ class SweepObject:
     status: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> "SweepObject":
+    def from_body(cls, body: Mapping[str, Any]) -> SweepObject:
         meta = body["metadata"]
         return cls(name=meta["name"], namespace=meta["namespace"], uid=meta["uid"],
                    generation=int(meta.get("generation") or 1), spec=dict(body.get("spec") or {}),
@@ -77,10 +77,10 @@ class Decision:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def with_condition(conditions: list[Mapping[str, Any]] | None, type_: str, ok: bool | None, reason: str,
+def with_condition(conditions: Sequence[Mapping[str, Any]] | None, type_: str, ok: bool | None, reason: str,
                    message: str, generation: int) -> list[dict[str, Any]]:
     """The condition list with `type_` set; its transition time moves only when its status changes."""
     status = "Unknown" if ok is None else "True" if ok else "False"
@@ -103,8 +103,8 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
            opener: Callable[[str], ResultStore] = open_store) -> Decision:
     """Validate, plan against the store, and say what the Sweep's status and Workflow should be."""
     conditions = list(sweep.status.get("conditions") or [])
-    base = {"observedGeneration": sweep.generation, "workflow": None, "startedAt": None, "finishedAt": None,
-            "report": None}
+    base: dict[str, Any] = {"observedGeneration": sweep.generation, "workflow": None, "startedAt": None,
+                            "finishedAt": None, "report": None}
     try:
         spec, run = sweep_from_resource(dict(sweep.spec), sweep.name)
     except SpecError as exc:
@@ -114,13 +114,15 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
     base |= {"sweep": spec.name, "store": store_url}
     try:
         store = opener(store_url)
-        plan = plan_sweep(spec, store)
+        # An edited Sweep (a later generation) re-plans on purpose: its new cells run, stored ones are reused.
+        plan = plan_sweep(spec, store, revise=sweep.generation > 1)
     except SpecError as exc:  # e.g. a trace that is not on the operator's trace path
         return _invalid(sweep, base, conditions, str(exc))
     except StoreUnavailable as exc:
         message = f"{exc} (retrying)"
-        return Decision(status={**base, "phase": "Pending", "message": message, "cells": None, "conditions":
-                                with_condition(conditions, "Planned", None, "StoreUnavailable", message, sweep.generation)},
+        return Decision(status={**base, "phase": "Pending", "message": message, "cells": None,
+                                "conditions": with_condition(conditions, "Planned", None, "StoreUnavailable", message,
+                                                             sweep.generation)},
                         retry=True)
     except StoreError as exc:
         message = str(exc)
@@ -240,9 +242,9 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
     conditions = list(status.get("conditions") or [])
     if deleted and phase not in FINISHED:
         message = f"workflow {name} was deleted before it finished"
-        return {**patch, "phase": "Failed", "cells": {**cells, "running": 0}, "finishedAt": patch["finishedAt"] or now(),
-                "message": message, "conditions": with_condition(conditions, "Complete", False, "WorkflowDeleted",
-                                                                 message, generation)}
+        return {**patch, "phase": "Failed", "cells": {**cells, "running": 0},
+                "finishedAt": patch["finishedAt"] or now(), "message": message,
+                "conditions": with_condition(conditions, "Complete", False, "WorkflowDeleted", message, generation)}
     if deleted:
         return None  # a finished Workflow removed later (its TTL) changes nothing
     if phase == "Succeeded":

@@ -90,13 +90,13 @@ class _Running:
 
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None,
-              max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> SweepSummary:
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS, revise: bool = False) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
     for name in remove_leftovers():
         notice(console, f"removed namespace {name} left by a dead cell")
     _flush_spool(store, console)
-    plan = plan_sweep(spec, store)
+    plan = plan_sweep(spec, store, revise=revise)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
     available = available_congestion_controls()

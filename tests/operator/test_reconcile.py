@@ -119,6 +119,21 @@ def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_p
     assert decision.status["conditions"][-1]["reason"] == "StoreError"
 
 
+def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
+    first = decide(sweep_object("quick"), settings(tmp_path))
+    for cell in open_store(f"file://{tmp_path}").get_manifest("quick-e2e").distinct_cells():
+        store_result(tmp_path, cell)
+    edited = sweep_object("quick", generation=2)
+    experiment = {**edited.spec["experiments"][0], "loss_percent": [1, 2]}
+    edited = SweepObject(**{**edited.__dict__, "spec": {**edited.spec, "experiments": [experiment]}})
+    decision = decide(edited, settings(tmp_path))
+    assert first.workflow is not None and decision.workflow is not None, decision.status["message"]
+    status = SweepStatus.model_validate(decision.status)
+    assert (status.phase, status.cells.total, status.cells.cached) == ("Pending", 4, 2)
+    assert decision.workflow["metadata"]["name"] == "quick-e2e-2"
+    assert open_store(f"file://{tmp_path}").list_keys("sweeps/quick-e2e/revisions/")
+
+
 def test_run_store_overrides_the_operators(tmp_path: Path):
     sweep = sweep_object("quick")
     own = tmp_path / "own"

@@ -1,5 +1,6 @@
 """Planning: the manifest in the store, stored cells skipped, a pod finding its cell by id."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,22 @@ def test_node_selector_names_every_algorithm_of_a_cell():
                                                      "loss": [0], "rtt_ms": [10], "bandwidth_mbps": [10],
                                                      "duration_s": 5}]})
     assert node_selector(expand(spec)[0]) == {"ccsweep.io/cc-bbr": "true", "ccsweep.io/cc-cubic": "true"}
+
+
+def test_a_revised_spec_keeps_the_old_plan_and_runs_only_new_cells(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    first = plan_sweep(parse_spec(SPEC), store)
+    env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
+    for cell in first.cells:
+        store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=env))
+    more = {**SPEC, "experiments": [SPEC["experiments"][0] | {"loss": [0, 0.01, 0.02]}, SPEC["experiments"][1]]}
+    with pytest.raises(StoreError, match="different spec.*--revise"):
+        plan_sweep(parse_spec(more), store)
+    revised = plan_sweep(parse_spec(more), store, revise=True)
+    assert len(revised.cells) == 6 and {c.id for c in revised.cached} == {c.id for c in first.cells}
+    assert len(revised.pending) == 2 and all(c.params.loss == 0.02 for c in revised.pending)
+    assert store.get_manifest("p").spec == parse_spec(more).model_dump(mode="json")
+    (old,) = store.list_keys("sweeps/p/revisions/")
+    assert json.loads(store.read_bytes(old))["spec"] == parse_spec(SPEC).model_dump(mode="json")
+    # Planning the revised spec again (the workflow's plan step after the operator's) reads it.
+    assert plan_sweep(parse_spec(more), store).cells == revised.cells

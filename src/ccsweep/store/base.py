@@ -8,6 +8,7 @@ Layout (relative to the store's root or prefix):
     cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
     cells/<cell id>/late/<utc>.json                  records of attempts whose emulator ran late (never count)
     sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
+    sweeps/<sweep>/revisions/<sha256>.json           earlier plans a deliberate spec change (--revise) replaced
     traces/<sha256>                                  the trace files the planned cells name, by content
     sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
 
@@ -23,13 +24,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-
 from abc import ABC, abstractmethod
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from typing import Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -46,7 +44,7 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached right now (server down, network); trying later may work."""
 
 
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION: Final = 2
 
 
 class ManifestCell(BaseModel):
@@ -63,7 +61,7 @@ class ManifestCell(BaseModel):
     params: CellParams
 
     @model_validator(mode="after")
-    def _id_matches_params(self) -> "ManifestCell":
+    def _id_matches_params(self) -> ManifestCell:
         if self.id != id_of_params(self.params):
             raise ValueError(f"cell {self.id}: id does not match its parameters (manifest edited?)")
         return self
@@ -142,9 +140,9 @@ class ResultStore(ABC):
         """
         cell_id = result.cell.id
         if result.status != "ok":
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-            self.write_bytes(attempt_record_key(cell_id, result.status, stamp), result.model_dump_json(indent=1).encode(),
-                             content_type="application/json")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+            self.write_bytes(attempt_record_key(cell_id, result.status, stamp),
+                             result.model_dump_json(indent=1).encode(), content_type="application/json")
             return True
         if self.has_result(cell_id):
             return False
@@ -197,14 +195,22 @@ class ResultStore(ABC):
         return self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
 
     # Sweeps.
-    def put_manifest(self, manifest: SweepManifest) -> SweepManifest:
+    def put_manifest(self, manifest: SweepManifest, *, revise: bool = False) -> SweepManifest:
         """Record a sweep's plan once; return the stored one (an earlier or racing planner's).
 
-        A different spec stored under the same name is refused, never replaced: results already
-        gathered under the old plan keep their meaning.
+        A different spec stored under the same name is refused: results gathered under the old
+        plan keep their meaning. With `revise` (the spec was changed on purpose, such as a Sweep
+        edited to add a loss rate) the old plan is kept under revisions/ and the new one takes
+        its place; cells are stored by content, so only the new plan's new cells need to run.
         """
         key = manifest_key(manifest.name)
         stored = self.get_manifest(manifest.name)
+        if stored is not None and revise and stored.spec != manifest.spec:
+            data = stored.model_dump_json(indent=1).encode()
+            revision = f"sweeps/{manifest.name}/revisions/{hashlib.sha256(data).hexdigest()[:16]}.json"
+            self.write_bytes(revision, data, content_type="application/json", exclusive=True)
+            self.write_bytes(key, manifest.model_dump_json(indent=1).encode(), content_type="application/json")
+            return manifest
         if stored is None:
             data = manifest.model_dump_json(indent=1).encode()
             if self.write_bytes(key, data, content_type="application/json", exclusive=True):
@@ -218,7 +224,7 @@ class ResultStore(ABC):
     def spec_conflict(self, sweep: str) -> StoreError:
         """The error for a spec that differs from the one planned under the same sweep name."""
         return StoreError(f"sweep {sweep!r} is already stored in {self.url} with a different spec; "
-                          "rename the sweep (--sweep NAME) to keep both")
+                          "rename the sweep (--sweep NAME) to keep both, or --revise to replace its plan")
 
     def get_manifest(self, sweep: str) -> SweepManifest | None:
         """The sweep's stored plan; a manifest this version cannot read is a one-line StoreError."""
