@@ -22,8 +22,8 @@ def shell_versions(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def test_scripts_and_tests_read_the_same_versions():
     pinned = read_versions()
-    assert {"ARGO_WORKFLOWS_VERSION", "KUBERNETES_VERSION", "HELM_VERSION", "MINIO_VERSION"} <= set(pinned)
-    assert all(v.startswith("v") for v in pinned.values()), pinned  # release tags, as the Go module proxy names them
+    go_modules = ("ARGO_WORKFLOWS_VERSION", "KUBERNETES_VERSION", "HELM_VERSION", "MINIO_VERSION")
+    assert all(pinned[name].startswith("v") for name in go_modules), pinned  # as the Go module proxy names them
     assert shell_versions() == pinned
 
 

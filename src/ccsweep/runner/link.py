@@ -96,7 +96,8 @@ def resolve_trace(direction: DirectionParams, workdir: Path) -> Path:
     path = staged if staged.is_file() else find_trace(direction.trace.name)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != direction.trace.sha256:
-        raise LinkError(f"trace {path}: sha256 {digest[:12]}... differs from the cell's {direction.trace.sha256[:12]}...")
+        raise LinkError(f"trace {path}: sha256 {digest[:12]}... differs from the cell's "
+                        f"{direction.trace.sha256[:12]}...")
     return path
 
 

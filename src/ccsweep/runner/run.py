@@ -28,21 +28,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult, Environment, LinkSummary, TimeSeries
 from ccsweep.runner.api import CellObserver, CellOutput, CongestionControlUnavailable
-from ccsweep.runner.collect import (
-    cell_goodput,
-    flow_result,
-    flow_series,
-    link_series,
-    receiver_curves,
-    samples_of,
-)
+from ccsweep.runner.collect import cell_goodput, flow_result, flow_series, link_series, receiver_curves, samples_of
 from ccsweep.runner.link import (
     find_link_binary,
     injected_lateness,
@@ -79,8 +72,9 @@ def check_congestion_controls(cell: Cell, available: list[str]) -> None:
         raise CongestionControlUnavailable(refused[0], available)
 
 
-def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None, lateness_threshold_us: float | None = None,
-             link_binary: str | os.PathLike[str] | None = None, executor: str = "local", attempt: int = 1) -> CellOutput:
+def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
+             lateness_threshold_us: float | None = None, link_binary: str | os.PathLike[str] | None = None,
+             executor: str = "local", attempt: int = 1) -> CellOutput:
     """Run `cell` with scratch files in `workdir`; see the module docstring for what happens.
 
     A measured result has status `late`, not `ok`, when the emulator's p99 lateness exceeds
@@ -127,6 +121,10 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
          link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str,
          attempt: int) -> CellOutput:
     p = cell.params
+    if p.link == "mahimahi":
+        from ccsweep.runner.mahimahi_run import run_mahimahi_cell  # it reuses this module's steps
+
+        return run_mahimahi_cell(cell, workdir, observer, environment, started_at, attempt)
     binary = find_link_binary(link_binary)
     scheduled = bool(p.uplink.rate_schedule or p.downlink.rate_schedule)
     lead_s = SCHEDULE_LEAD_S if scheduled else 0.0
@@ -167,8 +165,8 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
     offset_s = (t0_ns - origin_ns) / 1e9
     environment = environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
-        "rmem_max": (sysctls.get("net.core.rmem_max") or [None])[0],
-        "wmem_max": (sysctls.get("net.core.wmem_max") or [None])[0]})
+        "rmem_max": next(iter(sysctls.get("net.core.rmem_max") or []), None),
+        "wmem_max": next(iter(sysctls.get("net.core.wmem_max") or []), None)})
     return _collect(cell, workdir, receiver, sender, link, link_summary(summary, threshold_us), offset_s,
                     environment, started_at, flows_started_at, attempt)
 
@@ -192,7 +190,8 @@ def _wait_sender_ready(sender: Child, available: list[str]) -> None:
     except ChildError:
         refused = next((e for e in sender.of_kind("error") if e.get("kind") == "cc_unavailable"), None)
         if refused is not None:
-            raise CongestionControlUnavailable(str(refused["cc"]), list(refused.get("available") or available)) from None
+            listed = list(refused.get("available") or available)
+            raise CongestionControlUnavailable(str(refused["cc"]), listed) from None
         raise
 
 
@@ -277,13 +276,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _wall_time_of(monotonic_ns: int) -> str:
     """The wall-clock time of a CLOCK_MONOTONIC instant (t0 is scheduled on the monotonic clock)."""
     wall_s = time.time() + (monotonic_ns - time.monotonic_ns()) / 1e9
-    return datetime.fromtimestamp(wall_s, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(wall_s, UTC).isoformat(timespec="milliseconds")
 
 
 def _one_line(exc: BaseException) -> str:
