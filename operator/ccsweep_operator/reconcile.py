@@ -9,7 +9,6 @@ plan (nothing is expanded again) and fans out one pod per cell still to run.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,20 +41,11 @@ class OperatorSettings:
 
     store: str
     workflow_template: str = "ccsweep-sweep"
-    #: Images a Sweep's run.image may name (`*` matches any characters). Empty: only the chart's
-    #: own image (the WorkflowTemplate's default), which a Sweep gets by leaving run.image unset.
-    allowed_images: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
-        allowed = tuple(i.strip() for i in env.get("CCSWEEP_ALLOWED_IMAGES", "").split(",") if i.strip())
         return cls(store=env.get("CCSWEEP_STORE", "results"),
-                   workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"),
-                   allowed_images=allowed)
-
-    def image_allowed(self, image: str) -> bool:
-        """Whether a Sweep may run its cells in `image`: whoever may create a Sweep may not pick the code."""
-        return any(fnmatch.fnmatchcase(image, allowed) for allowed in self.allowed_images)
+                   workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"))
 
 
 @dataclass(frozen=True)
@@ -119,10 +109,6 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         spec, run = sweep_from_resource(dict(sweep.spec), sweep.name)
     except SpecError as exc:
         return _invalid(sweep, base, conditions, str(exc))
-    if run.image is not None and not settings.image_allowed(run.image):
-        allowed = ", ".join(settings.allowed_images) or "none besides the chart's own (leave run.image unset)"
-        return _invalid(sweep, base, conditions, f"Sweep {sweep.name}: run.image {run.image} is not allowed; "
-                                                 f"allowed: {allowed} (the chart's operator.allowedImages)")
     conditions = with_condition(conditions, "Valid", True, "SpecValid", "", sweep.generation)
     store_url = run.store or settings.store
     base |= {"sweep": spec.name, "store": store_url}
