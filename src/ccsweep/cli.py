@@ -436,9 +436,20 @@ def status(store_url: str, sweep_name: str) -> None:
 @main.command(name="figures")
 @store_option
 @click.option("--sweep", "sweep_name", required=True, help="The sweep whose stored results to draw.")
-def figures_cmd(store_url: str, sweep_name: str) -> None:
+@click.option("--pushgateway", help="Then keep the sweep's final results in its Pushgateway group and delete its "
+                                    "cells' groups (the last step of an Argo sweep does this).")
+def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> None:
     """Build figures (PNG, SVG), the HTML report and the ReBBR CSV from stored results only."""
     _build_figures(store_url, sweep_name, Console(stderr=True))
+    if pushgateway:
+        from ccsweep.metrics import publish_stored
+
+        try:
+            deleted = publish_stored(pushgateway, _open(store_url), sweep_name)
+        except StoreError as exc:
+            fail(exc)
+        click.echo(f"final results of {sweep_name} kept in its Pushgateway group; {deleted} cell group(s) deleted",
+                   err=True)
 
 
 def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:

@@ -25,12 +25,12 @@ from rich.table import Table
 
 from ccsweep.admission import Admission
 from ccsweep.cell import Cell
-from ccsweep.metrics import SweepMetrics
+from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
-from ccsweep.store import ResultStore
+from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.spool import FlushReport, Spool
 
 def default_cpu_budget() -> float:
@@ -129,6 +129,11 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     for outcome in summary.outcomes:
         if outcome.spooled is not None and outcome.cell.id not in left:
             outcome.spooled = None  # uploaded by this last pass
+    if pushgateway and not summary.interrupted:
+        try:
+            publish_stored(pushgateway, store, spec.name, err=warning_log)
+        except StoreError as exc:
+            warning_log.warn(f"ccsweep: warning: final metrics not published ({exc})")
     return summary
 
 

@@ -6,6 +6,13 @@ while it runs the group holds the live gauges, and when it finishes only the fin
 result goodput), so finished cells drop out of the "live" panels and stay in "goodput vs loss".
 A sweep is one group (job `ccsweep_sweep`, key sweep) with its cell counts.
 
+Lifecycle: cell groups last only until the sweep's end.  Then (`publish_final`: the local
+executor at its end, `ccsweep figures --pushgateway` as an Argo sweep's last steps) the sweep's
+group takes one final series per stored cell (its goodput, from the store) and its final counts,
+and the cell groups are deleted.  So the Pushgateway holds one group per sweep plus the cells in
+flight, a killed cell's last live goodput does not plot on as if it were running, and the
+dashboards still show a finished sweep's goodput vs loss from the sweep's group.
+
 Metric names carry their units (Prometheus conventions); see docs/services.md for the list.
 Pushing happens on a background thread, so a slow or dead Pushgateway never stalls a cell: the
 first failure prints one warning line, later ones are silent, and the cell's result is stored as
@@ -20,12 +27,13 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-from prometheus_client import CollectorRegistry, push_to_gateway
+from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway, pushadd_to_gateway
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult
+from ccsweep.store import ResultStore
 from ccsweep.runner.api import LiveSample
 
 CELL_JOB = "ccsweep_cell"
@@ -106,8 +114,7 @@ class _Pusher:
         except Exception as exc:  # noqa: BLE001 - any failure: metrics are a side view
             if not self.warned:
                 self.warned = True
-                reason = " ".join(str(getattr(exc, "reason", exc)).split())[:200]
-                print(f"ccsweep: warning: cannot push metrics to {self.url} ({reason}); "
+                print(f"ccsweep: warning: cannot push metrics to {self.url} ({_reason(exc)}); "
                       "carrying on without them", file=self.err, flush=True)
 
 
@@ -267,3 +274,75 @@ def _gauge(name: str, help_text: str, labels: dict[str, str], value: float) -> G
 
 def _flow_values(base: dict[str, str], index: int, cc: str) -> list[str]:
     return [*base.values(), str(index), cc]
+
+
+#: Final counts of a finished sweep, as the store says (see publish_final).
+FINAL_STATES = ("stored", "late", "failed", "missing")
+
+
+def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: dict[str, CellResult],
+                  counts: dict[str, int], *, err: TextIO = sys.stderr) -> int:
+    """Keep a finished sweep's results in its own group, then delete its cells' groups.
+
+    `results` are the counted (on-time) results by cell id; `counts` has FINAL_STATES. The
+    sweep group is added to (its plan-time counts stay); every cell group of `cells` is deleted,
+    the stored ones only after their final series was pushed. Returns the groups deleted.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    goodput = GaugeMetricFamily("ccsweep_sweep_result_goodput_bits_per_second",
+                                "A finished sweep's stored result goodput, one series per cell.", labels=CELL_LABELS)
+    for cell in cells:
+        result = results.get(cell.id)
+        if result is not None and result.goodput_mbps is not None:
+            goodput.add_metric(list(cell_labels(cell).values()), result.goodput_mbps * 1e6)
+    final = GaugeMetricFamily("ccsweep_sweep_final_cells", "A finished sweep's cells by final state (the store's).",
+                              labels=("sweep", "state"))
+    for state in FINAL_STATES:
+        final.add_metric([sweep, state], counts.get(state, 0))
+    registry.register(_Fixed([goodput, final]))
+    try:
+        pushadd_to_gateway(pushgateway_url, job=SWEEP_JOB, registry=registry, grouping_key={"sweep": sweep},
+                           timeout=PUSH_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - metrics are a side view: keep the cell groups then
+        print(f"ccsweep: warning: cannot push the final results to {pushgateway_url} ({_reason(exc)}); "
+              "cell groups kept", file=err, flush=True)
+        return 0
+    deleted = 0
+    for cell_id in dict.fromkeys(c.id for c in cells):
+        try:
+            delete_from_gateway(pushgateway_url, job=CELL_JOB, grouping_key={"sweep": sweep, "cell": cell_id},
+                                timeout=PUSH_TIMEOUT_S)
+            deleted += 1
+        except Exception as exc:  # noqa: BLE001
+            print(f"ccsweep: warning: cannot delete cell groups at {pushgateway_url} ({_reason(exc)})",
+                  file=err, flush=True)
+            break
+    return deleted
+
+
+def publish_stored(pushgateway_url: str, store: ResultStore, sweep: str, *, err: TextIO = sys.stderr) -> int:
+    """publish_final with what the store holds for `sweep` (its manifest's cells and their results)."""
+    from ccsweep.figures.data import load_sweep
+
+    data = load_sweep(store, sweep)
+    results = {r.cell.id: r for r in data.distinct_results()}
+    cells = data.manifest.distinct_cells()
+    failed = {f.cell_id for f in data.failures}
+    late = {r.cell.id for r in data.late}
+    counts = {"stored": len(results), "late": len(late), "failed": len(failed),
+              "missing": sum(1 for c in cells if c.id not in results and c.id not in late and c.id not in failed)}
+    return publish_final(pushgateway_url, sweep, cells, results, counts, err=err)
+
+
+class _Fixed(Collector):
+    """A collector of metric families built once."""
+
+    def __init__(self, families: list[Metric]):
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(getattr(exc, "reason", exc)).split())[:200]

@@ -124,3 +124,32 @@ def test_finish_is_not_held_up_by_the_rate_limit(pushgateway: Server, monkeypatc
     metrics.finish(result_of(53).model_copy(update={"cell": cell}))
     assert not metrics._pusher._thread.is_alive(), "the pusher was still pausing when finish() gave up on it"
     assert gateway_metrics(pushgateway, cell)["ccsweep_cell_running"][0].value == 0
+
+
+def test_a_finished_sweep_keeps_one_group_and_its_goodput_vs_loss(prometheus: Server, pushgateway: Server):
+    """publish_final: the cells' groups go, the sweep's group keeps their final goodput, the
+    dashboards' goodput-vs-loss rule still answers for the finished sweep."""
+    name = "metrics-final"
+    plan = SweepMetrics(pushgateway.address, name, err=io.StringIO())
+    plan.update(total=2, cached=0)
+    plan.close()
+    cells = [bbr_cubic_cell(name), Cell.build(name, "mix", bbr_cubic_cell(name).params.model_copy(update={"seed": 8}))]
+    results = {}
+    for i, cell in enumerate(cells):
+        metrics = CellMetrics(pushgateway.address, cell, err=io.StringIO())
+        results[cell.id] = result_of(60 + i).model_copy(update={"cell": cell, "goodput_mbps": 40.0 + 10 * i})
+        metrics.finish(results[cell.id])
+    assert all(gateway_metrics(pushgateway, c).get("ccsweep_cell_running") for c in cells)
+    deleted = metrics_module.publish_final(pushgateway.address, name, cells, results,
+                                           {"stored": 2, "late": 0, "failed": 0, "missing": 0}, err=io.StringIO())
+    assert deleted == 2
+    for cell in cells:
+        left = gateway_metrics(pushgateway, cell)
+        assert "ccsweep_cell_running" not in left, "the cell's own group is deleted"
+        (kept,) = left["ccsweep_sweep_result_goodput_bits_per_second"]
+        assert kept.labels["job"] == "ccsweep_sweep" and kept.value == results[cell.id].goodput_mbps * 1e6
+    point = wait_for(prometheus, f'sweep_algorithm_loss:ccsweep_cell_result_goodput_bits_per_second:avg'
+                                 f'{{sweep="{name}"}}')
+    assert float(point[0]["value"][1]) == 45e6
+    done = wait_for(prometheus, f'sweep:ccsweep_progress:ratio{{sweep="{name}"}}')
+    assert float(done[0]["value"][1]) == 1
