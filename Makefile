@@ -153,6 +153,14 @@ bench: bench-emulator bench-cluster ## All benchmarks (print tables of ratios an
 bench-emulator: deps ## Emulator: max rate on one core, CPU per 100 Mbit/s, lateness p99.
 	$(PY) benchmarks/emulator/bench.py
 
+.PHONY: bench-threshold
+bench-threshold: deps ## Lateness threshold: injected lateness against goodput's run-to-run spread (~30 min, root).
+	$(PY) benchmarks/lateness/threshold.py
+
+.PHONY: bench-density
+bench-density: deps ## The quick preset at the default concurrency and alone (3x): goodput pairs, spread (~15 min, root).
+	$(PY) benchmarks/density/bench.py --out benchmarks/results/$$(date -u +%F)-density.md
+
 .PHONY: bench-cluster
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
 	$(PY) benchmarks/cluster/bench.py

@@ -15,7 +15,16 @@ import kopf
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
-from ccsweep_operator.reconcile import FINISHED, MANAGED_BY, OperatorSettings, SweepObject, decide, follow, owner_of
+from ccsweep_operator.reconcile import (
+    FINISHED,
+    MANAGED_BY,
+    OperatorSettings,
+    SweepObject,
+    decide,
+    follow,
+    owner_of,
+    stop_patch,
+)
 
 
 @kopf.on.startup()
@@ -62,6 +71,9 @@ def follow_workflow(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, 
     if current is None:
         return  # the Sweep is being deleted: the garbage collector takes the Workflow with it
     sweep = SweepObject.from_body(current)
+    stop = None if event.get("type") == "DELETED" else stop_patch(sweep, body)
+    if stop is not None and kube.patch_workflow(sweep.namespace, body["metadata"]["name"], stop):
+        logger.warning(f"sweep {owner}: failure budget spent, workflow {body['metadata']['name']} stopped")
     patch = follow(sweep, body, deleted=event.get("type") == "DELETED")
     if patch is None or all(sweep.status.get(k) == v for k, v in patch.items()):
         return

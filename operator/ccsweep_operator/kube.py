@@ -73,6 +73,17 @@ def patch_status(namespace: str, name: str, status: dict[str, Any]) -> bool:
     return True
 
 
+def patch_workflow(namespace: str, name: str, patch: dict[str, Any]) -> bool:
+    """Merge-patch a Workflow (its spec.shutdown, to stop it); False when it is gone."""
+    try:
+        _api().patch_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS, name, patch)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
 def get_sweep(namespace: str, name: str) -> dict[str, Any] | None:
     try:
         return _api().get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)

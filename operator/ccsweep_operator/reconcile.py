@@ -9,6 +9,7 @@ plan (nothing is expanded again) and fans out one pod per cell still to run.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,11 +42,20 @@ class OperatorSettings:
 
     store: str
     workflow_template: str = "ccsweep-sweep"
+    #: Images a Sweep's run.image may name (`*` matches any characters). Empty: only the chart's
+    #: own image (the WorkflowTemplate's default), which a Sweep gets by leaving run.image unset.
+    allowed_images: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
+        allowed = tuple(i.strip() for i in env.get("CCSWEEP_ALLOWED_IMAGES", "").split(",") if i.strip())
         return cls(store=env.get("CCSWEEP_STORE", "results"),
-                   workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"))
+                   workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"),
+                   allowed_images=allowed)
+
+    def image_allowed(self, image: str) -> bool:
+        """Whether a Sweep may run its cells in `image`: whoever may create a Sweep may not pick the code."""
+        return any(fnmatch.fnmatchcase(image, allowed) for allowed in self.allowed_images)
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,10 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         spec, run = sweep_from_resource(dict(sweep.spec), sweep.name)
     except SpecError as exc:
         return _invalid(sweep, base, conditions, str(exc))
+    if run.image is not None and not settings.image_allowed(run.image):
+        allowed = ", ".join(settings.allowed_images) or "none besides the chart's own (leave run.image unset)"
+        return _invalid(sweep, base, conditions, f"Sweep {sweep.name}: run.image {run.image} is not allowed; "
+                                                 f"allowed: {allowed} (the chart's operator.allowedImages)")
     conditions = with_condition(conditions, "Valid", True, "SpecValid", "", sweep.generation)
     store_url = run.store or settings.store
     base |= {"sweep": spec.name, "store": store_url}
@@ -216,6 +230,35 @@ def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
     return {cell_id: phase for cell_id, (_, phase) in best.items()}
 
 
+def failure_budget(sweep: SweepObject) -> int | None:
+    """The Sweep's run.max_failed_cells, or None (no budget, or a spec the API server let through unchecked)."""
+    budget = (sweep.spec.get("run") or {}).get("max_failed_cells")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0 else None
+
+
+def over_budget(sweep: SweepObject, failed: int) -> str | None:
+    """Why the sweep must stop (one line), when more cells failed than its budget allows; else None."""
+    budget = failure_budget(sweep)
+    if budget is None or failed <= budget:
+        return None
+    return f"{failed} cells failed, more than run.max_failed_cells {budget}: the remaining cells were not run"
+
+
+def stop_patch(sweep: SweepObject, workflow: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Workflow merge patch that stops its fan-out once the failure budget is spent; else None.
+
+    A broken image would otherwise fail every cell, each after its retries. `shutdown: Stop` makes
+    Argo start no new pods, stop running ones and still run exit handlers; cells already stored stay.
+    """
+    if sweep.status.get("workflow") != workflow.get("metadata", {}).get("name"):
+        return None
+    if (workflow.get("spec") or {}).get("shutdown") or (workflow.get("status") or {}).get("phase") in (
+            "Succeeded", "Failed", "Error"):
+        return None
+    failed = sum(p in ("Failed", "Error") for p in cell_phases(workflow).values())
+    return {"spec": {"shutdown": "Stop"}} if over_budget(sweep, failed) else None
+
+
 def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = False,
            opener: Callable[[str], ResultStore] = open_store) -> dict[str, Any] | None:
     """The Sweep's status patch after a change of its Workflow, or None when there is nothing to say.
@@ -247,6 +290,10 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
                 "conditions": with_condition(conditions, "Complete", False, "WorkflowDeleted", message, generation)}
     if deleted:
         return None  # a finished Workflow removed later (its TTL) changes nothing
+    exhausted = over_budget(sweep, cells["failed"])
+    if exhausted:  # stopping or stopped for it: say that, not Argo's "Stopped with strategy 'Stop'"
+        return {**patch, "phase": "Failed", "message": exhausted, "conditions": with_condition(
+            conditions, "Complete", False, "FailureBudgetExceeded", exhausted, generation)}
     if phase == "Succeeded":
         report = report_location(status.get("store") or "", status.get("sweep") or "", opener)
         message = f"{cells['done']} cells run, {cells.get('cached', 0)} were already stored"

@@ -62,6 +62,10 @@ class RunSettings(SpecModel):
     parallelism: int | None = Field(default=None, ge=1, le=10_000, description="cell pods running at once")
     pushgateway: str | None = Field(default=None, pattern=PUSHGATEWAY, max_length=512,
                                     description="Pushgateway for live cell metrics (host:port)")
+    max_failed_cells: int | None = Field(
+        default=None, ge=0, le=1_000_000,
+        description="failure budget: once more cells than this have failed (after their retries), the workflow "
+                    "is stopped and the Sweep fails saying so; unset: no budget")
 
 
 class SweepResourceSpec(SweepSpec):

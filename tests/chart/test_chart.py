@@ -155,7 +155,7 @@ def test_rbac_is_least_privilege():
         ("ccsweep.io", "sweeps", v) for v in ("get", "list", "watch", "patch")] + [
         ("ccsweep.io", "sweeps/status", "get"), ("ccsweep.io", "sweeps/status", "patch"),
         ("ccsweep.io", "sweeps/finalizers", "update")] + [
-        ("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "create", "delete")] + [
+        ("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "create", "patch", "delete")] + [
         ("", "events", "create")])
     assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-node-probe"]  # the operator has no cluster role
     assert rules(docs, "ClusterRole", "rel-ccsweep-node-probe") == [("", "nodes", "get"), ("", "nodes", "patch")]

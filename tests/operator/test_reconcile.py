@@ -26,6 +26,7 @@ from ccsweep_operator.reconcile import (
     decide,
     follow,
     owner_of,
+    stop_patch,
     with_condition,
     workflow_name,
 )
@@ -256,3 +257,68 @@ def test_unreachable_store_is_retried_not_failed(monkeypatch: pytest.MonkeyPatch
     planned = decision.status["conditions"][-1]
     assert (planned["type"], planned["status"], planned["reason"]) == ("Planned", "Unknown", "StoreUnavailable")
     assert decision.status["message"].endswith("(retrying)")
+
+
+# -- what a Sweep may ask for ------------------------------------------------------------------
+
+def with_run(sweep: SweepObject, **run) -> SweepObject:
+    return SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {**(sweep.spec.get("run") or {}), **run}}})
+
+
+def test_an_image_outside_the_allowlist_is_invalid_and_runs_nothing(tmp_path: Path):
+    chart = OperatorSettings.from_env({"CCSWEEP_STORE": f"file://{tmp_path}",
+                                       "CCSWEEP_ALLOWED_IMAGES": "ccsweep/cell:0.1.0, registry.example.org/lab/*"})
+    assert chart.allowed_images == ("ccsweep/cell:0.1.0", "registry.example.org/lab/*")
+    decision = decide(with_run(sweep_object("quick"), image="evil.example.com/miner:1"), chart)
+    assert decision.workflow is None
+    status = SweepStatus.model_validate(decision.status)
+    assert status.phase == "Invalid"
+    assert status.message == ("Sweep quick-e2e: run.image evil.example.com/miner:1 is not allowed; allowed: "
+                              "ccsweep/cell:0.1.0, registry.example.org/lab/* (the chart's operator.allowedImages)")
+    assert not tmp_path.exists() or not any(tmp_path.iterdir()), "nothing is planned for a refused image"
+    # Without an allowlist (an operator run by hand), only the template's own image runs.
+    refused = decide(with_run(sweep_object("quick"), image="ccsweep/cell:0.1.0"), settings(tmp_path))
+    assert refused.status["phase"] == "Invalid" and "leave run.image unset" in refused.status["message"]
+
+
+def test_an_allowed_image_reaches_the_workflow(tmp_path: Path):
+    chart = OperatorSettings(store=f"file://{tmp_path}", allowed_images=("ccsweep/cell:0.1.0", "registry.example.org/lab/*"))
+    for image in ("ccsweep/cell:0.1.0", "registry.example.org/lab/cell:2@sha256:" + "a" * 64):
+        decision = decide(with_run(sweep_object("quick"), image=image), chart)
+        params = {p["name"]: p["value"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
+        assert params["image"] == image
+    # A pattern does not stretch to a look-alike registry.
+    assert not chart.image_allowed("registry.example.org.evil.com/lab/cell:1")
+    assert not chart.image_allowed("ccsweep/cell:0.1.0-evil")
+
+
+# -- the failure budget ------------------------------------------------------------------------
+
+def budgeted(tmp_path: Path, budget: int) -> SweepObject:
+    sweep = with_run(sweep_object("quick"), max_failed_cells=budget)
+    return SweepObject(**{**sweep.__dict__, "status": decide(sweep, settings(tmp_path)).status})
+
+
+def test_cells_failing_past_the_budget_stop_the_workflow_and_the_sweep_says_why(tmp_path: Path):
+    sweep = budgeted(tmp_path, 1)
+    one = [cell_node("a", "Retry", "Failed"), cell_node("b", "Retry", "Running")]
+    assert stop_patch(sweep, workflow("Running", one)) is None  # within the budget: keep going
+    assert follow(sweep, workflow("Running", one))["phase"] == "Running"
+    two = [cell_node("a", "Retry", "Failed"), cell_node("b", "Retry", "Error"), cell_node("c", "Retry", "Pending")]
+    assert stop_patch(sweep, workflow("Running", two)) == {"spec": {"shutdown": "Stop"}}
+    message = "2 cells failed, more than run.max_failed_cells 1: the remaining cells were not run"
+    for wf in (workflow("Running", two), workflow("Failed", two, message="Stopped with strategy 'Stop'")):
+        patch = follow(sweep, wf)
+        assert (patch["phase"], patch["message"]) == ("Failed", message)
+        assert patch["conditions"][-1]["reason"] == "FailureBudgetExceeded"
+        SweepStatus.model_validate({**sweep.status, **patch})
+    stopping = {**workflow("Running", two), "spec": {"shutdown": "Stop"}}
+    assert stop_patch(sweep, stopping) is None  # asked once
+    assert stop_patch(sweep, workflow("Failed", two)) is None  # finished: nothing to stop
+
+
+def test_no_budget_and_other_generations_never_stop_a_workflow(tmp_path: Path):
+    failing = [cell_node(c, "Retry", "Failed") for c in "abc"]
+    assert stop_patch(planned(tmp_path), workflow("Running", failing)) is None
+    assert stop_patch(budgeted(tmp_path, 0), workflow("Running", failing, name="quick-e2e-0")) is None
+    assert stop_patch(budgeted(tmp_path, 0), workflow("Running", failing[:1])) == {"spec": {"shutdown": "Stop"}}

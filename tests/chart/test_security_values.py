@@ -1,0 +1,81 @@
+"""The chart's security settings: NetworkPolicies that confine workflow pods, and the image allowlist.
+
+Rendered with the real Helm (ci/networkpolicy-values.yaml and the defaults); the policies' shape
+is validated against Kubernetes' schemas with every other scenario in test_chart.py. The allowlist
+the chart renders is read back by the operator's own settings, so chart and operator agree.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from chartlib import CHART, render  # noqa: E402
+
+from ccsweep_operator.reconcile import OperatorSettings  # noqa: E402
+
+pytestmark = pytest.mark.tools  # Helm (bin/helm)
+APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+
+
+@cache
+def policies(values: str | None = "networkpolicy-values.yaml") -> dict[str, dict[str, Any]]:
+    docs = render([CHART / "ci" / values] if values else [])
+    return {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "NetworkPolicy"}
+
+
+def test_no_network_policy_unless_asked():
+    assert policies(None) == {}
+
+
+def test_workflow_pods_take_no_connections_and_reach_only_dns_api_s3_and_pushgateway():
+    spec = policies()["rel-ccsweep-workflow-pods"]
+    assert spec["podSelector"] == {"matchExpressions": [{"key": "workflows.argoproj.io/workflow", "operator": "Exists"}]}
+    assert spec["policyTypes"] == ["Ingress", "Egress"] and spec["ingress"] == []
+    for rule in spec["egress"]:
+        assert rule["to"], f"an egress rule without peers opens every address: {rule}"
+    ports = sorted((p["protocol"], p["port"]) for rule in spec["egress"] for p in rule["ports"])
+    assert ports == [("TCP", 53), ("TCP", 6443), ("TCP", 9000), ("TCP", 9091), ("UDP", 53)]
+    s3 = next(r for r in spec["egress"] if r["ports"] == [{"protocol": "TCP", "port": 9000}])
+    assert s3["to"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "minio"}}}]
+
+
+def test_only_workflow_pods_and_prometheus_reach_the_pushgateway():
+    spec = policies()["rel-ccsweep-pushgateway"]
+    assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus-pushgateway"}}
+    assert spec["policyTypes"] == ["Ingress"]
+    [rule] = spec["ingress"]
+    assert rule["from"] == [
+        {"podSelector": policies()["rel-ccsweep-workflow-pods"]["podSelector"]},
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9091}]
+
+
+@pytest.mark.parametrize("missing", ["apiServer", "s3"])
+def test_policies_without_the_stores_address_are_refused_naming_the_key(missing: str):
+    given = {"apiServer": "networkPolicy.apiServer.to[0].ipBlock.cidr=10.0.0.1/32",
+             "s3": "networkPolicy.s3.to[0].ipBlock.cidr=192.0.2.1/32"}
+    with pytest.raises(AssertionError, match=rf"networkPolicy\.{missing}\.to: give the"):
+        render(set_values=["networkPolicy.enabled=true", *(v for k, v in given.items() if k != missing)])
+
+
+def allowlist(*set_values: str) -> OperatorSettings:
+    """The operator's settings from the environment the chart gives its Deployment."""
+    [deployment] = [d for d in render(set_values=set_values) if d["kind"] == "Deployment"]
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    return OperatorSettings.from_env({e["name"]: e["value"] for e in env if "value" in e})
+
+
+def test_sweeps_may_name_only_the_charts_image_unless_more_are_allowed():
+    default = allowlist()
+    assert default.allowed_images == (f"ccsweep/cell:{APP_VERSION}",)
+    assert not default.image_allowed("ccsweep/cell:latest")
+    more = allowlist("image.tag=0.2.0", "operator.allowedImages={registry.example.org/lab/*}")
+    assert more.allowed_images == ("ccsweep/cell:0.2.0", "registry.example.org/lab/*")
+    assert more.image_allowed("registry.example.org/lab/cell:1") and not more.image_allowed(f"ccsweep/cell:{APP_VERSION}")
