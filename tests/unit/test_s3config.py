@@ -53,8 +53,35 @@ def test_bad_settings_are_one_line_naming_the_variable(env: dict[str, str], mess
 def test_unknown_config_key_names_the_file_and_allowed_keys(tmp_path: Path):
     config = tmp_path / "s3.yaml"
     config.write_text("endpoint: x:1\npassword: p\n")
-    with pytest.raises(StoreError, match=rf"{config}: password='p': .*\(allowed: endpoint, access_key"):
+    with pytest.raises(StoreError, match=rf"{config}: password \(value not shown\): .*\(allowed: endpoint, access_key"):
         load_settings({"CCSWEEP_S3_CONFIG": str(config)})
+
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize("text", [
+    f"secret_key: [{SECRET}]\n",                  # a list where a string belongs
+    f"secret_key: {{nested: {SECRET}}}\n",         # a mapping
+    f"secretkey: {SECRET}\n",                     # a misspelt key holding the secret
+    f"access_key: ok\nsecret_key: \"{SECRET}\n",  # unterminated quote: YAML's own message quotes the line
+    f"endpoint: http://admin:{SECRET}@minio:9000\n",  # credentials in the endpoint URL
+    f"session_token: !!binary {SECRET}\n",         # a YAML tag that fails to decode
+])
+def test_errors_never_show_a_secret(tmp_path: Path, text: str):
+    config = tmp_path / "s3.yaml"
+    config.write_text(text)
+    with pytest.raises(StoreError) as caught:
+        load_settings({"CCSWEEP_S3_CONFIG": str(config)})
+    message = str(caught.value)
+    assert SECRET not in message and SECRET[:12] not in message, message
+    assert str(config) in message and "\n" not in message
+
+
+def test_a_secret_in_the_environment_is_not_shown_either():
+    with pytest.raises(StoreError) as caught:
+        load_settings({"CCSWEEP_S3_CONFIG": "/dev/null", "AWS_ENDPOINT_URL": f"https://k:{SECRET}@s3.example.org"})
+    assert SECRET not in str(caught.value) and "AWS_ENDPOINT_URL" in str(caught.value)
 
 
 @pytest.mark.parametrize("url", ["s3://", "s3://Bad_Bucket/p", "s3://ok-bucket/p?x=1"])

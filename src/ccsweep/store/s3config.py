@@ -36,6 +36,9 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
 }
 
 AWS_ENDPOINT = "s3.amazonaws.com"
+#: Settings whose value an error message may show; any other (keys, tokens, a misspelt key that
+#: may hold one) is named but never printed, since errors reach logs, pod statuses and Events.
+SHOWN = frozenset({"endpoint", "secure", "region", "path_style", "ca_bundle", "verify"})
 
 
 class S3Settings(BaseModel):
@@ -70,8 +73,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> S3Settings:
     if path.is_file() or env.get("CCSWEEP_S3_CONFIG"):
         try:
             loaded = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise StoreError(f"S3 config {path}: {' '.join(str(exc).split())}") from None
+        except OSError as exc:
+            raise StoreError(f"S3 config {path}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:  # its text quotes the offending line, which may hold a key
+            raise StoreError(f"S3 config {path}: not valid YAML{_position(exc)}") from None
         if not isinstance(loaded, dict):
             raise StoreError(f"S3 config {path}: expected a mapping of {', '.join(ENV_NAMES)}")
         values.update(loaded)
@@ -90,13 +95,25 @@ def load_settings(env: Mapping[str, str] | None = None) -> S3Settings:
         key = str(err["loc"][0]) if err["loc"] else "?"
         allowed = {"bool_parsing": " (allowed: true or false)",
                    "extra_forbidden": f" (allowed: {', '.join(ENV_NAMES)})"}
-        raise StoreError(f"S3 setting {origin.get(key, key)}={values.get(key)!r}: {err['msg']}"
+        shown = f"={values.get(key)!r}" if key in SHOWN else " (value not shown)"
+        raise StoreError(f"S3 setting {origin.get(key, key)}{shown}: {err['msg']}"
                          f"{allowed.get(err['type'], '')}") from None
+
+
+def _position(exc: yaml.YAMLError) -> str:
+    """Where in the file YAML failed (line and column), without the file's text."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{where}: {problem}" if problem else where
 
 
 def _split_endpoint(values: dict[str, object], origin: dict[str, str]) -> None:
     """Accept `host:port` or a URL (AWS_ENDPOINT_URL is one); a URL's scheme sets `secure` unless given."""
     endpoint = str(values["endpoint"])
+    if "@" in endpoint:  # user:password@host: keys belong in their own settings, never in a URL
+        raise StoreError(f"S3 setting {origin['endpoint']} (value not shown): credentials in the endpoint; "
+                         "expected host:port or http(s)://host:port, keys in access_key and secret_key")
     if "://" not in endpoint:
         return
     parts = urlsplit(endpoint)
