@@ -9,15 +9,29 @@ handed to an optional callback (the live metrics), and kept for the result.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 Event = dict[str, Any]
+
+#: Variables no child gets: the store's settings and keys (CCSWEEP_S3_*, the AWS_* names the
+#: store also reads), and anything named like a credential. Only the runner's own process stores
+#: results; the emulator and the flow endpoints never need a key, and a process's environment
+#: stays readable in /proc/PID/environ by its user for as long as it runs.
+WITHHELD_PREFIXES = ("CCSWEEP_S3_", "AWS_")
+WITHHELD_WORDS = ("SECRET", "PASSWORD", "TOKEN", "ACCESS_KEY", "CREDENTIAL")
+
+
+def child_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the variables a cell's children must not inherit (WITHHELD_*)."""
+    return {name: value for name, value in env.items()
+            if not name.upper().startswith(WITHHELD_PREFIXES) and not any(w in name.upper() for w in WITHHELD_WORDS)}
 
 
 class ChildError(RuntimeError):
@@ -33,7 +47,8 @@ class Child:
         self._log_path = log
         with open(log, "wb") as stderr:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                            text=True, bufsize=1, start_new_session=True)
+                                            text=True, bufsize=1, start_new_session=True,
+                                            env=child_environment(os.environ))
         self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
         self._reader.start()
 
