@@ -205,7 +205,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
     from ccsweep.runner import CongestionControlUnavailable, run_cell
     from ccsweep.runner.netns import deferred_interrupts
-    from ccsweep.store.spool import StoreOutcome, store_cell
+    from ccsweep.store.spool import store_cell
 
     report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
     if _stored_already(store, the_cell):
@@ -299,7 +299,8 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
             return cell_from_manifest(store, sweep_name or "", cell_id or "")
         except (SpecError, StoreError) as exc:
             fail(exc)
-    text = sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@") else cell_arg
+    text = (sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@")
+            else cell_arg)
     try:
         return Cell.model_validate_json(text)
     except ValidationError as exc:
@@ -312,12 +313,16 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @click.option("--jobs", type=click.IntRange(1, 256),
               help="Cells at once at most (default: as many as the CPU budget and the cells' lateness allow).")
-@click.option("--cpu-budget", type=click.FloatRange(0.1, 1024), help="Cores the cells may use (default: all but half a core).")
+@click.option("--cpu-budget", type=click.FloatRange(0.1, 1024),
+              help="Cores the cells may use (default: all but half a core).")
 @click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True,
-              help="Runs of a cell at most while its emulator comes back late (a late run is kept, never counted).")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder for running cells (default: temporary).")
+              help="Runs of a cell at most while its emulator comes back late (a late run is kept, "
+                   "never counted).")
+@click.option("--workdir", type=click.Path(path_type=Path),
+              help="Scratch folder for running cells (default: temporary).")
 @click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
-@click.option("--figures/--no-figures", default=True, show_default=True, help="Build figures and the report at the end.")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Build figures and the report at the end.")
 @revise_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
         max_attempts: int, workdir: Path | None, pushgateway: str | None, figures: bool, revise: bool) -> None:
@@ -350,8 +355,8 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     console.print(summary_table(summary))
     counts = summary.counts()
     console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late attempt(s) run again), "
-                  f"{counts['cached']} already stored, {counts['late']} late on every attempt, {counts['failed']} failed",
-                  soft_wrap=True)
+                  f"{counts['cached']} already stored, {counts['late']} late on every attempt, "
+                  f"{counts['failed']} failed", soft_wrap=True)
     if summary.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if figures:

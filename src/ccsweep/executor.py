@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,12 +27,13 @@ from rich.table import Table
 from ccsweep.admission import Admission
 from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics, publish_stored
-from ccsweep.spec import SweepSpec
 from ccsweep.plan import plan_sweep
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
+from ccsweep.spec import SweepSpec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.spool import FlushReport, Spool
+
 
 def default_cpu_budget() -> float:
     """Cores the executor may fill: all but half a core, kept for the executor and the system."""
@@ -108,12 +110,13 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
                                                                          f"(available: {' '.join(sorted(available))})"))
         else:
             runnable.append(cell)
-    for reason in sorted({o.error for o in summary.outcomes if o.status == "unavailable"}):
+    for reason in sorted({o.error or "" for o in summary.outcomes if o.status == "unavailable"}):
         console.print(f"[yellow]skipping cells: {reason}[/yellow]")
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}", soft_wrap=True)
     warning_log = WarningLog(console)
-    metrics = SweepMetrics(pushgateway, spec.name, err=warning_log) if pushgateway else None
+    warnings = cast(TextIO, warning_log)  # a text stream to the metrics pushers, like stderr
+    metrics = SweepMetrics(pushgateway, spec.name, err=warnings) if pushgateway else None
     try:
         if metrics:
             metrics.update(total=len(plan.cells), **_progress(summary))
@@ -131,7 +134,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
             outcome.spooled = None  # uploaded by this last pass
     if pushgateway and not summary.interrupted:
         try:
-            publish_stored(pushgateway, store, spec.name, err=warning_log)
+            publish_stored(pushgateway, store, spec.name, err=warnings)
         except StoreError as exc:
             warning_log.warn(f"ccsweep: warning: final metrics not published ({exc})")
     return summary
@@ -220,32 +223,32 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                 now = time.monotonic()
                 if queue and admission.may_start(queue[0].cell, [(r.cell, r.alone) for r in running], now,
                                                  alone=queue[0].attempt > 1):
-                    item = queue.pop(0)
-                    running.append(_start(item, store, workdir, pushgateway))
+                    running.append(_start(queue.pop(0), store, workdir, pushgateway))
                     admission.started(now)
                 time.sleep(0.2)
-                for item, cpu_s in _reap(running):
-                    running.remove(item)
-                    warning_log.from_log(item.log)
-                    outcome = _outcome(item)
-                    wall_s = time.monotonic() - item.started
-                    admission.observe(item.cell, cpu_s, wall_s, late=outcome.status == "late")
-                    done_work += item.cell.params.duration_s
-                    if outcome.status == "late" and item.attempt < max_attempts:
-                        progress.console.print(f"[yellow]cell {item.cell.id}: emulator ran late ({escape(outcome.error or '')}); "
-                                               f"attempt {item.attempt} kept, running it again alone; "
-                                               f"{admission.limit} cell(s) at once from now[/yellow]")
-                        queue.insert(0, _Queued(item.cell, item.attempt + 1))
-                        work_total += item.cell.params.duration_s
+                for ended, cpu_s in _reap(running):
+                    running.remove(ended)
+                    warning_log.from_log(ended.log)
+                    outcome = _outcome(ended)
+                    wall_s = time.monotonic() - ended.started
+                    admission.observe(ended.cell, cpu_s, wall_s, late=outcome.status == "late")
+                    done_work += ended.cell.params.duration_s
+                    if outcome.status == "late" and ended.attempt < max_attempts:
+                        progress.console.print(f"[yellow]cell {ended.cell.id}: emulator ran late "
+                                               f"({escape(outcome.error or '')}); attempt {ended.attempt} kept, "
+                                               f"running it again alone; {admission.limit} cell(s) at once from "
+                                               "now[/yellow]")
+                        queue.insert(0, _Queued(ended.cell, ended.attempt + 1))
+                        work_total += ended.cell.params.duration_s
                         progress.update(task, total=work_total)
                         continue
                     summary.outcomes.append(outcome)
                     finished += 1
                     if outcome.status == "failed":
-                        progress.console.print(f"[red]cell {item.cell.id} failed: {escape(outcome.error or '')}[/red]")
+                        progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]")
                     elif outcome.status == "late":
-                        progress.console.print(f"[red]cell {item.cell.id}: emulator late on all {item.attempt} attempts "
-                                               "; no result counted[/red]")
+                        progress.console.print(f"[red]cell {ended.cell.id}: emulator late on all {ended.attempt} "
+                                               "attempts; no result counted[/red]")
                 in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
                 progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
                 if metrics:
@@ -280,7 +283,7 @@ def _reap(running: list[_Running]) -> list[tuple[_Running, float | None]]:
     os.wait4 gives the rusage of the cell process including every child it waited for (the
     emulator and the flow endpoints): what the cell cost, for admission to learn from.
     """
-    ended = []
+    ended: list[tuple[_Running, float | None]] = []
     for item in running:
         try:
             pid, status, usage = os.wait4(item.process.pid, os.WNOHANG)

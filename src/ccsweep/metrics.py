@@ -33,8 +33,8 @@ from prometheus_client.registry import Collector
 
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult
-from ccsweep.store import ResultStore
 from ccsweep.runner.api import LiveSample
+from ccsweep.store import ResultStore
 
 CELL_JOB = "ccsweep_cell"
 SWEEP_JOB = "ccsweep_sweep"

@@ -67,7 +67,7 @@ def sysctl_settings(buffers: BufferParams) -> dict[str, str]:
 _SET_SYSCTLS = '[ -w /proc/sys/net/ipv4/tcp_rmem ] || mount -o remount,rw /proc/sys; exec sysctl -q -w "$@"'
 
 
-def _set_sysctls(namespace: str, settings: dict[str, str]) -> None:
+def set_sysctls(namespace: str, settings: dict[str, str]) -> None:
     _ip("netns", "exec", namespace, "sh", "-c", _SET_SYSCTLS, "sysctl", *(f"{k}={v}" for k, v in settings.items()))
 
 
@@ -87,7 +87,7 @@ def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespa
             _ip("netns", "add", name)
             created.append(name)
             _ip("-n", name, "link", "set", "lo", "up")
-            _set_sysctls(name, sysctl_settings(buffers))
+            set_sysctls(name, sysctl_settings(buffers))
         yield names
     finally:
         with deferred_interrupts():
@@ -116,8 +116,9 @@ def deferred_interrupts() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
-#: A cell's namespace: `ccs-<cell id, 8 hex>-<runner pid>-s|r` (see namespace_names).
-_CELL_NAMESPACE = re.compile(r"^ccs-[0-9a-f]{8}-(?P<pid>\d+)-[sr]$")
+#: A cell's namespace: `ccs-<cell id, 8 hex>-<runner pid>-s|r` (see namespace_names), or `-m`: the
+#: name runner.mahimahi_run gives the namespace Mahimahi made around the sender, to set its sysctls.
+_CELL_NAMESPACE = re.compile(r"^ccs-[0-9a-f]{8}-(?P<pid>\d+)-[srm]$")
 
 
 def _runner_alive(pid: int) -> bool:
