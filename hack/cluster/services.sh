@@ -47,19 +47,22 @@ EOT
 start_minio() {
   pid_of minio >/dev/null && return
   mkdir -p "$BASE/minio"
-  start_daemon minio env MINIO_ROOT_USER="$CCSWEEP_S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$CCSWEEP_S3_SECRET_KEY" \
-    MINIO_BROWSER=off MINIO_UPDATE=off "$REPO_BIN/minio" server --quiet "$BASE/minio" \
-    --address ":9000" --console-address "127.0.0.1:9001"
+  # The keys go in the environment, never on a command line (any user can read argv in /proc).
+  (export MINIO_ROOT_USER="$CCSWEEP_S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$CCSWEEP_S3_SECRET_KEY" \
+          MINIO_BROWSER=off MINIO_UPDATE=off
+   start_daemon minio "$REPO_BIN/minio" server --quiet "$BASE/minio" \
+     --address ":9000" --console-address "127.0.0.1:9001")
   wait_for minio 30 "${IN_NS[@]}" curl -sf http://127.0.0.1:9000/minio/health/ready
 }
 
-# The bucket, with a signed S3 request (curl's SigV4): no client library needed here.
+# The bucket, with a signed S3 request (curl's SigV4): no client library needed here. curl reads
+# the keys as a config file on stdin (-K -), so they never appear on its command line.
 make_bucket() {
-  local s3=("${IN_NS[@]}" curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3
-            --user "$CCSWEEP_S3_ACCESS_KEY:$CCSWEEP_S3_SECRET_KEY")
-  [[ $("${s3[@]}" -I "http://127.0.0.1:9000/$BUCKET") == 200 ]] && return
+  local s3=("${IN_NS[@]}" curl -K - -s -o /dev/null -w '%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3)
+  local user="user = \"$CCSWEEP_S3_ACCESS_KEY:$CCSWEEP_S3_SECRET_KEY\""
+  [[ $("${s3[@]}" -I "http://127.0.0.1:9000/$BUCKET" <<<"$user") == 200 ]] && return
   local code
-  code=$("${s3[@]}" -X PUT "http://127.0.0.1:9000/$BUCKET")
+  code=$("${s3[@]}" -X PUT "http://127.0.0.1:9000/$BUCKET" <<<"$user")
   [[ $code == 200 ]] || die "creating bucket $BUCKET: HTTP $code"
   log "bucket $BUCKET created"
 }

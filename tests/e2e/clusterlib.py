@@ -224,10 +224,12 @@ class NodeServices:
 
     def _s3(self, path: str, *options: str) -> subprocess.CompletedProcess:
         # A signed request with curl's SigV4: checks the store independently of ccsweep's S3 code.
-        user = f"{self.env['CCSWEEP_S3_ACCESS_KEY']}:{self.env['CCSWEEP_S3_SECRET_KEY']}"
-        return subprocess.run(["nsenter", f"--net=/run/netns/{self.cluster.ns}", "curl", "-s", "-f",
-                               "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, *options,
-                               f"http://127.0.0.1:9000/{self.bucket}{path}"], capture_output=True, timeout=60)
+        # The keys reach curl as a config file on stdin (-K -), never on its command line.
+        user = f'user = "{self.env["CCSWEEP_S3_ACCESS_KEY"]}:{self.env["CCSWEEP_S3_SECRET_KEY"]}"\n'
+        return subprocess.run(["nsenter", f"--net=/run/netns/{self.cluster.ns}", "curl", "-K", "-", "-s", "-f",
+                               "--aws-sigv4", "aws:amz:us-east-1:s3", *options,
+                               f"http://127.0.0.1:9000/{self.bucket}{path}"], input=user.encode(),
+                              capture_output=True, timeout=60)
 
     def s3_keys(self, prefix: str) -> list[str]:
         """Every key under prefix (ListObjectsV2, all pages)."""

@@ -102,12 +102,15 @@ def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp
     prefix = f"helm-e2e-{uuid.uuid4().hex[:8]}"
     env = node_services.env
     rel = Release(cluster, node_services, prefix)
-    chart = chart_copy(tmp_path_factory.mktemp("chart"))
+    chart = CHART
+    # The keys go to helm in a values file only this user may read, never on its command line.
+    keys = tmp_path_factory.mktemp("helm-values") / "s3-values.yaml"
+    keys.touch(mode=0o600)
+    keys.write_text(yaml.safe_dump({"store": {"s3": {"accessKey": env["CCSWEEP_S3_ACCESS_KEY"],
+                                                     "secretKey": env["CCSWEEP_S3_SECRET_KEY"],
+                                                     "endpoint": env["CCSWEEP_S3_ENDPOINT"]}}}))
     rel.helm("install", RELEASE, str(chart), "-n", NAMESPACE, "-f", str(chart / "ci/e2e-values.yaml"),
-             "--set", f"store.url=s3://{node_services.bucket}/{prefix}",
-             "--set", f"store.s3.accessKey={env['CCSWEEP_S3_ACCESS_KEY']}",
-             "--set", f"store.s3.secretKey={env['CCSWEEP_S3_SECRET_KEY']}",
-             "--set", f"store.s3.endpoint={env['CCSWEEP_S3_ENDPOINT']}",
+             "-f", str(keys), "--set", f"store.url=s3://{node_services.bucket}/{prefix}",
              "--set", f"workflows.pushgateway={NODE_IP}:9091",
              "--wait", "--timeout=5m")
     yield rel
