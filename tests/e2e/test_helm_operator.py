@@ -102,7 +102,7 @@ def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp
     prefix = f"helm-e2e-{uuid.uuid4().hex[:8]}"
     env = node_services.env
     rel = Release(cluster, node_services, prefix)
-    chart = CHART
+    chart = chart_copy(tmp_path_factory.mktemp("chart"))
     # The keys go to helm in a values file only this user may read, never on its command line.
     keys = tmp_path_factory.mktemp("helm-values") / "s3-values.yaml"
     keys.touch(mode=0o600)
