@@ -446,11 +446,13 @@ def read_regular_file(path: Path, limit: int, label: str) -> bytes:
     except OSError as exc:
         raise SpecError(f"{label}: cannot be read ({exc.strerror})") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise SpecError(f"{label}: is a folder, not a regular file")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise SpecError(f"{label}: not a regular file (a FIFO, device or socket)")
+        if info.st_size > limit:
+            raise SpecError(f"{label}: larger than {limit >> 20} MiB")
         chunks: list[bytes] = []
         size = 0
         while size <= limit:
@@ -488,6 +490,11 @@ class _SpecLoader(yaml.SafeLoader):
         self._height: dict[int, int] = {}
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None and id(target) not in self._size:
+                raise _Refused(f"line {event.start_mark.line + 1}: an alias refers to the value that contains it")
         self._depth += 1
         if self._depth > MAX_YAML_DEPTH:
             raise _Refused(f"line {self._line()}: nested deeper than {MAX_YAML_DEPTH} levels")
@@ -495,11 +502,8 @@ class _SpecLoader(yaml.SafeLoader):
         self._depth -= 1
         if node is None:
             return None
-        if id(node) not in self._size:
+        if id(node) not in self._size:  # an alias returns its anchor's node, counted when it was composed
             children = self._children(node)
-            unfinished = [c for c in children if id(c) not in self._size]
-            if unfinished:
-                raise _Refused(f"line {node.start_mark.line + 1}: an alias refers to the value that contains it")
             self._size[id(node)] = 1 + sum(self._size[id(c)] for c in children)
             self._height[id(node)] = 1 + max((self._height[id(c)] for c in children), default=0)
         if self._size[id(node)] > MAX_YAML_VALUES:
@@ -522,6 +526,10 @@ class _SpecLoader(yaml.SafeLoader):
         event = self.peek_event()
         return int(event.start_mark.line) + 1 if event and event.start_mark else 0
 
+    def construct_undefined(self, node: yaml.Node) -> Any:
+        raise _Refused(f"line {node.start_mark.line + 1}: {node.tag.replace('tag:yaml.org,2002:', '!!')} values "
+                       "have no place in a spec")
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
         for key_node, _ in node.value:
@@ -535,6 +543,11 @@ class _SpecLoader(yaml.SafeLoader):
                 raise _Refused(f"line {line}: duplicate key {_short(key)}")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+# Binary data, sets and ordered pairs are YAML types no spec field takes; refused by tag, not coerced.
+for _tag in ("binary", "set", "omap", "pairs"):
+    _SpecLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _SpecLoader.construct_undefined)
 
 
 def _short(value: Any) -> str:
