@@ -318,6 +318,9 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True,
               help="Runs of a cell at most while its emulator comes back late (a late run is kept, "
                    "never counted).")
+@click.option("--max-failed-cells", type=click.IntRange(0, 1_000_000),
+              help="Failure budget: once more cells than this have failed, start no new cell (running ones "
+                   "finish). Default: no budget.")
 @click.option("--workdir", type=click.Path(path_type=Path),
               help="Scratch folder for running cells (default: temporary).")
 @click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
@@ -325,7 +328,8 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
               help="Build figures and the report at the end.")
 @revise_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
-        max_attempts: int, workdir: Path | None, pushgateway: str | None, figures: bool, revise: bool) -> None:
+        max_attempts: int, max_failed_cells: int | None, workdir: Path | None, pushgateway: str | None, figures: bool,
+        revise: bool) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
@@ -342,7 +346,8 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     summary: SweepSummary | None = None
     try:
         summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
-                            pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise)
+                            pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise,
+                            max_failed_cells=max_failed_cells)
     except (SpecError, StoreError) as exc:
         fail(exc)
     finally:
@@ -357,6 +362,8 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late attempt(s) run again), "
                   f"{counts['cached']} already stored, {counts['late']} late on every attempt, "
                   f"{counts['failed']} failed", soft_wrap=True)
+    if summary.stopped:
+        notice(console, f"stopped: {summary.stopped}")
     if summary.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if figures:

@@ -64,6 +64,8 @@ class SweepSummary:
     store_url: str
     outcomes: list[CellOutcome] = field(default_factory=list)
     interrupted: bool = False
+    #: Why cells were left unrun (the failure budget was spent), in one line; None when none were.
+    stopped: str | None = None
 
     def counts(self) -> Counter[str]:
         return Counter(o.status for o in self.outcomes)
@@ -72,6 +74,28 @@ class SweepSummary:
     def reruns(self) -> int:
         """Runs beyond each cell's first: late attempts run again."""
         return sum(o.attempts - 1 for o in self.outcomes)
+
+
+@dataclass
+class FailureBudget:
+    """--max-failed-cells: once more cells than `limit` have failed, no new cell starts.
+
+    A broken kernel module, binary or store fails every cell alike; without a budget the sweep
+    would run (and fail) each of them. Late cells are not failures: their emulator ran late.
+    """
+
+    limit: int | None
+    failed: int = 0
+
+    def count(self, outcome: CellOutcome) -> None:
+        self.failed += outcome.status == "failed"
+
+    @property
+    def spent(self) -> bool:
+        return self.limit is not None and self.failed > self.limit
+
+    def reason(self, not_run: int) -> str:
+        return f"{self.failed} cells failed, more than --max-failed-cells {self.limit}: {not_run} cells not run"
 
 
 @dataclass
@@ -92,7 +116,8 @@ class _Running:
 
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None,
-              max_attempts: int = DEFAULT_MAX_ATTEMPTS, revise: bool = False) -> SweepSummary:
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS, revise: bool = False,
+              max_failed_cells: int | None = None) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each."""
     console = console or Console(stderr=True)
     for name in remove_leftovers():
@@ -123,7 +148,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         if runnable:
             admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs)
             summary.interrupted = _run_cells(runnable, store, workdir, admission, max_attempts, pushgateway, summary,
-                                             console, warning_log, metrics)
+                                             console, warning_log, metrics, FailureBudget(max_failed_cells))
     finally:
         if metrics:
             metrics.update(**_progress(summary))
@@ -206,8 +231,13 @@ def _log_lines(log: Path) -> list[str]:
 
 def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
                pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
-               metrics: SweepMetrics | None = None) -> bool:
-    """Start cells as admission allows; run late ones again; returns True if interrupted."""
+               metrics: SweepMetrics | None = None, budget: FailureBudget | None = None) -> bool:
+    """Start cells as admission allows; run late ones again; returns True if interrupted.
+
+    Once the failure budget is spent no cell starts; running ones finish and are counted, and
+    `summary.stopped` says why the rest did not run.
+    """
+    budget = budget or FailureBudget(None)
     queue = [_Queued(c) for c in cells]
     running: list[_Running] = []
     work_total = sum(c.params.duration_s for c in cells)
@@ -219,10 +249,10 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("cells", total=work_total, cells=f"0/{len(cells)}")
-            while queue or running:
+            while (queue and not budget.spent) or running:
                 now = time.monotonic()
-                if queue and admission.may_start(queue[0].cell, [(r.cell, r.alone) for r in running], now,
-                                                 alone=queue[0].attempt > 1):
+                if queue and not budget.spent and admission.may_start(
+                        queue[0].cell, [(r.cell, r.alone) for r in running], now, alone=queue[0].attempt > 1):
                     running.append(_start(queue.pop(0), store, workdir, pushgateway))
                     admission.started(now)
                 time.sleep(0.2)
@@ -243,6 +273,7 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                         progress.update(task, total=work_total)
                         continue
                     summary.outcomes.append(outcome)
+                    budget.count(outcome)
                     finished += 1
                     if outcome.status == "failed":
                         progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]")
@@ -253,6 +284,8 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                 progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
                 if metrics:
                     metrics.update(**_progress(summary, len(running)))
+        if queue:
+            summary.stopped = budget.reason(len({q.cell.id for q in queue}))
         return False
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted: stopping {len(running)} running cell(s); "

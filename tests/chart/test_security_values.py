@@ -16,9 +16,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import CHART, render  # noqa: E402
-
 from ccsweep_operator.reconcile import OperatorSettings  # noqa: E402
+from chartlib import CHART, render  # noqa: E402
 
 pytestmark = pytest.mark.tools  # Helm (bin/helm)
 APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
@@ -36,7 +35,8 @@ def test_no_network_policy_unless_asked():
 
 def test_workflow_pods_take_no_connections_and_reach_only_dns_api_s3_and_pushgateway():
     spec = policies()["rel-ccsweep-workflow-pods"]
-    assert spec["podSelector"] == {"matchExpressions": [{"key": "workflows.argoproj.io/workflow", "operator": "Exists"}]}
+    workflow_pods = {"matchExpressions": [{"key": "workflows.argoproj.io/workflow", "operator": "Exists"}]}
+    assert spec["podSelector"] == workflow_pods
     assert spec["policyTypes"] == ["Ingress", "Egress"] and spec["ingress"] == []
     for rule in spec["egress"]:
         assert rule["to"], f"an egress rule without peers opens every address: {rule}"
@@ -78,4 +78,5 @@ def test_sweeps_may_name_only_the_charts_image_unless_more_are_allowed():
     assert not default.image_allowed("ccsweep/cell:latest")
     more = allowlist("image.tag=0.2.0", "operator.allowedImages={registry.example.org/lab/*}")
     assert more.allowed_images == ("ccsweep/cell:0.2.0", "registry.example.org/lab/*")
-    assert more.image_allowed("registry.example.org/lab/cell:1") and not more.image_allowed(f"ccsweep/cell:{APP_VERSION}")
+    assert more.image_allowed("registry.example.org/lab/cell:1")
+    assert not more.image_allowed(f"ccsweep/cell:{APP_VERSION}")

@@ -282,7 +282,8 @@ def test_an_image_outside_the_allowlist_is_invalid_and_runs_nothing(tmp_path: Pa
 
 
 def test_an_allowed_image_reaches_the_workflow(tmp_path: Path):
-    chart = OperatorSettings(store=f"file://{tmp_path}", allowed_images=("ccsweep/cell:0.1.0", "registry.example.org/lab/*"))
+    chart = OperatorSettings(store=f"file://{tmp_path}",
+                             allowed_images=("ccsweep/cell:0.1.0", "registry.example.org/lab/*"))
     for image in ("ccsweep/cell:0.1.0", "registry.example.org/lab/cell:2@sha256:" + "a" * 64):
         decision = decide(with_run(sweep_object("quick"), image=image), chart)
         params = {p["name"]: p["value"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
