@@ -61,12 +61,17 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 .PHONY: tools
-tools: ## Pinned cluster tools into ./bin: Kubernetes, Helm, MinIO, Argo (Go module proxy; cold ~25 min).
+tools: ## Pinned tools into ./bin: Kubernetes, Helm, MinIO, Argo (Go module proxy; cold ~25 min), Mahimahi.
 	hack/tools/apt.sh
 	hack/tools/kubernetes.sh
 	hack/tools/helm.sh
 	hack/tools/minio.sh
 	hack/tools/argo.sh
+	hack/tools/mahimahi.sh
+
+.PHONY: mahimahi
+mahimahi: ## Upstream Mahimahi (pinned commit; setuid mm-delay, mm-loss, mm-link), the second link backend.
+	hack/tools/mahimahi.sh
 
 .PHONY: emulator
 emulator: ## Build the link emulator (cargo; target dir in the cache, outside the clone).
@@ -102,7 +107,7 @@ test-emulator: deps ## The emulator against real TUN devices and the kernel's TC
 	$(PYTEST) -q tests/emulator
 
 .PHONY: test-integration
-test-integration: deps ## Real cells: namespaces, emulator, kernel TCP (root).
+test-integration: deps mahimahi ## Real cells: namespaces, emulator or Mahimahi, kernel TCP (root).
 	$(PYTEST) -q tests -m integration
 
 .PHONY: test-services
@@ -160,6 +165,10 @@ bench-threshold: deps ## Lateness threshold: injected lateness against goodput's
 .PHONY: bench-density
 bench-density: deps ## The quick preset at the default concurrency and alone (3x): goodput pairs, spread (~15 min, root).
 	$(PY) benchmarks/density/bench.py --out benchmarks/results/$$(date -u +%F)-density.md
+
+.PHONY: bench-crosscheck
+bench-crosscheck: deps mahimahi ## ccsweep-link against Mahimahi on the same cells (BBR, CUBIC; 0-5% loss, LTE; ~30 min).
+	$(PY) benchmarks/crosscheck/bench.py
 
 .PHONY: bench-cluster
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.

@@ -18,6 +18,9 @@ CELL_SCHEMA_VERSION: Final = 1
 
 QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
 LossPosition = Literal["after", "before"]
+#: What emulates the path: ccsweep's own emulator, or upstream Mahimahi's nested shells.
+LinkBackend = Literal["ccsweep-link", "mahimahi"]
+
 
 #: Mahimahi's TUN framing: a 1500-byte IP packet uses one 1504-byte delivery opportunity.
 MAHIMAHI_OPPORTUNITY_BYTES = 1504
@@ -144,6 +147,7 @@ class CellParams(Frozen):
     message_bytes: int = Field(default=1024, ge=1)
     seed: int = Field(ge=0)
     repetition: int = Field(default=0, ge=0)
+    link: LinkBackend = "ccsweep-link"
 
     @model_validator(mode="after")
     def _warmup_fits(self) -> CellParams:
@@ -201,9 +205,23 @@ class Cell(BaseModel):
         return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
 
 
+#: CellParams fields added after schema 1, with the default that keeps a cell as it was before.
+FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link"}
+
+
 def canonical_json(params: CellParams) -> str:
-    """Sorted, compact JSON of the parameters: the exact bytes that are hashed."""
-    return json.dumps(params.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """Sorted, compact JSON of the parameters: the exact bytes that are hashed.
+
+    A field added after schema 1 (FIELDS_AFTER_SCHEMA_1) is hashed only when it differs from its
+    default: a cell that does not use it is the same experiment as before the field existed, so it
+    keeps its id, and the results already stored under that id stay found. A new field takes a
+    default that means what cells did before it.
+    """
+    data = params.model_dump(mode="json")
+    for name, default in FIELDS_AFTER_SCHEMA_1.items():
+        if data.get(name) == default:
+            del data[name]
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def cell_id(params: CellParams) -> str:

@@ -27,6 +27,7 @@ from ccsweep.cell import (
     RateStep,
     TraceRef,
 )
+from ccsweep.runner.mahimahi import mahimahi_cannot
 from ccsweep.spec import (
     PLAIN_NAME,
     Experiment,
@@ -163,7 +164,10 @@ def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
             message_bytes=exp.message_bytes,
             seed=exp.seed + rep,
             repetition=rep,
+            link=exp.link,
         )
+        if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
+            raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")
         yield Cell.build(sweep, exp.name, params)
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ccsweep.cell import Cell
+from ccsweep.cell import Cell, LinkBackend
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -62,25 +62,31 @@ class DirectionCounters(Record):
 
 
 class SelfCheck(Record):
-    """The emulator's timing self-check: a cell whose link ran late is flagged, not trusted blindly."""
+    """The emulator's timing self-check: a cell whose link ran late is flagged, not trusted blindly.
 
-    lateness_p50_us: float
-    lateness_p99_us: float
-    lateness_max_us: float
-    cpu_share: float = Field(description="emulator CPU time / wall time")
+    Mahimahi measures no lateness: its cells carry None there, and `late` false means "not found
+    late", not "measured on time" (docs/spec.md, `link: mahimahi`).
+    """
+
+    lateness_p50_us: float | None
+    lateness_p99_us: float | None
+    lateness_max_us: float | None
+    cpu_share: float | None = Field(description="emulator CPU time / wall time")
     late: bool = Field(description="p99 lateness above the threshold the runner was given")
-    threshold_us: float
+    threshold_us: float | None
     sched: str | None = Field(default=None, description="the emulator loop's priority: fifo:N, nice:N or normal")
     injected_lateness: str | None = Field(default=None, description="debug: release delays injected on purpose")
 
 
 class LinkSummary(Record):
-    backend: Literal["ccsweep-link", "mahimahi"] = "ccsweep-link"
+    backend: LinkBackend = "ccsweep-link"
     version: str
     order: str = Field(description="per-direction order of loss, queue, bottleneck and delay")
     uplink: DirectionCounters
     downlink: DirectionCounters
     selfcheck: SelfCheck
+    not_measured: list[str] = Field(default_factory=list,
+                                    description="counters and checks this backend cannot measure (left 0 or None)")
 
 
 class Environment(Record):

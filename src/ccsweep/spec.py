@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
-from ccsweep.cell import LossPosition, QueueKind
+from ccsweep.cell import LinkBackend, LossPosition, QueueKind
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
@@ -244,6 +244,8 @@ class Experiment(SpecModel):
     seed: int = Field(default=1, ge=0, le=2**31)
     buffers: BufferSetting = BufferSetting()
     message_bytes: int = Field(default=1024, ge=1, le=1 << 20)
+    link: LinkBackend = Field(default="ccsweep-link",
+                              description="the link emulator: ccsweep-link, or upstream Mahimahi's nested shells")
 
     @model_validator(mode="after")
     def _exactly_one_of_each(self) -> Experiment:

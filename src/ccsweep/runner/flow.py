@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import selectors
 import socket
 import sys
@@ -170,8 +171,24 @@ def sample(flow: Flow, t: float) -> dict[str, object]:
     return info
 
 
+def wait_for_setup() -> None:
+    """Say where this process is and wait for `setup-done`: a link that wraps the sender in network
+    namespaces of its own (Mahimahi) leaves the runner their sysctls to set before any socket exists."""
+    emit("setup", pid=os.getpid())
+    if sys.stdin.readline().strip() != "setup-done":
+        emit("error", message="expected 'setup-done' on stdin")
+        sys.exit(1)
+
+
 def run_sender(args: argparse.Namespace) -> None:
     """Start each flow at its offset, sample every flow every 100 ms, stop all at t0 + duration."""
+    if args.wait_setup:
+        wait_for_setup()
+    if args.dst_env:
+        args.dst = os.environ.get(args.dst_env, "")
+        if not args.dst:
+            emit("error", message=f"--dst-env: ${args.dst_env} is not set")
+            sys.exit(1)
     flows = [parse_flow(f) for f in args.flow]
     check_congestion_controls(flows)
     emit("ready", flows=len(flows))
@@ -227,6 +244,10 @@ def main(argv: list[str] | None = None) -> None:
     sender = sub.add_parser("sender", parents=[common], help="run the flows and sample tcp_info")
     sender.add_argument("--src", default="10.0.0.1")
     sender.add_argument("--dst", default="10.0.0.2")
+    sender.add_argument("--dst-env", metavar="NAME",
+                        help="take the receiver's address from $NAME (Mahimahi's MAHIMAHI_BASE), not --dst")
+    sender.add_argument("--wait-setup", action="store_true",
+                        help="print a `setup` event with this PID and wait for `setup-done` on stdin first")
     sender.add_argument("--message-bytes", type=int, default=1024)
     sender.add_argument("--flow", action="append", required=True, metavar="INDEX:CC:START_S")
     args = parser.parse_args(argv)

@@ -76,6 +76,9 @@ class LinkLogTotals:
     departure_bytes: int = 0
     capacity_bytes: int = 0
     drop_bytes: int = 0
+    arrival_packets: int = 0
+    departure_packets: int = 0
+    drop_packets: int = 0
 
     @property
     def bottleneck_throughput_mbps(self) -> float:
@@ -94,6 +97,7 @@ def link_log_totals(lines: Iterable[str], start_ms: int, end_ms: int) -> LinkLog
     from `-` lines the same way.
     """
     sums = {"+": 0, "-": 0, "#": 0, "d": 0}
+    packets = {"+": 0, "-": 0, "#": 0, "d": 0}
     for line in lines:
         if not line or line[0] == "#":
             continue
@@ -103,8 +107,10 @@ def link_log_totals(lines: Iterable[str], start_ms: int, end_ms: int) -> LinkLog
         t = int(fields[0])
         if start_ms <= t < end_ms and fields[1] in sums:
             sums[fields[1]] += int(fields[3] if fields[1] == "d" else fields[2])
+            packets[fields[1]] += int(fields[2]) if fields[1] == "d" else 1
     return LinkLogTotals(window_ms=end_ms - start_ms, arrival_bytes=sums["+"], departure_bytes=sums["-"],
-                         capacity_bytes=sums["#"], drop_bytes=sums["d"])
+                         capacity_bytes=sums["#"], drop_bytes=sums["d"], arrival_packets=packets["+"],
+                         departure_packets=packets["-"], drop_packets=packets["d"])
 
 
 def read_link_log(path: Path, start_ms: int, end_ms: int) -> LinkLogTotals:

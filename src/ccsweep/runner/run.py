@@ -121,6 +121,10 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
          link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str,
          attempt: int) -> CellOutput:
     p = cell.params
+    if p.link == "mahimahi":
+        from ccsweep.runner.mahimahi_run import run_mahimahi_cell  # it reuses this module's steps
+
+        return run_mahimahi_cell(cell, workdir, observer, environment, started_at, attempt)
     binary = find_link_binary(link_binary)
     scheduled = bool(p.uplink.rate_schedule or p.downlink.rate_schedule)
     lead_s = SCHEDULE_LEAD_S if scheduled else 0.0

@@ -1,0 +1,169 @@
+"""Upstream Mahimahi as a cell's link: what it can express, its command line, its logs as a summary.
+
+Mahimahi's shells nest as ReBBR ran them: `mm-delay D mm-loss uplink P mm-link UP DOWN -- CMD`.
+Each shell makes a network namespace inside the previous one, so the sender (CMD) runs innermost
+and reaches the outside at $MAHIMAHI_BASE, where the receiver listens. A packet of the data
+direction crosses the shells from the inside out, one of the ACK direction from the outside in;
+so loss after the bottleneck on the data direction is an mm-loss outside mm-link, and the same on
+the ACK direction is one inside it.
+
+Pure functions only (expansion imports `mahimahi_cannot`); runner.mahimahi_run runs the cell.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+from ccsweep.cell import CellParams, DirectionParams, QueueParams
+from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
+from ccsweep.runner.link import DIRECTIONS, LinkError
+from ccsweep.runner.measure import LinkLogTotals
+
+BINARIES = ("mm-delay", "mm-loss", "mm-link")
+#: What an opportunity of a constant-rate trace stands for: R*1000/12 opportunities a second at
+#: R Mbit/s (ReBBR's traces; Mahimahi carries 1504 bytes in each, its TUN header included).
+OPPORTUNITY_BITS = 12_000
+#: A constant rate's trace repeats after at most this many ms (12 s: exact for 3 decimals of Mbit/s).
+MAX_PERIOD_MS = 12_000
+#: What the result says Mahimahi cannot measure: its ferries keep no lateness and no queue peak,
+#: and mm-loss logs nothing.
+NOT_MEASURED = ("lateness", "drops_loss", "queue_bytes_max")
+#: The queue arguments mm-link parses, each a whole number (ms for the AQM ones).
+QUEUE_ARGS = ("packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms", "max_burst_ms")
+
+
+def mahimahi_cannot(p: CellParams) -> str | None:
+    """Why Mahimahi cannot run these parameters (completing "mahimahi cannot ..."), or None."""
+    if p.uplink.delay_ms != p.downlink.delay_ms:
+        return (f"delay the ACK direction ({p.downlink.delay_ms:g} ms) unlike the data direction "
+                f"({p.uplink.delay_ms:g} ms): mm-delay delays both alike (drop reverse.delay_ms)")
+    if p.uplink.delay_ms != int(p.uplink.delay_ms):
+        return f"delay by {p.uplink.delay_ms:g} ms: mm-delay takes whole milliseconds (give an even rtt_ms)"
+    for name in DIRECTIONS:
+        direction: DirectionParams = getattr(p, name)
+        if direction.rate_schedule:
+            return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
+        fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]
+        if fractional:
+            value = getattr(direction.queue, fractional[0])
+            return f"take {name} queue.{fractional[0]} {value:g}: mm-link takes whole numbers"
+        if direction.rate_mbps is not None and _rate_period_ms(direction.rate_mbps) is None:
+            return (f"run a constant {direction.rate_mbps:g} Mbit/s: as a trace it would not repeat within "
+                    f"{MAX_PERIOD_MS} ms (give at most 3 decimals)")
+    return None
+
+
+def _fractional(value: float | int | None) -> bool:
+    return value is not None and value != int(value)
+
+
+def _rate_period_ms(rate_mbps: float) -> int | None:
+    """The shortest whole number of ms in which a constant rate has a whole number of opportunities."""
+    per_ms = Fraction(rate_mbps).limit_denominator(1000) * 1000 / OPPORTUNITY_BITS
+    if not math.isclose(float(per_ms), rate_mbps * 1000 / OPPORTUNITY_BITS, rel_tol=1e-9):
+        return None
+    return per_ms.denominator if per_ms.denominator <= MAX_PERIOD_MS else None
+
+
+def constant_rate_trace(rate_mbps: float) -> str:
+    """A Mahimahi trace of a constant rate, one period long: ms k holds the opportunities that fall in it.
+
+    Exact integer arithmetic (100 Mbit/s gives 8, 8 and 9 lines per 3 ms, ReBBR's pattern), so the
+    trace's mean is the rate itself however often mm-link repeats it.
+    """
+    period = _rate_period_ms(rate_mbps)
+    if period is None:
+        raise LinkError(f"mahimahi cannot run a constant {rate_mbps:g} Mbit/s (see mahimahi_cannot)")
+    per_ms = Fraction(rate_mbps).limit_denominator(1000) * 1000 / OPPORTUNITY_BITS
+    lines = [str(ms) for ms in range(1, period + 1)
+             for _ in range(math.floor(ms * per_ms) - math.floor((ms - 1) * per_ms))]
+    return "\n".join(lines) + "\n"
+
+
+def find_mahimahi(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding mm-delay, mm-loss and mm-link: the argument, $CCSWEEP_MAHIMAHI, <repo>/bin, PATH."""
+    candidates = [Path(explicit)] if explicit is not None else []
+    if explicit is None:
+        env = os.environ.get("CCSWEEP_MAHIMAHI")
+        candidates += [Path(env)] if env else []
+        candidates.append(Path(__file__).resolve().parents[3] / "bin")
+        on_path = shutil.which("mm-link")
+        candidates += [Path(on_path).parent] if on_path else []
+    for folder in candidates:
+        if all((folder / name).is_file() for name in BINARIES):
+            return folder
+    tried = ", ".join(map(str, candidates)) + ("" if explicit is not None else ", PATH")
+    raise LinkError(f"Mahimahi's {', '.join(BINARIES)} not found (tried {tried}); build them with `make mahimahi`")
+
+
+def mahimahi_version(folder: Path) -> str:
+    """The installed build's name (hack/tools/mahimahi.sh installs into mahimahi-<commit>)."""
+    name = (folder / "mm-link").resolve().parent.parent.name
+    return name if name.startswith("mahimahi-") else "mahimahi"
+
+
+def queue_options(name: str, queue: QueueParams) -> list[str]:
+    """mm-link's `--NAME-queue=KIND --NAME-queue-args=A=N,...` (nothing for the default infinite queue)."""
+    if queue.kind == "infinite":
+        return []
+    kind, _, args = queue.emulator_spec().partition(" ")
+    return [f"--{name}-queue={kind}", f"--{name}-queue-args={args}"]
+
+
+def mahimahi_command(p: CellParams, folder: Path, traces: dict[str, Path], logs: dict[str, Path],
+                     inner: list[str]) -> list[str]:
+    """The nested shells around `inner` (argv only: every shell execs the next one's argv as given).
+
+    mm-delay and mm-loss take their command as the rest of argv; mm-link parses options, so its
+    command follows `--` (else the sender's own options would be read as mm-link's).
+
+    Data-direction loss sits outside mm-link when it comes after the bottleneck, inside when before;
+    ACK-direction loss the other way round, since those packets cross the shells outside-in.
+    """
+    def loss(direction: str) -> list[str]:
+        rate: float = getattr(p, direction).loss
+        return [str(folder / "mm-loss"), direction, repr(rate)] if rate else []
+
+    after = p.loss_position == "after"
+    link = [str(folder / "mm-link"), *queue_options("uplink", p.uplink.queue),
+            *queue_options("downlink", p.downlink.queue), f"--uplink-log={logs['uplink']}",
+            f"--downlink-log={logs['downlink']}", str(traces["uplink"]), str(traces["downlink"]), "--"]
+    outer_loss = loss("uplink") if after else loss("downlink")
+    inner_loss = loss("downlink") if after else loss("uplink")
+    return [str(folder / "mm-delay"), f"{int(p.uplink.delay_ms)}", *outer_loss, *link, *inner_loss, *inner]
+
+
+def log_counters(totals: LinkLogTotals) -> DirectionCounters:
+    """One direction's counters as mm-link's log gives them (what it cannot give stays 0: NOT_MEASURED)."""
+    return DirectionCounters(in_packets=totals.arrival_packets, in_bytes=totals.arrival_bytes,
+                             out_packets=totals.departure_packets, out_bytes=totals.departure_bytes,
+                             bottleneck_packets=totals.departure_packets, bottleneck_bytes=totals.departure_bytes,
+                             capacity_bytes=totals.capacity_bytes, drops_queue=totals.drop_packets)
+
+
+def log_init_ms(log: Path) -> int:
+    """The CLOCK_REALTIME ms that mm-link's log times count from (its `# init timestamp:` header)."""
+    with open(log, errors="replace") as lines:
+        for line in lines:
+            if not line.startswith("#"):
+                break
+            if line.startswith("# init timestamp:"):
+                return int(line.split(":", 1)[1])
+    raise LinkError(f"{log.name}: no '# init timestamp' header; not an mm-link log")
+
+
+def mahimahi_summary(p: CellParams, version: str, uplink: LinkLogTotals, downlink: LinkLogTotals,
+                     cpu_share: float | None) -> LinkSummary:
+    """The result's LinkSummary: counters from the logs, no lateness (Mahimahi measures none)."""
+    order = "queue>bottleneck>loss>delay" if p.loss_position == "after" else "loss>queue>bottleneck>delay"
+    return LinkSummary(
+        backend="mahimahi", version=version, order=order,
+        uplink=log_counters(uplink), downlink=log_counters(downlink),
+        selfcheck=SelfCheck(lateness_p50_us=None, lateness_p99_us=None, lateness_max_us=None, cpu_share=cpu_share,
+                            late=False, threshold_us=None),
+        not_measured=list(NOT_MEASURED),
+    )

@@ -1,0 +1,265 @@
+"""A cell with upstream Mahimahi as its link: the same namespaces, endpoints, record and clean-up.
+
+What differs from ccsweep-link, and why:
+- Mahimahi's shells are setuid root and refuse to run as root: they run as nobody (65534) through
+  `setpriv`, inside the cell's sender namespace, with net.ipv4.ip_forward=1 there. Each shell
+  makes its namespace inside the previous one; the kernel gives a new namespace the host's
+  ip_forward (or its creator's, with net.core.devconf_inherit_init_net=3), so the nesting needs
+  one of those on the host: checked first, never changed here.
+- The sender runs innermost, unprivileged: it may only pick an algorithm the host lists in
+  net.ipv4.tcp_allowed_congestion_control (checked first), and it needs an interpreter and a
+  ccsweep that nobody can read (the runner's own may sit in root's home). The receiver listens
+  in the sender namespace, the outer side, where $MAHIMAHI_BASE points.
+- The innermost namespace starts with the host's socket-buffer sysctls, not the cell's: the
+  sender waits (`--wait-setup`) while the runner names that namespace (`ip netns attach`) and
+  sets the cell's buffers there, before any socket exists.
+- Trace and log files live in a folder owned by nobody: Mahimahi opens them after dropping
+  privileges. The logs then join the workdir under the names ccsweep-link uses.
+- Mahimahi measures no lateness: the record says so (SelfCheck's lateness None, `not_measured`).
+  Its CPU share is the shells' CPU time sampled from /proc over the cell's wall time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import ccsweep
+from ccsweep.cell import Cell
+from ccsweep.result import Environment
+from ccsweep.runner import run as base
+from ccsweep.runner.api import CellObserver, CellOutput
+from ccsweep.runner.link import DIRECTIONS, LinkError, resolve_trace
+from ccsweep.runner.live import LiveFeed
+from ccsweep.runner.mahimahi import (
+    constant_rate_trace,
+    find_mahimahi,
+    log_init_ms,
+    mahimahi_cannot,
+    mahimahi_command,
+    mahimahi_summary,
+    mahimahi_version,
+)
+from ccsweep.runner.measure import read_link_log
+from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
+from ccsweep.runner.procs import Child, ChildError
+
+#: The unprivileged user and group Mahimahi runs as.
+NOBODY = 65534
+ALLOWED_CC_PATH = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+#: Where to look for an interpreter nobody may run when the runner's own is out of its reach.
+FALLBACK_PYTHON = Path("/usr/bin/python3")
+#: The shells end with their command; this long past the flows' end they are stopped instead.
+SHELLS_EXIT_S = 10.0
+
+
+def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, environment: Environment,
+                      started_at: str, attempt: int) -> CellOutput:
+    """run_cell's path for `link: mahimahi` (see the module docstring)."""
+    p = cell.params
+    reason = mahimahi_cannot(p)
+    if reason:
+        raise LinkError(f"link: mahimahi cannot {reason}")
+    folder = find_mahimahi()
+    python = _unprivileged_python()
+    _check_allowed(sorted({f.cc for f in p.flows}))
+    live = LiveFeed(cell, observer)
+    children = base._Children()
+    private = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
+    try:
+        os.chown(private, NOBODY, NOBODY)
+        traces = {name: _private_copy(_trace_text(cell, name, workdir), private / f"{name}.trace")
+                  for name in DIRECTIONS}
+        logs = {name: private / f"{name}.log" for name in DIRECTIONS}
+        with cell_namespaces(cell.id, p.buffers) as ns:
+            inner = ns.sender.removesuffix("-s") + "-m"
+            attached = False
+            try:
+                set_sysctls(ns.sender, {"net.ipv4.ip_forward": "1"})
+                _check_forwarding(ns.sender)
+                receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
+                                                on_event=live.on_receiver))
+                command = mahimahi_command(p, folder, traces, logs, _sender(cell, python))
+                shells = children.start(Child("mahimahi", _shells_argv(ns, command), workdir / "mahimahi.stderr",
+                                              on_event=live.on_sender))
+                cpu = ShellsCpu(shells.process.pid)
+                receiver.wait_event("ready", base.READY_TIMEOUT_S)
+                pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
+                _ip_netns("attach", inner, str(pid))
+                attached = True
+                set_sysctls(inner, sysctl_settings(p.buffers))
+                sysctls = read_sysctls(inner)
+                shells.send("setup-done\n")
+                base._wait_sender_ready(shells, environment.available_cc)
+                t0_ns = time.monotonic_ns() + round(base.GO_MARGIN_S * 1e9)
+                for child in (receiver, shells):
+                    child.send(f"go {t0_ns}\n")
+                t0_wall_ms = (time.time_ns() + t0_ns - time.monotonic_ns()) / 1e6
+                flows_started_at = base._wall_time_of(t0_ns)
+                base._wait_flows(receiver, shells, shells, live,
+                                 t0_ns + round((p.duration_s + base.END_GRACE_S) * 1e9))
+                cpu_share = cpu.stop()
+                try:
+                    shells.process.wait(SHELLS_EXIT_S)
+                except subprocess.TimeoutExpired:
+                    raise ChildError(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
+                                     "of their sender") from None
+            finally:
+                children.stop_all()
+                if attached:
+                    subprocess.run(["ip", "netns", "delete", inner], capture_output=True)
+        for name in DIRECTIONS:
+            shutil.move(logs[name], workdir / f"{name}.log")
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+    offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
+    totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
+    summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share)
+    # Read in the sender's namespace: the one whose buffers this backend had to set itself.
+    host_max = {f"{kind}_max": (sysctls.get(f"net.core.{kind}_max") or [0])[0] or None for kind in ("rmem", "wmem")}
+    environment = environment.model_copy(update={
+        "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"), **host_max})
+    return base._collect(cell, workdir, receiver, shells, shells, summary, offset_s, environment, started_at,
+                         flows_started_at, attempt)
+
+
+def _trace_text(cell: Cell, name: str, workdir: Path) -> bytes:
+    """A direction's trace: the pinned file, or a constant rate written out as one period of a trace."""
+    direction = getattr(cell.params, name)
+    if direction.trace is not None:
+        return resolve_trace(direction, workdir).read_bytes()
+    return constant_rate_trace(direction.rate_mbps).encode()
+
+
+def _private_copy(data: bytes, path: Path) -> Path:
+    """A file only nobody (and root) can read: Mahimahi opens traces after dropping privileges."""
+    path.write_bytes(data)
+    os.chown(path, NOBODY, NOBODY)
+    path.chmod(0o600)
+    return path
+
+
+def _shells_argv(ns: CellNamespaces, command: list[str]) -> list[str]:
+    return [*ns.exec_prefix(ns.sender), "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            *command]
+
+
+def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
+    """The receiver in the sender namespace (Mahimahi's outside), on every address: $MAHIMAHI_BASE is one."""
+    return [*ns.exec_prefix(ns.sender), sys.executable, "-m", "ccsweep.runner.flow", "receiver", "--addr", "0.0.0.0",
+            "--label", ns.sender, "--port", str(base.RECEIVER_PORT), "--flows", str(len(cell.params.flows)),
+            "--duration", f"{cell.params.duration_s:g}"]
+
+
+def _sender(cell: Cell, python: list[str]) -> list[str]:
+    flows = [f"--flow={i}:{f.cc}:{f.start_s:g}" for i, f in enumerate(cell.params.flows)]
+    return [*python, "-m", "ccsweep.runner.flow", "sender", "--wait-setup", "--src", "0.0.0.0",
+            "--dst-env", "MAHIMAHI_BASE", "--port", str(base.RECEIVER_PORT), "--duration",
+            f"{cell.params.duration_s:g}", "--message-bytes", str(cell.params.message_bytes), *flows]
+
+
+def _unprivileged_python() -> list[str]:
+    """argv prefix running ccsweep's flow endpoints as nobody: an interpreter and a package it can read."""
+    package = Path(ccsweep.__file__).resolve().parent
+    if not _world_readable(package / "runner" / "flow.py"):
+        raise LinkError(f"mahimahi: {package} is out of reach of the unprivileged sender (uid {NOBODY}); "
+                        "install ccsweep where every user can read it")
+    for python in (Path(sys.executable), FALLBACK_PYTHON):
+        if python.exists() and _world_readable(python, execute=True):
+            return ["env", f"PYTHONPATH={package.parent}", str(python)]
+    raise LinkError(f"mahimahi: no Python interpreter the unprivileged sender (uid {NOBODY}) can run "
+                    f"({sys.executable} and {FALLBACK_PYTHON} tried)")
+
+
+def _world_readable(path: Path, *, execute: bool = False) -> bool:
+    """Whether any user can reach and read (and run) `path`: mode bits along its resolved path."""
+    target = path.resolve()
+    wanted = 0o005 if execute else 0o004
+    try:
+        return (target.stat().st_mode & wanted == wanted
+                and all(parent.stat().st_mode & 0o001 for parent in target.parents))
+    except OSError:
+        return False
+
+
+def _check_allowed(algorithms: list[str]) -> None:
+    allowed = ALLOWED_CC_PATH.read_text().split()
+    missing = [cc for cc in algorithms if cc not in allowed]
+    if missing:
+        raise LinkError(f"mahimahi: the sender runs unprivileged and may only pick algorithms in "
+                        f"net.ipv4.tcp_allowed_congestion_control ({' '.join(allowed)}), not {' '.join(missing)}; "
+                        f"add them on the host: sysctl -w net.ipv4.tcp_allowed_congestion_control="
+                        f"'{' '.join(allowed + missing)}'")
+
+
+def _check_forwarding(namespace: str) -> None:
+    """Whether a namespace made inside `namespace` forwards, as each nested Mahimahi shell requires."""
+    probe = ["unshare", "--net", "cat", "/proc/sys/net/ipv4/ip_forward"]
+    done = subprocess.run(["ip", "netns", "exec", namespace, *probe], capture_output=True, text=True)
+    if done.stdout.strip() != "1":
+        raise LinkError("mahimahi: new network namespaces get net.ipv4.ip_forward=0 from the host, and Mahimahi's "
+                        "nested shells need 1: on the host, sysctl -w net.ipv4.ip_forward=1 (Kubernetes nodes have "
+                        "it) or net.core.devconf_inherit_init_net=3")
+
+
+def _ip_netns(*args: str) -> None:
+    done = subprocess.run(["ip", "netns", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LinkError(f"ip netns {' '.join(args)}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
+class ShellsCpu:
+    """CPU time of the Mahimahi processes under one PID, sampled from /proc until stop().
+
+    Sampled rather than read at exit: the shells' rusage at exit would include the sender's.
+    """
+
+    INTERVAL_S = 0.5
+
+    def __init__(self, root_pid: int) -> None:
+        self._root = root_pid
+        self._ticks: dict[int, int] = {}
+        self._start = time.monotonic()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="mahimahi-cpu", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.INTERVAL_S):
+            self._sample()
+
+    def _sample(self) -> None:
+        stats: dict[int, tuple[int, str, int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    text = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                comm = text[text.index("(") + 1:text.rindex(")")]
+                fields = text[text.rindex(")") + 2:].split()
+                stats[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]))
+        tree = {self._root}
+        grew = True
+        while grew:
+            before = len(tree)
+            tree |= {pid for pid, (ppid, _, _) in stats.items() if ppid in tree}
+            grew = len(tree) > before
+        for pid in tree:
+            if pid in stats and stats[pid][1].startswith("mm-"):
+                self._ticks[pid] = max(self._ticks.get(pid, 0), stats[pid][2])
+
+    def stop(self) -> float:
+        """The shells' CPU seconds per wall second since the sampler started (with them), up to now."""
+        self._sample()
+        self._done.set()
+        self._thread.join()
+        wall = time.monotonic() - self._start
+        return round(sum(self._ticks.values()) / os.sysconf("SC_CLK_TCK") / wall, 4) if wall > 0 else 0.0

@@ -1,0 +1,126 @@
+"""ccsweep-link against upstream Mahimahi: the same cells on both links, one agreement rule.
+
+Used by tests/integration/test_mahimahi_crosscheck.py (a short grid) and benchmarks/crosscheck/
+bench.py (the full grid: 30 s flows, 3 repetitions). The cells are issue 13's: BBR and CUBIC at
+0, 1 and 5 % loss on the data direction, 100 Mbit/s, 100 ms RTT, infinite queue, and both over
+the Verizon LTE trace pair. Cells run one at a time, the two backends of a cell back to back, so
+a change in the machine's load falls on both alike.
+
+The rule: the backends' mean goodput over the repetitions agrees within 5 % for BBR (its goodput
+is set by the link's rate and loss, which both links play the same), and within 25 % or 1 Mbit/s
+for CUBIC (a loss-based flow at 1 % loss or more lives on a few window halvings: its run-to-run
+spread on either link is that large; see the bench's measured spread).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccsweep.cell import Cell
+from ccsweep.expand import expand
+from ccsweep.result import CellResult
+from ccsweep.runner.run import run_cell
+from ccsweep.spec import parse_spec
+
+BACKENDS = ("ccsweep-link", "mahimahi")
+BBR_RELATIVE = 0.05
+CUBIC_RELATIVE = 0.25
+CUBIC_ABSOLUTE_MBPS = 1.0
+LOSS_PERCENT = [0, 1, 5]
+VERIZON = {"name": "verizon-lte", "uplink": "Verizon-LTE-short.up", "downlink": "Verizon-LTE-short.down"}
+
+
+def grid_spec(duration_s: float, repetitions: int) -> dict[str, Any]:
+    """The cross-check's cells on both backends (one experiment per bottleneck and backend)."""
+    common = {"cc": ["bbr", "cubic"], "rtt_ms": [100], "queue": [{"kind": "infinite"}], "duration_s": duration_s,
+              "warmup_s": min(5.0, duration_s / 4), "repetitions": repetitions}
+    experiments = []
+    for link in BACKENDS:
+        experiments.append({**common, "name": f"rate-{link}", "link": link, "loss_percent": LOSS_PERCENT,
+                            "bandwidth_mbps": [100]})
+        experiments.append({**common, "name": f"lte-{link}", "link": link, "loss_percent": [0], "trace": [VERIZON]})
+    return {"name": "crosscheck", "experiments": experiments}
+
+
+def grid(duration_s: float, repetitions: int) -> list[Cell]:
+    return expand(parse_spec(grid_spec(duration_s, repetitions), origin="crosscheck"))
+
+
+def pair_key(cell: Cell) -> tuple[str, float, str]:
+    """What a cell is apart from its backend and repetition: algorithm, loss, bottleneck."""
+    p = cell.params
+    bottleneck = p.uplink.trace.name if p.uplink.trace else f"{p.uplink.rate_mbps:g} Mbit/s"
+    return p.cc_label, p.loss, bottleneck
+
+
+def run_grid(cells: list[Cell], workdir: Path, progress: Callable[[CellResult], None] | None = None
+             ) -> list[CellResult]:
+    """Every cell once, repetition by repetition, the two backends of a cell back to back."""
+    order = sorted(cells, key=lambda c: (c.params.repetition, pair_key(c), BACKENDS.index(c.params.link)))
+    results = []
+    for cell in order:
+        result = run_cell(cell, workdir / cell.id).result
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One cell's goodputs on both backends over the repetitions, and whether they agree."""
+
+    key: tuple[str, float, str]
+    goodput: dict[str, list[float]]
+
+    def mean(self, backend: str) -> float:
+        return statistics.fmean(self.goodput[backend])
+
+    def spread(self, backend: str) -> float:
+        """Sample standard deviation over the repetitions (0 with one)."""
+        values = self.goodput[backend]
+        return statistics.stdev(values) if len(values) > 1 else 0.0
+
+    @property
+    def difference(self) -> float:
+        """Mahimahi's mean minus ccsweep-link's, Mbit/s."""
+        return self.mean("mahimahi") - self.mean("ccsweep-link")
+
+    @property
+    def relative(self) -> float:
+        base = self.mean("ccsweep-link")
+        return abs(self.difference) / base if base > 0 else float("inf")
+
+    @property
+    def rule(self) -> str:
+        return (f"within {BBR_RELATIVE:.0%}" if self.key[0] == "bbr"
+                else f"within {CUBIC_RELATIVE:.0%} or {CUBIC_ABSOLUTE_MBPS:g} Mbit/s")
+
+    @property
+    def agrees(self) -> bool:
+        if self.key[0] == "bbr":
+            return self.relative <= BBR_RELATIVE
+        return self.relative <= CUBIC_RELATIVE or abs(self.difference) <= CUBIC_ABSOLUTE_MBPS
+
+    def line(self) -> str:
+        cc, loss, bottleneck = self.key
+        return (f"{cc} {loss:.0%} loss {bottleneck}: ccsweep-link {self.mean('ccsweep-link'):.2f} "
+                f"± {self.spread('ccsweep-link'):.2f}, mahimahi {self.mean('mahimahi'):.2f} "
+                f"± {self.spread('mahimahi'):.2f} Mbit/s, difference {self.relative:.1%} "
+                f"({self.difference:+.2f} Mbit/s), rule {self.rule}: {'agrees' if self.agrees else 'DISAGREES'}")
+
+
+def compare(results: list[CellResult]) -> list[Comparison]:
+    """Group measured results by cell and backend; a result without a goodput fails loudly."""
+    goodput: dict[tuple[str, float, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for result in results:
+        if result.goodput_mbps is None:
+            raise AssertionError(f"{result.cell.params.link} cell {result.cell.id} {pair_key(result.cell)}: "
+                                 f"{result.status} {result.error}")
+        goodput[pair_key(result.cell)][result.cell.params.link].append(result.goodput_mbps)
+    return [Comparison(key, dict(by_backend)) for key, by_backend in goodput.items()]
