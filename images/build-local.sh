@@ -16,7 +16,7 @@
 # Inputs of `cell` (each optional except the package; missing ones are reported and labelled):
 #   CCSWEEP_PACKAGE_SRC  folder with pyproject.toml (default: the repo root)
 #   CCSWEEP_LINK         emulator binary (default: $CCSWEEP_CACHE/cargo-target/release/ccsweep-link)
-#   CCSWEEP_TRACES       folder of Mahimahi traces (default: ../shared/traces beside the clone)
+#   CCSWEEP_TRACES       folder of Mahimahi traces (default: the ones the package ships, src/ccsweep/traces)
 # Outputs are cached in $CCSWEEP_CACHE/images/ by a hash of their inputs.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -110,7 +110,7 @@ build_wheels() {
 build_cell() {
   local src=${CCSWEEP_PACKAGE_SRC:-$REPO_ROOT}
   local link=${CCSWEEP_LINK:-$CCSWEEP_CACHE/cargo-target/release/ccsweep-link}
-  local traces=${CCSWEEP_TRACES:-$(dirname "$REPO_ROOT")/shared/traces}
+  local traces=${CCSWEEP_TRACES:-$REPO_ROOT/src/ccsweep/traces}
   [[ -f $src/pyproject.toml ]] || die "no pyproject.toml in $src (set CCSWEEP_PACKAGE_SRC)"
   local base; base=$(build_rootfs)
 
