@@ -34,7 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
+# The e2e suite's cluster helpers, and tests/ for the pinned versions they read (tests/versions.py).
+sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests")]
 from clusterlib import CACHE, Cluster, NodeServices, PodWatch, template_of  # noqa: E402
 
 NAMESPACE = "ccsweep-bench"
