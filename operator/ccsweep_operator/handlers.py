@@ -44,7 +44,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 def reconcile_sweep(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """A new or changed spec: validate, plan, and start a Workflow for the cells not stored."""
     sweep = SweepObject.from_body(body)
-    decision = decide(sweep, OperatorSettings.from_env())
+    decision = decide(sweep, OperatorSettings.from_env(), nodes=kube.list_nodes())
     kube.apply(decision, sweep.namespace, sweep.name)
     if decision.retry:
         raise kopf.TemporaryError(decision.status["message"], delay=30)

@@ -1,4 +1,4 @@
-"""The operator's calls to the API server: status patches and Workflows, nothing else.
+"""The operator's calls to the API server: status patches, Workflows and the node list, nothing else.
 
 Kept apart from the decisions (reconcile) so those stay plain functions; every call here is one
 request the operator's Role allows (see charts/ccsweep/templates/operator/rbac.yaml).
@@ -14,6 +14,7 @@ import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
+from ccsweep_operator.placement import Node
 from ccsweep_operator.reconcile import OWNER_LABEL, Decision
 
 ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
@@ -82,6 +83,18 @@ def patch_workflow(namespace: str, name: str, patch: dict[str, Any]) -> bool:
             return False
         raise
     return True
+
+
+def list_nodes() -> list[Node] | None:
+    """Every node with its labels; None when the operator may not list nodes (its ClusterRole is
+    optional), so the placement check is skipped rather than failing every Sweep."""
+    try:
+        listed = kubernetes.client.CoreV1Api().list_node()
+    except ApiException as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return [Node(name=str(n.metadata.name), labels=dict(n.metadata.labels or {})) for n in listed.items if n.metadata]
 
 
 def get_sweep(namespace: str, name: str) -> dict[str, Any] | None:

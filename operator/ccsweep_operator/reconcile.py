@@ -22,6 +22,7 @@ from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_r
 from ccsweep.plan import plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
+from ccsweep_operator.placement import Node, unplaceable
 
 #: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
@@ -110,8 +111,12 @@ def workflow_name(sweep: SweepObject) -> str:
 
 
 def decide(sweep: SweepObject, settings: OperatorSettings,
-           opener: Callable[[str], ResultStore] = open_store) -> Decision:
-    """Validate, plan against the store, and say what the Sweep's status and Workflow should be."""
+           opener: Callable[[str], ResultStore] = open_store, nodes: Sequence[Node] | None = None) -> Decision:
+    """Validate, plan against the store, and say what the Sweep's status and Workflow should be.
+
+    `nodes` (None: not known) lets a Sweep whose cells no node can run fail now, not Pending until
+    its pods' deadline.
+    """
     conditions = list(sweep.status.get("conditions") or [])
     base: dict[str, Any] = {"observedGeneration": sweep.generation, "workflow": None, "startedAt": None,
                             "finishedAt": None, "report": None}
@@ -152,6 +157,11 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
                                 "report": store.location(report_key), "message": "every cell was already stored",
                                 "conditions": with_condition(conditions, "Complete", True, "AllCellsCached",
                                                              "every cell was already stored", sweep.generation)})
+    unrunnable = None if nodes is None else unplaceable(plan.pending, nodes)
+    if unrunnable is not None:
+        return Decision(status={**base, "phase": "Failed", "cells": cells, "message": unrunnable, "conditions":
+                                with_condition(conditions, "Planned", False, "NoNodeOffers", unrunnable,
+                                               sweep.generation)})
     workflow = desired_workflow(sweep, spec, run, settings, store_url)
     name = workflow["metadata"]["name"]
     return Decision(

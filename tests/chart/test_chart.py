@@ -24,7 +24,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ccsweep.crd import crd  # noqa: E402
-from chartlib import CHART, KUBE_VERSION, REPO, chart_copy, dependencies, render, run_helm  # noqa: E402
+from chartlib import CHART, KUBE_VERSION, REPO, render, run_helm  # noqa: E402
 from versions import argo_module_dir  # noqa: E402
 
 # Helm (bin/helm) and Argo's module source: both built or downloaded on first use.
@@ -54,13 +54,55 @@ def argo_validator(kind: str) -> jsonschema.Draft202012Validator:
                                             "definitions": definitions})
 
 
+PROMETHEUS_OPERATOR_CRDS = Path(__file__).parent / "prometheus-operator-crds"
+
+
+def strict(schema: Any) -> Any:
+    """A CRD's structural schema that refuses unknown fields, as kubernetes-validate's strict mode
+    does for built-in kinds: the API server would silently prune a misspelt field instead."""
+    if isinstance(schema, dict):
+        schema = {k: strict(v) for k, v in schema.items()}
+        if "properties" in schema and "additionalProperties" not in schema \
+                and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            schema["additionalProperties"] = False
+    elif isinstance(schema, list):
+        schema = [strict(s) for s in schema]
+    return schema
+
+
+@cache
+def prometheus_operator_validator(kind: str) -> jsonschema.Draft7Validator:
+    """The Prometheus Operator's own schema for `kind` (v1), from its CRDs vendored unmodified."""
+    for path in PROMETHEUS_OPERATOR_CRDS.glob("*.yaml"):
+        crd_doc = yaml.safe_load(path.read_text())
+        if crd_doc["spec"]["names"]["kind"] == kind:
+            version = next(v for v in crd_doc["spec"]["versions"] if v["name"] == "v1")
+            return jsonschema.Draft7Validator(strict(version["schema"]["openAPIV3Schema"]))
+    raise LookupError(f"no vendored Prometheus Operator CRD for {kind}")
+
+
+def validation_errors(doc: dict[str, Any]) -> list[str]:
+    """Every schema error of one rendered manifest, each with its field path."""
+    group = doc["apiVersion"].split("/")[0]
+    if group in ("argoproj.io", "monitoring.coreos.com"):
+        schema = argo_validator if group == "argoproj.io" else prometheus_operator_validator
+        validator = schema(doc["kind"])
+        return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+    try:
+        kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return [str(exc).splitlines()[0]]
+    return []
+
+
 def test_scenarios_exist():
-    assert {"default-values.yaml", "minimal-values.yaml", "full-values.yaml"} <= set(SCENARIOS)
+    assert {"default-values.yaml", "minimal-values.yaml", "full-values.yaml",
+            "prometheus-operator-values.yaml"} <= set(SCENARIOS)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_lint_is_clean(scenario: str, tmp_path: Path):
-    done = run_helm("lint", "--strict", str(chart_copy(tmp_path)), "-f", str(CHART / "ci" / scenario),
+def test_lint_is_clean(scenario: str):
+    done = run_helm("lint", "--strict", str(CHART), "-f", str(CHART / "ci" / scenario),
                     "--kube-version", KUBE_VERSION, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout, done.stdout
@@ -72,15 +114,7 @@ def test_every_manifest_validates_offline(scenario: str):
     assert docs
     for doc in docs:
         where = f"{doc['kind']}/{doc['metadata']['name']}"
-        if doc["apiVersion"].startswith("argoproj.io/"):
-            errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-                      for e in argo_validator(doc["kind"]).iter_errors(doc)]
-            assert errors == [], where
-        else:
-            try:
-                kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
-            except kubernetes_validate.ValidationError as exc:
-                pytest.fail(f"{where}: {str(exc).splitlines()[0]}")
+        assert validation_errors(doc) == [], where
         assert doc["metadata"].get("namespace", "ccsweep") == "ccsweep", where
 
 
@@ -157,7 +191,12 @@ def test_rbac_is_least_privilege():
         ("ccsweep.io", "sweeps/finalizers", "update")] + [
         ("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "create", "patch", "delete")] + [
         ("", "events", "create")])
-    assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-node-probe"]  # the operator has no cluster role
+    # The operator's one cluster-wide right: list nodes, to fail a Sweep no node can run.
+    assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-node-probe", "rel-ccsweep-operator-nodes"]
+    assert rules(docs, "ClusterRole", "rel-ccsweep-operator-nodes") == [("", "nodes", "list")]
+    assert by_kind(docs, "ClusterRoleBinding")["rel-ccsweep-operator-nodes"]["subjects"][0]["name"] == \
+        "rel-ccsweep-operator"
+    assert "rel-ccsweep-operator-nodes" not in by_kind(render(set_values=["operator.checkNodes=false"]), "ClusterRole")
     assert rules(docs, "ClusterRole", "rel-ccsweep-node-probe") == [("", "nodes", "get"), ("", "nodes", "patch")]
     assert rules(docs, "Role", "ccsweep-workflow") == [
         ("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")]
@@ -172,10 +211,24 @@ def test_node_probe_runs_everywhere_with_its_node_name():
     daemonset = by_kind(rendered("default-values.yaml"), "DaemonSet")["rel-ccsweep-node-probe"]
     pod = daemonset["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["command"] == ["python3", "-m", "ccsweep_operator.nodeprobe", "--interval", "300"]
+    assert container["command"] == ["python3", "-m", "ccsweep_operator.nodeprobe", "--interval", "300",
+                                    "--modules", "/host/lib/modules"]
+    assert container["volumeMounts"] == [{"name": "modules", "mountPath": "/host/lib/modules", "readOnly": True}]
+    assert pod["volumes"] == [{"name": "modules", "hostPath": {"path": "/lib/modules", "type": "Directory"}}]
     assert container["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     assert pod["tolerations"] == [{"operator": "Exists"}]
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_node_setup_is_off_by_default_and_privileged_only_where_it_loads_modules():
+    assert "rel-ccsweep-node-setup" not in by_kind(rendered("default-values.yaml"), "DaemonSet")
+    setup = by_kind(rendered("full-values.yaml"), "DaemonSet")["sweeps-node-setup"]["spec"]["template"]["spec"]
+    (init,), (main,) = setup["initContainers"], setup["containers"]
+    assert init["command"] == ["python3", "-m", "ccsweep_operator.nodesetup", "--", "tcp_bbr", "tcp_vegas"]
+    assert init["securityContext"]["privileged"] is True
+    assert init["volumeMounts"] == [{"name": "modules", "mountPath": "/lib/modules", "readOnly": True}]
+    assert main["securityContext"]["capabilities"] == {"drop": ["ALL"]} and main["securityContext"]["runAsNonRoot"]
+    assert setup["automountServiceAccountToken"] is False  # it needs no API access
 
 
 def test_minimal_scenario_installs_only_the_workflow_templates():
@@ -229,22 +282,76 @@ def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
     ("operatr.enabled=false", "additional properties 'operatr' not allowed"),
     ("nodeProbe.intervalSeconds=1", "at '/nodeProbe/intervalSeconds': minimum: got 1, want 10"),
     ("store.s3.create=true", "store.s3.create needs store.s3.accessKey, store.s3.secretKey and store.s3.endpoint"),
+    ("store.s3.endpoint=minio:9000", "at '/store/s3/endpoint': 'minio:9000' does not match pattern"),
+    ("image.digest=latest", "at '/image/digest': 'latest' does not match pattern"),
+    ("image.registry=https://registry.example.org", "at '/image/registry'"),
+    ("nodeSetup.modules={tcp_bbr,bbr}", "at '/nodeSetup/modules/1': 'bbr' does not match pattern"),
 ])
-def test_bad_values_are_refused_with_the_key(setting: str, message: str, tmp_path: Path):
-    done = run_helm("template", "rel", str(chart_copy(tmp_path)), "--kube-version", KUBE_VERSION, "--set", setting,
+def test_bad_values_are_refused_with_the_key(setting: str, message: str):
+    done = run_helm("template", "rel", str(CHART), "--kube-version", KUBE_VERSION, "--set", setting,
                     check=False)
     assert done.returncode == 1
     assert message in done.stderr, done.stderr
 
 
-def test_dependencies_are_optional_and_off_by_default():
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    deps = dependencies()
-    assert sorted(d["name"] for d in deps) == ["argo-workflows", "grafana", "minio", "prometheus"]
-    for dep in deps:
-        assert dep["condition"] == f"{dep['name']}.enabled"
-        assert values[dep["name"]]["enabled"] is False
-        assert dep["version"].count(".") == 2 and dep["repository"].startswith("https://")
+def test_prometheus_operator_resources_carry_the_scrape_and_the_rules():
+    docs = rendered("prometheus-operator-values.yaml")
+    monitor = by_kind(docs, "ServiceMonitor")["rel-ccsweep-pushgateway"]
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["monitoring"]}
+    assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "prometheus-pushgateway"
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "interval": "2s", "honorLabels": True}]
+    rule = by_kind(docs, "PrometheusRule")["rel-ccsweep-recording-rules"]
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert rule["spec"] == yaml.safe_load((REPO / "monitoring/rules.yml").read_text())
+    off = rendered("default-values.yaml")
+    assert not by_kind(off, "ServiceMonitor") and not by_kind(off, "PrometheusRule")
+
+
+@pytest.mark.parametrize("kind, field, value", [
+    ("ServiceMonitor", "honorLabel", True),         # misspelt: the API server would drop it silently
+    ("ServiceMonitor", "interval", "2 seconds"),     # not a Prometheus duration
+    ("PrometheusRule", "record", 7),
+])
+def test_prometheus_operator_schema_refuses_a_bad_field(kind: str, field: str, value: object):
+    """The CRD check can fail: the vendored schemas see into endpoints and rules."""
+    doc = json.loads(json.dumps(next(d for d in rendered("prometheus-operator-values.yaml") if d["kind"] == kind)))
+    assert validation_errors(doc) == []
+    target = doc["spec"]["endpoints"][0] if kind == "ServiceMonitor" else doc["spec"]["groups"][0]["rules"][0]
+    target[field] = value
+    assert validation_errors(doc), f"{kind} with {field}={value!r} passed its schema"
+
+
+@pytest.mark.parametrize("settings, image", [
+    ([], "ccsweep/cell:0.1.0"),
+    (["image.registry=registry.example.org:5000", "image.tag=0.2.0"], "registry.example.org:5000/ccsweep/cell:0.2.0"),
+    ([f"image.digest=sha256:{'ab' * 32}"], f"ccsweep/cell:0.1.0@sha256:{'ab' * 32}"),
+])
+def test_image_reference_is_registry_repository_tag_digest(settings: list[str], image: str):
+    docs = render(set_values=settings)
+    pods = [by_kind(docs, "Deployment")["rel-ccsweep-operator"], by_kind(docs, "DaemonSet")["rel-ccsweep-node-probe"]]
+    assert {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in pods} == {image}
+    sweep = by_kind(docs, "WorkflowTemplate")["ccsweep-sweep"]
+    assert {p["name"]: p.get("value") for p in sweep["spec"]["arguments"]["parameters"]}["image"] == image
+
+
+def test_dashboards_select_the_datasource_of_the_values():
+    maps = {n: d for n, d in by_kind(rendered("prometheus-operator-values.yaml"), "ConfigMap").items()
+            if "-dashboard-" in n}
+    assert maps
+    for cm in maps.values():
+        (name, text), = cm["data"].items()
+        dashboard = json.loads(text)
+        variable = next(v for v in dashboard["templating"]["list"] if v["name"] == "datasource")
+        assert variable.pop("current") == {"selected": True, "text": "Prometheus", "value": "Prometheus"}
+        assert dashboard == json.loads((REPO / "dashboards" / name).read_text())
+
+
+def test_chart_installs_from_a_clone_without_dependencies():
+    """`helm install charts/ccsweep` needs no `helm dependency build` and no network."""
+    assert "dependencies" not in yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert not (CHART / "charts").exists() and not (CHART / "Chart.lock").exists()
+    assert render(), "helm template of the clone's chart rendered nothing"
 
 
 def test_readme_lists_every_value():
@@ -268,7 +375,7 @@ def test_readme_lists_every_value():
 
 def test_packaged_chart_carries_the_workflow_templates_as_files(tmp_path: Path):
     """Helm follows the files/ symlinks when packaging: the .tgz holds real copies."""
-    run_helm("package", str(chart_copy(tmp_path / "src")), "-d", str(tmp_path))
+    run_helm("package", str(CHART), "-d", str(tmp_path))
     with tarfile.open(next(tmp_path.glob("ccsweep-*.tgz"))) as tgz:
         members = {m.name: m for m in tgz.getmembers()}
         for name in SOURCE_TEMPLATES:

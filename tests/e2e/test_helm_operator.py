@@ -24,7 +24,7 @@ from clusterlib import CELL_IMAGE, NODE_IP, REPO, NodeServices
 
 sys.path.insert(0, str(REPO / "tests/chart"))
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from chartlib import chart_copy, helm  # noqa: E402
+from chartlib import CHART, helm  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -102,7 +102,7 @@ def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp
     prefix = f"helm-e2e-{uuid.uuid4().hex[:8]}"
     env = node_services.env
     rel = Release(cluster, node_services, prefix)
-    chart = chart_copy(tmp_path_factory.mktemp("chart"))
+    chart = CHART
     # The keys go to helm in a values file only this user may read, never on its command line.
     keys = tmp_path_factory.mktemp("helm-values") / "s3-values.yaml"
     keys.touch(mode=0o600)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.plan import node_selector
-from ccsweep_operator.nodeprobe import KERNEL_LABEL, label_patch, label_value, probe
+from ccsweep_operator.nodeprobe import KERNEL_LABEL, label_patch, label_value, loadable, probe
 from envtest import EnvTest
 
 
@@ -67,3 +67,20 @@ def test_probe_needs_a_node_name():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("error: --node or $NODE_NAME is required")
+
+
+def test_loadable_algorithms_are_the_kernels_tcp_modules(tmp_path: Path):
+    ipv4 = tmp_path / "6.1.0-18-amd64/kernel/net/ipv4"
+    ipv4.mkdir(parents=True)
+    for name in ("tcp_bbr.ko.xz", "tcp_vegas.ko.zst", "tcp_westwood.ko", "tcp_diag.ko.xz", "udp_diag.ko.xz",
+                 "tcp_bic.ko.xz.bak"):
+        (ipv4 / name).write_bytes(b"\x7fELF")
+    assert loadable("6.1.0-18-amd64", tmp_path) == ["bbr", "vegas", "westwood"]
+    assert loadable("6.18.0", tmp_path) == []  # another kernel's modules, or none mounted: nothing claimed
+
+
+def test_patch_labels_what_could_load_and_removes_what_no_longer_can():
+    current = {"ccsweep.io/loadable-cc-vegas": "true", "ccsweep.io/cc-cubic": "true", KERNEL_LABEL: "6.1.0"}
+    patch = label_patch(["cubic"], "6.1.0", current, ["bbr", "cubic"])
+    assert patch == {"ccsweep.io/loadable-cc-bbr": "true", "ccsweep.io/loadable-cc-cubic": "true",
+                     "ccsweep.io/loadable-cc-vegas": None}

@@ -50,7 +50,7 @@ def test_operator_may_do_its_job_and_nothing_else(envtest: EnvTest, namespace: s
     operator_sa = f"system:serviceaccount:{namespace}:{release}-ccsweep-operator"
     for verb, resource in [("create", "workflows.argoproj.io"), ("delete", "workflows.argoproj.io"),
                            ("patch", "workflows.argoproj.io"), ("watch", "sweeps.ccsweep.io"),
-                           ("patch", "sweeps.ccsweep.io/status")]:
+                           ("patch", "sweeps.ccsweep.io/status"), ("list", "nodes")]:
         assert can(envtest, operator_sa, verb, resource, namespace), (verb, resource)
     for verb, resource in [("get", "secrets"), ("create", "pods"), ("delete", "sweeps.ccsweep.io"),
                            ("update", "workflows.argoproj.io"), ("create", "workflowtemplates.argoproj.io"),

@@ -39,8 +39,12 @@ app.kubernetes.io/component: {{ . }}
 {{- end }}
 {{- end }}
 
+{{/* [registry/]repository:tag[@digest]: a digest pins the image even if the tag moves. */}}
 {{- define "ccsweep.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $image := .Values.image }}
+{{- $name := ternary (printf "%s/%s" $image.registry $image.repository) $image.repository (ne $image.registry "") }}
+{{- printf "%s:%s" $name (default .Chart.AppVersion $image.tag) }}
+{{- with $image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{- define "ccsweep.operator.serviceAccountName" -}}
