@@ -7,13 +7,13 @@ a separate document next to it.  `schema_version` changes whenever a field chang
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ccsweep.cell import Cell, LinkBackend
 
-RESULT_SCHEMA_VERSION = 1
+RESULT_SCHEMA_VERSION: Final = 1
 
 #: ok: measured and on time, the result that counts; late: measured while the emulator ran late
 #: (its self-check), kept as an attempt and never counted; failed: no measurement.
