@@ -269,3 +269,59 @@ def test_packaged_traces_match_their_readme():
     assert set(table) == shipped
     for name, digest in table.items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_the_cell_cap_counts_without_expanding_and_can_be_raised(monkeypatch: pytest.MonkeyPatch):
+    from ccsweep.spec import SpecError, parse_spec
+
+    bomb = {"name": "t", "experiments": [{
+        "name": "e", "cc": ["bbr", "cubic"], "loss": [i / 1000 for i in range(1000)], "rtt_ms": list(range(1000)),
+        "bandwidth_mbps": list(range(1, 151)), "duration_s": 5}]}
+    start = time.process_time()
+    with pytest.raises(SpecError, match="reaches 300000000 cells here, more than the limit of 100000"):
+        parse_spec(bomb)
+    assert time.process_time() - start < 1.0
+    monkeypatch.setenv("CCSWEEP_MAX_CELLS", "300000000")
+    assert parse_spec(bomb).experiments[0].cell_count() == 300_000_000
+
+
+@pytest.mark.parametrize("content, error", [
+    (b"", "empty"),
+    (b"0\n0\n", "period 0"),
+    (b"1\n3\n2\n", "line 3 goes back in time"),
+    (b"1\nroot:x:0:0:secret\n", "line 2 is not an integer"),
+    (b"5\n\n6\n", "line 2 is not an integer"),
+    (b"12345678901\n", "line 1 is not an integer"),
+])
+def test_trace_content_errors_name_the_line_never_the_content(content: bytes, error: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    from ccsweep.expand import load_trace
+    from ccsweep.spec import SpecError
+
+    (tmp_path / "t.up").write_bytes(content)
+    monkeypatch.setenv("CCSWEEP_TRACES", str(tmp_path))
+    with pytest.raises(SpecError) as info:
+        load_trace("t.up")
+    assert error in str(info.value)
+    assert "secret" not in str(info.value) and "root" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../traces/Verizon-LTE-short.up", ".hidden", "a/b", ""])
+def test_trace_lookup_takes_plain_names_only(name: str):
+    from ccsweep.expand import find_trace
+    from ccsweep.spec import SpecError
+
+    with pytest.raises(SpecError, match="not a trace name"):
+        find_trace(name)
+
+
+def test_extra_trace_folders_come_first_and_packaged_traces_need_no_setting(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    from ccsweep.expand import PACKAGED_TRACES, find_trace, load_trace
+
+    monkeypatch.delenv("CCSWEEP_TRACES", raising=False)
+    assert find_trace("Verizon-LTE-short.up") == PACKAGED_TRACES / "Verizon-LTE-short.up"
+    assert 5.5 < load_trace("Verizon-LTE-short.up").mean_mbps < 6.5  # Mahimahi's Verizon LTE uplink, ~6 Mbit/s
+    (tmp_path / "Verizon-LTE-short.up").write_text("1\n")
+    monkeypatch.setenv("CCSWEEP_TRACES", str(tmp_path))
+    assert find_trace("Verizon-LTE-short.up") == tmp_path / "Verizon-LTE-short.up"
