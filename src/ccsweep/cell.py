@@ -21,7 +21,6 @@ LossPosition = Literal["after", "before"]
 #: What emulates the path: ccsweep's own emulator, or upstream Mahimahi's nested shells.
 LinkBackend = Literal["ccsweep-link", "mahimahi"]
 
-
 #: Mahimahi's TUN framing: a 1500-byte IP packet uses one 1504-byte delivery opportunity.
 MAHIMAHI_OPPORTUNITY_BYTES = 1504
 
@@ -90,7 +89,7 @@ class QueueParams(Frozen):
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
 
-    name: str
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 

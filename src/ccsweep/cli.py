@@ -10,8 +10,9 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from pydantic import ValidationError
@@ -35,6 +36,14 @@ def fail(message: str | Exception, code: int | None = None) -> NoReturn:
     sys.exit(code)
 
 
+def _sweep(name: str) -> str:
+    """A --sweep naming a stored sweep: a slug (never a path out of the store), or a one-line exit 2."""
+    try:
+        return check_sweep_name(name)
+    except SpecError as exc:
+        fail(exc)
+
+
 def _load(spec_ref: str, sweep_name: str | None) -> SweepSpec:
     try:
         if sweep_name is not None:
@@ -50,8 +59,15 @@ revise_option = click.option(
     help="The spec of an already planned sweep changed on purpose: keep the old plan as a revision and plan "
          "the new one (stored cells are reused, only new ones run).")
 store_option = click.option("--store", "store_url", default=DEFAULT_STORE, show_default=True,
+                            envvar="CCSWEEP_STORE", show_envvar=True,
                             help="Where results go: a folder, file://PATH or s3://BUCKET/PREFIX "
                                  "(S3 endpoint and keys from CCSWEEP_S3_* / AWS_* environment variables).")
+
+
+
+def pushgateway_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--pushgateway, also read from $CCSWEEP_PUSHGATEWAY (a cluster or shell sets it once)."""
+    return click.option("--pushgateway", envvar="CCSWEEP_PUSHGATEWAY", show_envvar=True, help=help_text)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -90,7 +106,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 @click.argument("spec")
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
-@click.option("--pushgateway", help="Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
+@pushgateway_option("Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
 @click.option("--spec-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
                    "workflow's inline spec: an artifact that is empty when none was given).")
@@ -185,7 +201,7 @@ def presets() -> None:
 @click.option("--id", "cell_id", help="With --sweep: the cell's id (as printed by `ccsweep plan`).")
 @store_option
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder (default: a temporary one).")
-@click.option("--pushgateway", help="Push live metrics to this Prometheus Pushgateway (host:port or URL).")
+@pushgateway_option("Push live metrics to this Prometheus Pushgateway (host:port or URL).")
 @click.option("--lateness-threshold-us", type=click.FloatRange(min=1),
               help="Flag the result when the emulator's p99 lateness exceeds this "
                    "(default: 2% of the cell's RTT, between 200 and 1000 us).")
@@ -296,11 +312,14 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
         from ccsweep.plan import cell_from_manifest
 
         try:
-            return cell_from_manifest(store, sweep_name or "", cell_id or "")
+            return cell_from_manifest(store, _sweep(sweep_name or ""), cell_id or "")
         except (SpecError, StoreError) as exc:
             fail(exc)
-    text = (sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@")
-            else cell_arg)
+    try:
+        text = (sys.stdin.read() if cell_arg == "-" else Path(cell_arg[1:]).read_text() if cell_arg.startswith("@")
+                else cell_arg)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"--cell {cell_arg[:200]}: cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})")
     try:
         return Cell.model_validate_json(text)
     except ValidationError as exc:
@@ -323,7 +342,7 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
                    "finish). Default: no budget.")
 @click.option("--workdir", type=click.Path(path_type=Path),
               help="Scratch folder for running cells (default: temporary).")
-@click.option("--pushgateway", help="Push live metrics of every cell to this Prometheus Pushgateway.")
+@pushgateway_option("Push live metrics of every cell to this Prometheus Pushgateway.")
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Build figures and the report at the end.")
 @revise_option
@@ -428,6 +447,7 @@ def status(store_url: str, sweep_name: str) -> None:
     whether the sweep is complete.
     """
     store = _open(store_url)
+    sweep_name = _sweep(sweep_name)
     try:
         manifest = store.get_manifest(sweep_name)
         if manifest is None:
@@ -448,10 +468,11 @@ def status(store_url: str, sweep_name: str) -> None:
 @main.command(name="figures")
 @store_option
 @click.option("--sweep", "sweep_name", required=True, help="The sweep whose stored results to draw.")
-@click.option("--pushgateway", help="Then keep the sweep's final results in its Pushgateway group and delete its "
+@pushgateway_option("Then keep the sweep's final results in its Pushgateway group and delete its "
                                     "cells' groups (the last step of an Argo sweep does this).")
 def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> None:
     """Build figures (PNG, SVG), the HTML report and the ReBBR CSV from stored results only."""
+    sweep_name = _sweep(sweep_name)
     _build_figures(store_url, sweep_name, Console(stderr=True))
     if pushgateway:
         from ccsweep.metrics import publish_stored

@@ -3,7 +3,8 @@
 tests/hostile/<class>/ holds the corpus, one file per case; a file's first line says what its
 error must contain (`# expect: ...`, in the file's own encoding). Cases that cannot be files in
 a repository (a 50 MB spec, a FIFO, /dev/zero, a folder, a hostile --sweep) are built here. Every
-case runs `ccsweep validate` in a subprocess limited to 300 MB of address space and must finish
+case runs `ccsweep validate` in a process of its own limited to 300 MB of address space (forked
+from a server that imported the CLI once: tests/unit/forkcli.py) and must finish
 within 2 s of CPU time (the wall-clock limit is looser: the machine is shared), must not echo a
 file it was pointed at, and a store passed to `ccsweep plan` stays exactly as it was. The specs
 in tests/hostile/accepted/ and every preset must still validate.
@@ -12,19 +13,18 @@ in tests/hostile/accepted/ and every preset must still validate.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
-import resource
 import shutil
-import subprocess
-import sys
-import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from forkcli import ForkServer, Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "hostile"
@@ -53,34 +53,24 @@ def expectation(path: Path) -> str:
     raise AssertionError(f"{path}: no '# expect: ' first line")
 
 
-@dataclass
-class Outcome:
-    returncode: int
-    stderr: str
-    stdout: str
-    cpu_s: float
-    wall_s: float
-    args: list[str] = field(default_factory=list)
+_SERVERS: list[ForkServer] = []
+_NEXT = itertools.count()
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+@pytest.fixture(scope="module", autouse=True)
+def fork_servers() -> Iterator[None]:
+    """A few fork servers (tests/unit/forkcli.py): every run is a process of its own, without 0.4 s of imports."""
+    _SERVERS.extend(ForkServer(MEMORY_BYTES, WALL_SECONDS) for _ in range((os.cpu_count() or 1) + 1))
+    yield
+    for server in _SERVERS:
+        server.close()
+    _SERVERS.clear()
 
 
 def ccsweep(*args: str, env: dict[str, str], cwd: Path) -> Outcome:
-    """Run the CLI like a user, within the memory limit; its CPU time is the reaped child's own rusage
-    (os.wait4), so runs in parallel threads do not count each other's time."""
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "ccsweep", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, cwd=cwd, preexec_fn=_limits)
-    killer = threading.Timer(WALL_SECONDS, proc.kill)
-    killer.start()
-    with ThreadPoolExecutor(2) as readers:
-        out, err = readers.map(lambda stream: stream.read().decode(errors="replace"), [proc.stdout, proc.stderr])
-    _, status, usage = os.wait4(proc.pid, 0)
-    killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Outcome(proc.returncode, err, out, usage.ru_utime + usage.ru_stime, time.monotonic() - start, list(args))
+    """Run the CLI like a user, in a process of its own within the memory limit; its CPU time is
+    the child's own rusage, so runs in parallel threads do not count each other's time."""
+    return _SERVERS[next(_NEXT) % len(_SERVERS)].run(list(args), env, cwd)
 
 
 def assert_refused(outcome: Outcome, expected: str) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.cell import Cell
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
@@ -132,8 +132,9 @@ class _MissingReasons:
     """Why planned cells have no result, from what the store holds.
 
     An algorithm that no stored cell's kernel offered explains a cell the executor skipped, a late
-    attempt one whose every run had its emulator late, and a failure record one that failed.  Nothing stored says why any other cell is
-    missing: it has not run yet, or its run was interrupted.
+    attempt one whose every run had its emulator late, and a failure record one that failed.
+    Nothing stored says why any other cell is missing: it has not run yet, or its run was
+    interrupted.
     """
 
     def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult]):

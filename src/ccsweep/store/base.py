@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,7 +208,7 @@ class ResultStore(ABC):
         stored = self.get_manifest(manifest.name)
         if stored is not None and revise and stored.spec != manifest.spec:
             data = stored.model_dump_json(indent=1).encode()
-            revision = f"sweeps/{manifest.name}/revisions/{hashlib.sha256(data).hexdigest()[:16]}.json"
+            revision = f"{sweep_prefix(manifest.name)}/revisions/{hashlib.sha256(data).hexdigest()[:16]}.json"
             self.write_bytes(revision, data, content_type="application/json", exclusive=True)
             self.write_bytes(key, manifest.model_dump_json(indent=1).encode(), content_type="application/json")
             return manifest
@@ -258,7 +259,7 @@ class ResultStore(ABC):
 
     def put_sweep_file(self, sweep: str, name: str, data: bytes) -> str:
         """Write a figure, report or export of a sweep (these are rebuilt, so they may be replaced)."""
-        key = f"sweeps/{sweep}/{name}"
+        key = f"{sweep_prefix(sweep)}/{name}"
         self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
 
@@ -284,7 +285,14 @@ def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
 
 
 def manifest_key(sweep: str) -> str:
-    return f"sweeps/{sweep}/manifest.json"
+    return f"{sweep_prefix(sweep)}/manifest.json"
+
+
+def sweep_prefix(sweep: str) -> str:
+    """Where a sweep's files live; a name that is not a slug could leave it (`..`), so it is refused here too."""
+    if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", sweep):
+        raise StoreError(f"sweep name {sweep[:64]!r}: not a sweep name (lowercase letters, digits and '-')")
+    return f"sweeps/{sweep}"
 
 
 def trace_key(sha256: str) -> str:
