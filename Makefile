@@ -53,11 +53,11 @@ apt: ## Debian packages (iproute2, iperf3, ping, Prometheus, Pushgateway), only 
 	hack/deps.sh
 
 .PHONY: venv
-venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and its pinned dependencies.
-$(VENV)/.installed: pyproject.toml
+venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and the dependencies of constraints.txt.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,lint]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint]'
 	touch $@
 
 .PHONY: tools

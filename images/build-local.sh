@@ -94,7 +94,8 @@ build_wheels() {
   # Build from a copy: setuptools would leave build/ and *.egg-info in the source tree.
   local copy=$wheels.src
   rm -rf "$copy"; mkdir -p "$copy"
-  cp -r "$src/pyproject.toml" "$src/src" "$src/operator" "$copy/"
+  # sweeps/ too: the package's presets/ is a symlink to it.
+  cp -r "$src/pyproject.toml" "$src/src" "$src/operator" "$src/sweeps" "$copy/"
   [[ ! -f $src/README.md ]] || cp "$src/README.md" "$copy/"
   log "pip wheel $src (from a copy)"
   "$PIP_PYTHON" -m pip wheel -q --no-deps -w "$wheels" "$copy" >&2
@@ -104,7 +105,7 @@ build_wheels() {
   log "pip download dependencies for CPython $PY_TAG manylinux"
   local wheel; wheel=$(echo "$wheels"/ccsweep-*.whl)
   "$PIP_PYTHON" -m pip download -q --only-binary=:all: --python-version "$PY_TAG" --implementation cp \
-    "${platforms[@]}" --platform manylinux2014_x86_64 -d "$wheels" "${wheel}[operator]" >&2
+    "${platforms[@]}" --platform manylinux2014_x86_64 -c "$src/constraints.txt" -d "$wheels" "${wheel}[operator]" >&2
 }
 
 build_cell() {

@@ -15,6 +15,7 @@ NEEDS_OF_MARKER = {
     "integration": ("root",),
     "e2e": ("root", "tools"),
     "services": ("tools",),  # bin/minio from hack/tools/minio.sh
+    "packaging": ("tools",),  # the wheel's build backend from PyPI
 }
 #: Markers implied by a fixture a test uses.
 NEEDS_OF_FIXTURE = {

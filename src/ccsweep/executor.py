@@ -136,7 +136,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         else:
             runnable.append(cell)
     for reason in sorted({o.error or "" for o in summary.outcomes if o.status == "unavailable"}):
-        console.print(f"[yellow]skipping cells: {reason}[/yellow]")
+        console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}", soft_wrap=True)
     warning_log = WarningLog(console)
@@ -179,7 +179,7 @@ def _flush_spool(store: ResultStore, console: Console) -> FlushReport:
         return FlushReport(store.url)
     report = spool.flush(store)
     if report.uploaded:
-        console.print(f"uploaded {len(report.uploaded)} spooled cell result(s) to {store.url}")
+        console.print(f"uploaded {len(report.uploaded)} spooled cell result(s) to {store.url}", soft_wrap=True)
     if report.remaining:
         notice(console, f"{len(report.remaining)} cell result(s) stay in the spool {spool.root} ({report.error}); "
                         f"`ccsweep upload-spool --store {store.url}` or the next `ccsweep run` uploads them")
@@ -276,7 +276,8 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                     budget.count(outcome)
                     finished += 1
                     if outcome.status == "failed":
-                        progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]")
+                        progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]",
+                                               soft_wrap=True)
                     elif outcome.status == "late":
                         progress.console.print(f"[red]cell {ended.cell.id}: emulator late on all {ended.attempt} "
                                                "attempts; no result counted[/red]")

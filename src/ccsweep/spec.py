@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
-from ccsweep.cell import LinkBackend, LossPosition, QueueKind
+from ccsweep.cell import KERNEL_RELEASE, LinkBackend, LossPosition, QueueKind
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
@@ -244,6 +244,10 @@ class Experiment(SpecModel):
     seed: int = Field(default=1, ge=0, le=2**31)
     buffers: BufferSetting = BufferSetting()
     message_bytes: int = Field(default=1024, ge=1, le=1 << 20)
+    kernels: list[Annotated[str, Field(pattern=KERNEL_RELEASE)]] | None = Field(
+        default=None, min_length=1, max_length=16,
+        description="kernel releases (`uname -r`) to run every cell on, one cell each: results from different "
+                    "kernels are different results; without it a cell runs on any kernel")
     link: LinkBackend = Field(default="ccsweep-link",
                               description="the link emulator: ccsweep-link, or upstream Mahimahi's nested shells")
 
@@ -316,6 +320,10 @@ class SweepSpec(SpecModel):
     defaults: dict[str, Any] = Field(default_factory=dict,
                                      description="fields merged into every experiment of this file")
     experiments: list[Experiment] = Field(default_factory=list, max_length=256)
+    time_scale: float = Field(default=1.0, gt=0, le=1,
+                              description="shorten every flow (duration, warm-up, starts, rate steps) by this factor, "
+                                          "for a quick pass over a big sweep; scaled cells are recorded as such and "
+                                          "never stand in for full-length ones")
 
     @model_validator(mode="after")
     def _unique_names(self) -> SweepSpec:
@@ -328,11 +336,16 @@ class SweepSpec(SpecModel):
         return self
 
 
+#: The presets shipped in the package (in a clone, a symlink to the repository's sweeps/), so an
+#: installed ccsweep finds them from any folder.
+PACKAGED_PRESETS = Path(__file__).resolve().parent / "presets"
+
+
 def sweep_search_path() -> list[Path]:
-    """Where preset names are looked up: $CCSWEEP_SWEEPS (colon-separated), ./sweeps, the repo's sweeps/."""
+    """Where preset names are looked up: $CCSWEEP_SWEEPS (colon-separated), ./sweeps, the packaged
+    presets, and the cell image's /opt/ccsweep/sweeps."""
     dirs = [Path(p) for p in os.environ.get("CCSWEEP_SWEEPS", "").split(":") if p]
-    dirs += [Path.cwd() / "sweeps", Path(__file__).resolve().parents[2] / "sweeps", Path("/opt/ccsweep/sweeps")]
-    return dirs
+    return [*dirs, Path.cwd() / "sweeps", PACKAGED_PRESETS, Path("/opt/ccsweep/sweeps")]
 
 
 def check_sweep_name(name: str, field: str = "--sweep") -> str:

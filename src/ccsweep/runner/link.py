@@ -43,7 +43,8 @@ def find_link_binary(explicit: str | os.PathLike[str] | None = None) -> Path:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     tried = ", ".join(map(str, candidates)) + ("" if explicit is not None else ", PATH")
-    raise LinkError(f"ccsweep-link not found (tried {tried}); build it with `make emulator`")
+    raise LinkError(f"ccsweep-link not found (tried {tried}); build it with `make emulator` and put it on PATH "
+                    "or name it in CCSWEEP_LINK")
 
 
 def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s: float, length_s: float) -> str:
