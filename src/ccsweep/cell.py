@@ -21,6 +21,9 @@ LossPosition = Literal["after", "before"]
 #: What emulates the path: ccsweep's own emulator, or upstream Mahimahi's nested shells.
 LinkBackend = Literal["ccsweep-link", "mahimahi"]
 
+#: A kernel release as `uname -r` prints it, in the characters a Kubernetes label value allows.
+KERNEL_RELEASE = r"^[0-9][0-9A-Za-z._-]{0,61}[0-9A-Za-z]$"
+
 #: Mahimahi's TUN framing: a 1500-byte IP packet uses one 1504-byte delivery opportunity.
 MAHIMAHI_OPPORTUNITY_BYTES = 1504
 
@@ -147,6 +150,10 @@ class CellParams(Frozen):
     seed: int = Field(ge=0)
     repetition: int = Field(default=0, ge=0)
     link: LinkBackend = "ccsweep-link"
+    kernel: str | None = Field(default=None, pattern=KERNEL_RELEASE,
+                               description="the kernel release the cell must run on (a `kernels` axis); None: any")
+    time_scale: float = Field(default=1.0, gt=0, le=1,
+                              description="flow times were scaled by this: a shortened run, never a full-length one")
 
     @model_validator(mode="after")
     def _warmup_fits(self) -> CellParams:
@@ -205,7 +212,7 @@ class Cell(BaseModel):
 
 
 #: CellParams fields added after schema 1, with the default that keeps a cell as it was before.
-FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link"}
+FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
 
 
 def canonical_json(params: CellParams) -> str:

@@ -44,14 +44,28 @@ def _sweep(name: str) -> str:
         fail(exc)
 
 
-def _load(spec_ref: str, sweep_name: str | None) -> SweepSpec:
+def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None) -> SweepSpec:
+    """The spec, renamed by --sweep and shortened by --time-scale.
+
+    A time-scaled sweep is another sweep: without --sweep it is named `<name>-x<scale>`, so its
+    plan never meets the full-length one's under one name.
+    """
     try:
         if sweep_name is not None:
             check_sweep_name(sweep_name)
         spec = load_spec(spec_ref)
     except SpecError as exc:
         fail(exc)
+    if time_scale is not None and time_scale != spec.time_scale:
+        name = sweep_name or f"{spec.name}-x{time_scale:g}".replace(".", "-")[:63].rstrip("-")
+        return spec.model_copy(update={"name": name, "time_scale": time_scale})
     return spec.model_copy(update={"name": sweep_name}) if sweep_name else spec
+
+
+time_scale_option = click.option(
+    "--time-scale", type=click.FloatRange(0.001, 1), metavar="FACTOR",
+    help="Shorten every flow by FACTOR (e.g. 0.05) for a quick pass: scaled cells are other cells, recorded as "
+         "scaled, and the sweep is named NAME-xFACTOR unless --sweep says otherwise.")
 
 
 revise_option = click.option(
@@ -111,8 +125,9 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
               help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
                    "workflow's inline spec: an artifact that is empty when none was given).")
 @revise_option
+@time_scale_option
 def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None,
-         spec_file: Path | None, revise: bool) -> None:
+         spec_file: Path | None, revise: bool, time_scale: float | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -129,7 +144,7 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
     from ccsweep.plan import node_selector, plan_sweep, pod_deadline_s
 
     inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-    sweep = _load(str(spec_file) if inline else spec, sweep_name)
+    sweep = _load(str(spec_file) if inline else spec, sweep_name, time_scale)
     try:
         the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
     except (SpecError, StoreError) as exc:
@@ -219,7 +234,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     """
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
-    from ccsweep.runner import CongestionControlUnavailable, run_cell
+    from ccsweep.runner import CellUnavailable, run_cell
     from ccsweep.runner.netns import deferred_interrupts
     from ccsweep.store.spool import store_cell
 
@@ -241,7 +256,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
         try:
             output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
                               executor=executor, attempt=attempt)
-        except CongestionControlUnavailable as exc:
+        except CellUnavailable as exc:
             click.echo(json.dumps({**report, "status": "unavailable", "error": str(exc)}))
             sys.exit(EXIT_UNAVAILABLE)
         except KeyboardInterrupt:
@@ -346,9 +361,10 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Build figures and the report at the end.")
 @revise_option
+@time_scale_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
         max_attempts: int, max_failed_cells: int | None, workdir: Path | None, pushgateway: str | None, figures: bool,
-        revise: bool) -> None:
+        revise: bool, time_scale: float | None) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
@@ -358,7 +374,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     """
     from ccsweep.executor import SweepSummary, notice, run_sweep, summary_table
 
-    sweep = _load(spec, sweep_name)
+    sweep = _load(spec, sweep_name, time_scale)
     store = _open(store_url)
     console = Console(stderr=True)
     scratch = workdir or Path(tempfile.mkdtemp(prefix="ccsweep-run-"))

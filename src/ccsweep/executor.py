@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -128,9 +129,13 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
     available = available_congestion_controls()
     runnable: list[Cell] = []
+    kernel = platform.release()
     for cell in plan.pending:
         missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
-        if missing:
+        if cell.params.kernel is not None and cell.params.kernel != kernel:
+            summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"kernel {cell.params.kernel} asked for, "
+                                                                         f"this machine runs {kernel}"))
+        elif missing:
             summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
                                                                          f"(available: {' '.join(sorted(available))})"))
         else:

@@ -134,17 +134,35 @@ def expand(spec: SweepSpec) -> list[Cell]:
 
     The same parameters in two experiments give two entries with one id: executors run the id once.
     """
-    return [cell for experiment in spec.experiments for cell in expand_experiment(spec.name, experiment)]
+    return [cell for experiment in spec.experiments
+            for cell in expand_experiment(spec.name, experiment, time_scale=spec.time_scale)]
 
 
-def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
+#: The shortest flow a time-scaled cell may have: below it, start-up is the whole measurement.
+MIN_SCALED_DURATION_S = 1.0
+
+
+def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> Iterator[Cell]:
+    """The cells of one experiment; with `time_scale` < 1 every flow time is shortened by it.
+
+    Scaling touches only time (duration, warm-up, flow starts, rate steps), so a scaled cell tests
+    the same path in less time; its parameters record the scale, so it is another cell than the
+    full-length one and can never stand in for it.
+    """
+    def scaled(seconds: float) -> float:
+        return round(seconds * time_scale, 6)
+
+    if time_scale < 1 and scaled(exp.duration_s) < MIN_SCALED_DURATION_S:
+        raise SpecError(f"time_scale {time_scale:g} makes experiments[{exp.name}].duration_s "
+                        f"{scaled(exp.duration_s):g} s, below {MIN_SCALED_DURATION_S:g} s: raise time_scale")
     links = _bottlenecks(exp)
-    schedule = tuple(RateStep(at_s=step.at_s, factor=step.factor) for step in exp.rate_schedule)
+    schedule = tuple(RateStep(at_s=scaled(step.at_s), factor=step.factor) for step in exp.rate_schedule)
     buffers = BufferParams(tcp_rmem=exp.buffers.tcp_rmem, tcp_wmem=exp.buffers.tcp_wmem)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
+    kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, enumerate(exp.queue), reverses,
-                             range(exp.repetitions))
-    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, rep in axes:
+                             kernels, range(exp.repetitions))
+    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, rep in axes:
         up_loss = loss if exp.loss_direction in ("uplink", "both") else 0.0
         down_loss = loss if exp.loss_direction in ("downlink", "both") else 0.0
         down_delay = rtt / 2
@@ -152,19 +170,21 @@ def expand_experiment(sweep: str, exp: Experiment) -> Iterator[Cell]:
             down_delay = reverse.delay_ms if reverse.delay_ms is not None else down_delay
             down_loss = reverse.loss_percent / 100 if reverse.loss_percent is not None else down_loss
         params = CellParams(
-            flows=tuple(_flows(mix)),
+            flows=tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix)),
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss),
-            duration_s=exp.duration_s,
-            warmup_s=exp.effective_warmup_s,
+            duration_s=scaled(exp.duration_s),
+            warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
             buffers=buffers,
             message_bytes=exp.message_bytes,
             seed=exp.seed + rep,
             repetition=rep,
             link=exp.link,
+            kernel=kernel,
+            time_scale=time_scale,
         )
         if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
             raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")

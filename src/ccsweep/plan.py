@@ -65,11 +65,17 @@ def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:
 
 #: Node label prefix the chart's node probe sets for each algorithm the node's kernel offers.
 CC_LABEL_PREFIX = "ccsweep.io/cc-"
+#: Node label the node probe sets to the node's kernel release.
+KERNEL_LABEL = "ccsweep.io/kernel"
 
 
 def node_selector(cell: Cell) -> dict[str, str]:
-    """Labels a node must carry to run `cell`: one per algorithm, so no node lacking one gets it."""
-    return {f"{CC_LABEL_PREFIX}{cc}": "true" for cc in sorted({f.cc for f in cell.params.flows})}
+    """Labels a node must carry to run `cell`: one per algorithm, so no node lacking one gets it,
+    and the kernel release when the cell is pinned to one (a `kernels` axis)."""
+    labels = {f"{CC_LABEL_PREFIX}{cc}": "true" for cc in sorted({f.cc for f in cell.params.flows})}
+    if cell.params.kernel is not None:
+        labels[KERNEL_LABEL] = cell.params.kernel
+    return labels
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

@@ -28,7 +28,11 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     for exp in data.experiments:
         section = build_section(exp)
         figures = []
+        kernels = ", ".join(sorted({r.environment.kernel for r in exp.results})) or "none (no results)"
+        scaled = sorted({r.cell.params.time_scale for r in exp.results if r.cell.params.time_scale != 1})
+        stamp = f"kernel {kernels}" + (f"; flow times scaled ×{', '.join(f'{s:g}' for s in scaled)}" if scaled else "")
         for fig in section.figures:
+            fig.figure.text(0.995, 0.005, stamp, ha="right", va="bottom", fontsize=6, color="0.45")
             images = render(fig.figure)
             for fmt, blob in images.items():
                 put(f"figures/{fig.name}.{fmt}", blob)

@@ -59,14 +59,21 @@ def point_key(params: CellParams) -> str:
 
 
 def group_points(results: Iterable[CellResult]) -> list[Point]:
-    """Repetitions grouped into points, in first-seen order."""
+    """Repetitions grouped into points, in first-seen order; results from different kernels never share one.
+
+    A cell that names no kernel ran on whichever it got: its point takes the kernel of its
+    results, so the same parameters measured on two kernels are two points (and two series).
+    """
     points: dict[str, Point] = {}
     for result in results:
-        key = point_key(result.cell.params)
+        params = result.cell.params
+        if params.kernel is None:
+            params = params.model_copy(update={"kernel": result.environment.kernel})
+        key = point_key(params)
         if key in points:
             points[key].results.append(result)
         else:
-            points[key] = Point(result.cell.params, [result])
+            points[key] = Point(params, [result])
     return list(points.values())
 
 
@@ -168,6 +175,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "queue": queue_label,
     "path": path_label,
     "loss": lambda p: f"{p.loss * 100:g} % loss",
+    "kernel": lambda p: f"kernel {p.kernel}",
 }
 
 

@@ -45,6 +45,9 @@ def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]
                   "rmem_max", "wmem_max"):
         counts = Counter(_text(getattr(r.environment, field)) for r in results)
         rows += [(field, value, n) for value, n in sorted(counts.items())]
+    scales = Counter(r.cell.params.time_scale for r in results)
+    rows += [("flow time scale", f"×{scale:g} (shortened: not comparable with full-length runs)" if scale != 1
+              else "×1 (full length)", n) for scale, n in sorted(scales.items())]
     return rows
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ccsweep.runner.api import CellObserver, CellOutput, CongestionControlUnavailable
+    from ccsweep.runner.api import CellObserver, CellOutput, CellUnavailable, CongestionControlUnavailable
     from ccsweep.runner.run import run_cell
 
-__all__ = ["CellObserver", "CellOutput", "CongestionControlUnavailable", "run_cell"]
+__all__ = ["CellObserver", "CellOutput", "CellUnavailable", "CongestionControlUnavailable", "run_cell"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
         from ccsweep.runner.run import run_cell
 
         return run_cell
-    if name in ("CellObserver", "CellOutput", "CongestionControlUnavailable"):
+    if name in ("CellObserver", "CellOutput", "CellUnavailable", "CongestionControlUnavailable"):
         from ccsweep.runner import api
 
         return getattr(api, name)

@@ -13,7 +13,11 @@ from ccsweep.cell import Cell
 from ccsweep.result import CellResult, TimeSeries
 
 
-class CongestionControlUnavailable(RuntimeError):
+class CellUnavailable(RuntimeError):
+    """This machine cannot run the cell (an algorithm, or the kernel it asks for); nothing was set up."""
+
+
+class CongestionControlUnavailable(CellUnavailable):
     """The kernel lacks an algorithm the cell asks for; raised before anything is set up."""
 
     def __init__(self, cc: str, available: list[str]):
@@ -21,6 +25,13 @@ class CongestionControlUnavailable(RuntimeError):
         self.available = available
         super().__init__(f"congestion control {cc!r} is not available in this kernel "
                          f"(available: {' '.join(available)})")
+
+
+class KernelUnavailable(CellUnavailable):
+    """The cell is pinned to another kernel release (a `kernels` axis) than this machine runs."""
+
+    def __init__(self, wanted: str, running: str):
+        super().__init__(f"the cell asks for kernel {wanted}; this machine runs {running}")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,13 @@ from pathlib import Path
 from ccsweep import __version__
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult, Environment, LinkSummary, TimeSeries
-from ccsweep.runner.api import CellObserver, CellOutput, CongestionControlUnavailable
+from ccsweep.runner.api import (
+    CellObserver,
+    CellOutput,
+    CellUnavailable,
+    CongestionControlUnavailable,
+    KernelUnavailable,
+)
 from ccsweep.runner.collect import cell_goodput, flow_result, flow_series, link_series, receiver_curves, samples_of
 from ccsweep.runner.link import (
     find_link_binary,
@@ -65,6 +71,12 @@ GO_MARGIN_S = 0.1
 RECEIVER_PORT = 5201
 
 
+def check_kernel(cell: Cell, running: str) -> None:
+    """Raise KernelUnavailable when the cell is pinned to a kernel release other than `running`."""
+    if cell.params.kernel is not None and cell.params.kernel != running:
+        raise KernelUnavailable(cell.params.kernel, running)
+
+
 def check_congestion_controls(cell: Cell, available: list[str]) -> None:
     """Raise CongestionControlUnavailable for the first algorithm this kernel cannot give a socket."""
     refused = unavailable_congestion_controls(f.cc for f in cell.params.flows)
@@ -85,6 +97,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     if lateness_threshold_us is None:
         lateness_threshold_us = lateness_threshold_for(cell)
     available = available_congestion_controls()
+    check_kernel(cell, platform.release())
     check_congestion_controls(cell, available)
     environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,
                               ccsweep_version=__version__, python=platform.python_version(), executor=executor)
@@ -93,7 +106,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     try:
         with _sigterm_as_interrupt():
             return _run(cell, workdir, observer, lateness_threshold_us, link_binary, environment, started_at, attempt)
-    except (CongestionControlUnavailable, KeyboardInterrupt):
+    except (CellUnavailable, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - every other failure is recorded, not raised
         result = CellResult(cell=cell, status="failed", error=_one_line(exc), started_at=started_at,
