@@ -144,6 +144,10 @@ cluster-up: deps tools ## Local single-node Kubernetes + Argo + MinIO/Prometheus
 cluster-down: ## Stop the local cluster and everything beside it (by recorded PIDs).
 	hack/cluster/down.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 
+.PHONY: image
+image: ## Build the cell image (images/cell/Dockerfile) with buildah; REGISTRY=host[:port] also pushes it there.
+	images/build.sh $(if $(REGISTRY),--push $(REGISTRY))
+
 .PHONY: images
 images: tools emulator ## Cell and argoexec images as OCI archives, without Docker (images/build-local.sh).
 	images/build-local.sh cell

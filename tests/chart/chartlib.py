@@ -2,13 +2,17 @@
 
 The chart has no dependencies, so nothing is downloaded or stood in for; its files/ symlinks
 (workflows, dashboards, monitoring) point into this clone and Helm follows them.
-Imported by tests/chart, tests/operator and tests/e2e.
+Imported by tests/chart, tests/operator and tests/e2e, which also read docs/install.md's commands
+and values here (install_doc), so the documented install is the tested one.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +51,37 @@ def render(values_files: Iterable[Path] = (), set_values: Iterable[str] = (), na
     out = run_helm("template", release, str(CHART), "-n", namespace,
                    "--kube-version", KUBE_VERSION, *values_args(values_files, set_values)).stdout
     return [d for d in yaml.safe_load_all(out) if d]
+
+
+INSTALL_DOC = REPO / "docs/install.md"
+_BLOCK = re.compile(r"^```(?P<lang>\w+)\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class InstallDoc:
+    """What docs/install.md tells a user to run, read from its code blocks (not a copy of them)."""
+
+    helm_install: list[str]       # the `helm install` command's arguments after `helm`
+    values: str                   # the ccsweep-values.yaml block it installs with
+    monitoring_values: str        # the optional monitoring values block
+    label_namespace: list[str]    # the `kubectl label namespace` command's arguments after `kubectl`
+    commands: list[list[str]]     # every command line of its sh blocks, split as a shell would
+
+
+def install_doc() -> InstallDoc:
+    blocks = [(m["lang"], m["body"]) for m in _BLOCK.finditer(INSTALL_DOC.read_text())]
+    commands = [shlex.split(line, comments=True) for lang, body in blocks if lang == "sh"
+                for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+    def command(*start: str) -> list[str]:
+        """The one command line starting with these words, without the program's name."""
+        (found,) = [c[1:] for c in commands if c[:len(start)] == list(start)]
+        return found
+
+    def yaml_block(first_line: str) -> str:
+        (found,) = [body for lang, body in blocks if lang == "yaml" and body.startswith(first_line)]
+        return found
+
+    return InstallDoc(helm_install=command("helm", "install", "ccsweep"), values=yaml_block("# ccsweep-values.yaml"),
+                      monitoring_values=yaml_block("serviceMonitor:"),
+                      label_namespace=command("kubectl", "label", "namespace"), commands=commands)

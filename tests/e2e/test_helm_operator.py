@@ -1,6 +1,7 @@
 """The chart installed with the real Helm on the real cluster, and a Sweep run by its operator.
 
-`helm install` (ci/e2e-values.yaml, a store prefix of this session's own) brings the CRD, the
+`helm install` as docs/install.md says (its command and values read from the page, with
+ci/e2e-values.yaml and a store prefix of this session's own laid over them) brings the CRD, the
 operator, the node probe and the WorkflowTemplates; Argo's real controller, MinIO and the
 Pushgateway come from the session fixtures. Then, as a user would: `kubectl apply` the quick
 example, wait for Succeeded, find the results in MinIO; apply it again and see no cell run;
@@ -24,7 +25,7 @@ from clusterlib import CELL_IMAGE, NODE_IP, REPO, NodeServices
 
 sys.path.insert(0, str(REPO / "tests/chart"))
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from chartlib import CHART, helm  # noqa: E402
+from chartlib import CHART, helm, install_doc  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -76,6 +77,12 @@ class Release:
         return sweep if sweep and (sweep.get("status") or {}).get("phase") in phases else None
 
 
+def with_namespace(argv: list[str], after: str) -> list[str]:
+    """A documented command with this test's namespace in place of the page's (the word after `after`)."""
+    i = argv.index(after) + 1
+    return [*argv[:i], NAMESPACE, *argv[i + 1:]]
+
+
 def image_has_the_operator(cluster: TestCluster) -> str | None:
     """None when the cell image can run the operator; else why not (its import error)."""
     name = f"probe-{uuid.uuid4().hex[:6]}"
@@ -109,10 +116,18 @@ def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp
     keys.write_text(yaml.safe_dump({"store": {"s3": {"accessKey": env["CCSWEEP_S3_ACCESS_KEY"],
                                                      "secretKey": env["CCSWEEP_S3_SECRET_KEY"],
                                                      "endpoint": env["CCSWEEP_S3_ENDPOINT"]}}}))
-    rel.helm("install", RELEASE, str(chart), "-n", NAMESPACE, "-f", str(chart / "ci/e2e-values.yaml"),
-             "-f", str(keys), "--set", f"store.url=s3://{node_services.bucket}/{prefix}",
-             "--set", f"workflows.pushgateway={NODE_IP}:9091",
-             "--wait", "--timeout=5m")
+    # docs/install.md's own commands: its namespace label, its helm install with its values, this
+    # cluster's image, store and Pushgateway laid over them (the registry host aside).
+    doc = install_doc()
+    cluster.kubectl(*with_namespace(doc.label_namespace, "namespace"))
+    values = keys.parent / "ccsweep-values.yaml"
+    values.write_text(doc.values)
+    install = [str(values) if a == "ccsweep-values.yaml" else str(chart) if a == "charts/ccsweep" else a
+               for a in with_namespace(doc.helm_install, "-n")]
+    assert install[:3] == ["install", RELEASE, str(chart)], install
+    rel.helm(*install, "-f", str(chart / "ci/e2e-values.yaml"), "-f", str(keys),
+             "--set", f"store.url=s3://{node_services.bucket}/{prefix}",
+             "--set", f"workflows.pushgateway={NODE_IP}:9091")
     yield rel
     rel.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=2m")
     cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
