@@ -16,6 +16,7 @@ NEEDS_OF_MARKER = {
     "e2e": ("root", "tools"),
     "services": ("tools",),  # bin/minio from hack/tools/minio.sh
     "packaging": ("tools",),  # the wheel's build backend from PyPI
+    "image": ("root", "tools"),  # buildah (hack/tools/apt.sh), Debian's packages, PyPI and crates.io
 }
 #: Markers implied by a fixture a test uses.
 NEEDS_OF_FIXTURE = {

@@ -7,13 +7,14 @@
 #   containernetworking-plugins  CNI bridge + host-local in /usr/lib/cni
 #   iptables                kube-proxy's iptables mode
 #   debootstrap             the local image's Debian rootfs
+#   buildah                 builds images/cell/Dockerfile (images/build.sh, make image)
 #   iproute2 gcc openssl curl  netns/veth, the static pause binary, PKI, health checks
 #   prometheus prometheus-pushgateway  metrics beside the cluster (hack/cluster/services.sh)
 set -euo pipefail
 shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 
-PACKAGES=(containerd runc iptables debootstrap etcd-server containernetworking-plugins iproute2 gcc openssl curl
+PACKAGES=(containerd runc iptables debootstrap buildah etcd-server containernetworking-plugins iproute2 gcc openssl curl
           prometheus prometheus-pushgateway)
 
 missing_packages() {

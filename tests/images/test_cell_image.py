@@ -1,0 +1,85 @@
+"""images/cell/Dockerfile, built with buildah as a user builds it (images/build.sh), and what is in it.
+
+The build is the real one: Debian's packages, PyPI and crates.io in its RUN steps, Mahimahi from
+the pinned commit's unmodified upstream tarball, the base images from a local root file system
+where no registry is reachable (--local-base). Minutes the first time; buildah's layer cache makes
+a rebuild of unchanged sources quick. The container runs with buildah's chroot isolation; running
+a cell from the image on the test cluster is the e2e's part.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from versions import read_versions
+
+REPO = Path(__file__).resolve().parents[2]
+MAHIMAHI_COMMIT = read_versions()["MAHIMAHI_COMMIT"]
+
+pytestmark = pytest.mark.image
+
+
+def buildah(*args: str, timeout: float = 300) -> str:
+    done = subprocess.run(["buildah", *args], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"buildah {' '.join(args)}: {done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The image's name and its OCI archive."""
+    archive = tmp_path_factory.mktemp("image") / "cell.oci"
+    done = subprocess.run([str(REPO / "images/build.sh"), "--local-base", "--archive", str(archive)],
+                          capture_output=True, text=True, timeout=3600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout.strip().splitlines()[-1], archive
+
+
+@pytest.fixture(scope="module")
+def container(built: tuple[str, Path]) -> Iterator[str]:
+    name = buildah("from", "--pull=never", built[0]).strip()
+    yield name
+    buildah("rm", name)
+
+
+def run(container: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["buildah", "run", "--isolation", "chroot", container, "--", *argv],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_image_is_named_for_the_chart(built: tuple[str, Path]):
+    version = (REPO / "src/ccsweep/__init__.py").read_text().split('__version__ = "')[1].split('"')[0]
+    assert built[0] == f"localhost/ccsweep/cell:{version}"
+    with tarfile.open(built[1]) as archive:
+        index = json.loads(archive.extractfile("index.json").read())
+    assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == built[0]
+
+
+def test_ccsweep_in_the_image_finds_its_presets_and_traces(container: str):
+    done = run(container, "ccsweep", "validate", "cellular")
+    assert done.returncode == 0, done.stderr
+    versions = run(container, "python3", "-c",
+                   "import kopf, ccsweep_operator.nodesetup, numpy; print(numpy.__version__)")
+    assert versions.returncode == 0, versions.stderr
+    pinned = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+                  if "==" in line and not line.startswith("#"))
+    assert versions.stdout.strip() == pinned["numpy"]  # installed with -c constraints.txt
+
+
+def test_emulator_mahimahi_and_modprobe_are_there(container: str):
+    assert run(container, "ccsweep-link", "--help").returncode == 0
+    shells = run(container, "stat", "-c", "%U %A %n", "/opt/ccsweep/mahimahi/bin/mm-link",
+                 "/opt/ccsweep/mahimahi/bin/mm-delay", "/opt/ccsweep/mahimahi/bin/mm-loss")
+    assert shells.returncode == 0, shells.stderr
+    for line in shells.stdout.splitlines():
+        owner, mode, _ = line.split()
+        assert owner == "root" and mode[3] == "s", line  # setuid root: they refuse to run as root
+    target = run(container, "readlink", "/opt/ccsweep/mahimahi")
+    assert target.stdout.strip() == f"mahimahi-{MAHIMAHI_COMMIT}"
+    assert run(container, "modprobe", "--version").returncode == 0  # the chart's node setup
