@@ -33,13 +33,19 @@ class Node:
     def can_load(self, cc: str) -> bool:
         return self.labels.get(f"{LOADABLE_LABEL_PREFIX}{cc}") == "true"
 
+    def known(self) -> bool:
+        """Whether the node probe (or a person) has said what this node offers."""
+        return KERNEL_LABEL in self.labels or any(k.startswith(CC_LABEL_PREFIX) for k in self.labels)
+
 
 def unplaceable(cells: Iterable[Cell], nodes: Sequence[Node]) -> str | None:
     """None when every cell has a node offering its algorithms; else why not, in one line.
 
-    No nodes at all says nothing (a node pool scaled to zero, an API server without kubelets):
-    the cells may still find nodes that join later.
+    Only nodes whose offer is known count. None known says nothing: a node pool scaled to zero,
+    an API server without kubelets, or a probe that has not reported yet (just installed); the
+    cells may still find nodes later.
     """
+    nodes = [n for n in nodes if n.known()]
     if not nodes:
         return None
     selectors = {tuple(sorted(node_selector(c).items())) for c in cells}

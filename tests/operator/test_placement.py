@@ -52,6 +52,14 @@ def test_a_big_cluster_still_gives_one_line():
     assert unplaceable([cell("westwood")], []) is None  # no nodes yet (scaled to zero): they may still come
 
 
+def test_nodes_the_probe_has_not_reported_on_say_nothing_yet():
+    fresh = [Node("new", {"kubernetes.io/os": "linux"})]
+    assert unplaceable([cell("bbr")], fresh) is None  # the probe starts with the chart: not Failed before it reports
+    assert unplaceable([cell("bbr")], [*fresh, Node("a", PROBED)]) == (
+        "no node offers congestion control bbr; nodes: a 6.1.0-18-amd64 (could load bbr) - the chart's "
+        "nodeSetup.enabled=true with nodeSetup.modules loads them")
+
+
 def with_cc(sweep: SweepObject, cc: str) -> SweepObject:
     spec = copy.deepcopy(dict(sweep.spec))
     for experiment in spec["experiments"]:
