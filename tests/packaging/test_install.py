@@ -1,7 +1,7 @@
 """`pip install` of the built wheel into a fresh venv, used from a folder outside the clone.
 
-The wheel is built from a copy of the sources (as a user's `pip install .` builds it; a copy keeps
-setuptools' build/ out of the clone), with its build backend from PyPI. It is installed with
+The wheel is built from a fresh `git clone` of this repository's committed HEAD, in a folder with
+no ../shared beside it (as a new user's clone), with its build backend from PyPI. It is installed with
 --no-deps into a new venv, and the dependencies come from the project's .venv through a .pth
 file: that keeps the test fast and offline after the build, while ccsweep itself is only the
 wheel's (the .venv's editable ccsweep is not on that path). Then, from an empty folder: the
@@ -12,7 +12,6 @@ emulator found through CCSWEEP_LINK or PATH.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -21,7 +20,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "constraints.txt", "src", "operator", "sweeps")
 
 pytestmark = pytest.mark.packaging
 
@@ -30,14 +28,9 @@ pytestmark = pytest.mark.packaging
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin/ folder of a fresh venv holding only the wheel's ccsweep."""
     root = tmp_path_factory.mktemp("install")
-    source = root / "source"
-    source.mkdir()
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, source / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(REPO / name, source / name)
+    source = root / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(source)], check=True, timeout=300)
+    assert not (root / "shared").exists()
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"),
                             str(source)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr
@@ -70,7 +63,8 @@ def test_installed_ccsweep_is_the_wheels(installed: Path, tmp_path: Path):
 def test_presets_are_found_and_valid_outside_the_clone(installed: Path, tmp_path: Path):
     done = run(installed, "ccsweep", "presets", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    presets = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
+    presets = sorted(p.stem for p in (installed.parents[1] / "clone/sweeps").glob("*.yaml"))
+    assert presets
     for name in presets:
         assert name in done.stdout, done.stdout
     assert str(REPO) not in done.stdout  # the wheel's own copies, not the clone's
