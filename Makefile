@@ -178,6 +178,15 @@ bench-crosscheck: deps mahimahi ## ccsweep-link against Mahimahi on the same cel
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
 	$(PY) benchmarks/cluster/bench.py
 
+.PHONY: bench-full-sweep
+bench-full-sweep: deps tools ## The 390-cell full sweep through Argo on the local cluster, time-scaled (SCALE=, default 0.05; root).
+	$(PY) benchmarks/cluster/full_sweep.py $(if $(SCALE),--time-scale $(SCALE)) --out benchmarks/results/$$(date -u +%F)-full-sweep.md
+
+.PHONY: bench-fanout
+bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fake nodes: 390 and 3,900 cells (root).
+	hack/tools/kwok.sh
+	$(PY) benchmarks/fanout/bench.py --out benchmarks/results/$$(date -u +%F)-fanout.md
+
 ##@ Clean
 
 .PHONY: clean

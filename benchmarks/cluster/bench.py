@@ -105,6 +105,18 @@ def full_sweep_durations() -> tuple[list[float], str]:
     return [60.0] * 390, f"390 cells of 60 s (preset {FULL_SWEEP!r} not found: {done.stderr.strip()[:80]})"
 
 
+def bring_up(cluster: Cluster) -> NodeServices:
+    """The cluster as `make cluster-up` makes it (the same scripts; what runs already is kept), and
+    NAMESPACE ready for sweeps."""
+    cluster.build_tools("apt", "kubernetes", "argo", "minio")
+    cluster.up()
+    cluster.start_argo()
+    services = cluster.start_services()
+    cluster.import_image("cell")
+    cluster.prepare_sweep_namespace(NAMESPACE, services)
+    return services
+
+
 def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace, slots: int) -> dict:
     name = f"bench-{uuid.uuid4().hex[:6]}"
     watch = PodWatch(cluster, NAMESPACE)
@@ -214,12 +226,7 @@ def main() -> None:
     console = Console()
     cluster = Cluster(CACHE / "bench-cluster", "ccsweep-bench")
     try:
-        cluster.build_tools("apt", "kubernetes", "argo", "minio")
-        cluster.up()
-        cluster.start_argo()
-        services = cluster.start_services()
-        cluster.import_image("cell")
-        cluster.prepare_sweep_namespace(NAMESPACE, services)
+        services = bring_up(cluster)
         node_cpu = allocatable_cpu(cluster)
         slots = max(1, math.floor(node_cpu / (cpu_value(args.cell_cpu) + EXECUTOR_CPU)))
         run = measure(cluster, services, args, slots)

@@ -1,0 +1,327 @@
+"""The whole full sweep through Argo on the local cluster, time-scaled, measured and checked.
+
+Run as root (`make bench-full-sweep`). Brings up the local cluster as `make cluster-up` does (the
+same scripts; a cluster already up there is used as it is and left running), submits
+workflows/full-sweep.yaml with the real `argo` CLI and `-p time-scale=S -p sweep=full-sweep-xS`,
+and watches it to the end. Every flow is S times its real length (default 0.05: 1.5 to 7 s;
+the shortest full-sweep flow, 30 s, reaches the 1 s floor at 0.034), so the 364 distinct cells of
+the 390 fit a 2-core machine in well under an hour; scaled cells are other cells with their own
+ids and are stamped as scaled in every figure and the report, so they never stand in for a
+full-length run.
+
+It prints, and writes to --out:
+- wall time (submit -> workflow done) and cells per minute;
+- the per-cell overhead distribution: pod created -> runner started -> first byte (the result's
+  started_at and flows_started_at), and last byte (first byte + the cell's flow time) -> runner
+  finished (finished_at) -> pod Succeeded -> pod gone (pod times from a watch of the API);
+- peak CPU and memory of the Argo controller and the API server (/proc of their PIDs);
+- the Workflow object's size (peak while running, and whether its nodes were compressed);
+- the Pushgateway's group count and scrape size (peak and after the sweep), Prometheus' series;
+- a projection of the unscaled sweep's wall time on N nodes of C cores, with its model stated.
+
+It checks, and exits 1 unless all hold: the workflow Succeeded, every planned cell has its result
+in MinIO, every experiment has its figures (PNG and SVG) and the report is there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests"), str(REPO / "benchmarks"),
+                str(REPO / "benchmarks" / "cluster")]
+from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, makespan, parse_time  # noqa: E402
+from procstat import ProcSampler, machine  # noqa: E402
+
+from clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch  # noqa: E402
+
+DEFAULT_SCALE = 0.05
+CHECKED_DAEMONS = ("workflow-controller", "kube-apiserver", "etcd")
+
+
+@dataclass
+class Gauges:
+    """Peaks of what grows with a sweep, polled every `interval` seconds while it runs."""
+
+    workflow_bytes: int = 0
+    compressed: bool = False
+    push_groups: int = 0
+    push_scrape_bytes: int = 0
+    series: int = 0
+    samples: list[tuple[float, int, int]] = field(default_factory=list)   # (t, groups, scrape bytes)
+
+
+class GaugePoller(threading.Thread):
+    def __init__(self, cluster: Cluster, workflow: str, interval: float = 15) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.workflow, self.interval = cluster, workflow, interval
+        self.gauges = Gauges()
+        self._stop_event = threading.Event()
+
+    def poll(self) -> None:
+        g = self.gauges
+        got = self.cluster.kubectl("get", "workflow", "-n", NAMESPACE, self.workflow, "-o", "json", check=False)
+        if got.returncode == 0:
+            g.workflow_bytes = max(g.workflow_bytes, len(got.stdout.encode()))
+            g.compressed |= bool(json.loads(got.stdout).get("status", {}).get("compressedNodes"))
+        groups, scrape = pushgateway_size(self.cluster)
+        g.push_groups, g.push_scrape_bytes = max(g.push_groups, groups), max(g.push_scrape_bytes, scrape)
+        g.series = max(g.series, prometheus_series(self.cluster))
+        g.samples.append((time.time(), groups, scrape))
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.poll()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=60)
+
+
+def pushgateway_size(cluster: Cluster) -> tuple[int, int]:
+    """(groups, bytes of one scrape of /metrics) of the node's Pushgateway."""
+    groups = cluster.in_ns("curl", "-sf", "http://127.0.0.1:9091/api/v1/metrics")
+    scrape = cluster.in_ns("curl", "-sf", "http://127.0.0.1:9091/metrics")
+    count = len(json.loads(groups.stdout).get("data", [])) if groups.returncode == 0 else -1
+    return count, len(scrape.stdout.encode()) if scrape.returncode == 0 else -1
+
+
+def prometheus_series(cluster: Cluster) -> int:
+    got = cluster.in_ns("curl", "-sf", "http://127.0.0.1:9090/api/v1/status/tsdb")
+    return json.loads(got.stdout)["data"]["headStats"]["numSeries"] if got.returncode == 0 else -1
+
+
+def daemon_pids(cluster: Cluster) -> dict[str, int]:
+    return {d: int((cluster.base / "pids" / f"{d}.pid").read_text()) for d in CHECKED_DAEMONS
+            if (cluster.base / "pids" / f"{d}.pid").exists()}
+
+
+# -- the checks: everything the sweep promises is in the store ------------------------------------
+def check_store(services: NodeServices, prefix: str, sweep: str) -> tuple[list[str], dict, list[dict]]:
+    """(problems, stored results by cell id, the manifest's distinct cells)."""
+    manifest = services.s3_get(f"{prefix}/sweeps/{sweep}/manifest.json")
+    if manifest is None:
+        return [f"no manifest at {prefix}/sweeps/{sweep}/manifest.json"], {}, []
+    planned = json.loads(manifest)["cells"]   # an experiment may repeat another's cell: it runs once
+    cells = list({c["id"]: c for c in planned}.values())
+    results = {}
+    for key in services.s3_keys(f"{prefix}/cells/"):
+        if key.endswith("/result.json"):
+            cell_id = key.split("/")[-2]
+            results[cell_id] = key
+    problems = [f"cell {c['id']} ({c['experiment']}): no result" for c in cells if c["id"] not in results]
+    outputs = set(services.s3_keys(f"{prefix}/sweeps/{sweep}/"))
+    base = f"{prefix}/sweeps/{sweep}/"
+    for experiment in sorted({c["experiment"] for c in planned}):
+        for fmt in ("png", "svg"):
+            if not any(k.startswith(f"{base}figures/{experiment}") and k.endswith(f".{fmt}") for k in outputs):
+                problems.append(f"experiment {experiment}: no figures/{experiment}*.{fmt}")
+    report = services.s3_get(f"{base}report.html")
+    if not report:
+        problems.append("no report.html")
+    else:
+        for name in sorted(set(re.findall(rb'figures/[A-Za-z0-9._-]+\.(?:png|svg)', report))):
+            if f"{base}{name.decode()}" not in outputs:
+                problems.append(f"report links {name.decode()}, which is not stored")
+    loaded = {}
+    for c in cells:
+        if c["id"] in results and c["id"] not in loaded:
+            loaded[c["id"]] = json.loads(services.s3_get(results[c["id"]]) or b"{}")
+    return problems, loaded, cells
+
+
+# -- per-cell overheads from the pod watch and the stored records ---------------------------------
+def cell_timings(watch: PodWatch, results: dict) -> list[dict]:
+    rows = []
+    for events in watch.pods().values():
+        labels = events[0].pod["metadata"].get("labels", {})
+        if labels.get("app.kubernetes.io/component") != "cell":
+            continue
+        record = results.get(labels.get("ccsweep.io/cell", ""))
+        succeeded = PodWatch.first(events, lambda p: p.get("status", {}).get("phase") == "Succeeded")
+        if not record or not record.get("flows_started_at") or succeeded is None:
+            continue
+        first_byte = parse_time(record["flows_started_at"])
+        last_byte = first_byte + record["cell"]["params"]["duration_s"]
+        gone = next((e.at for e in events if e.kind == "DELETED"), None)
+        rows.append({"created": events[0].at, "runner": parse_time(record["started_at"]) - events[0].at,
+                     "first_byte": first_byte - events[0].at, "flow": last_byte - first_byte,
+                     "finished": parse_time(record["finished_at"]) - last_byte,
+                     "succeeded": succeeded - last_byte, "gone": (gone - last_byte) if gone else None,
+                     "lifetime": (gone or succeeded) - events[0].at})
+    return rows
+
+
+def quantiles(values: list[float]) -> str:
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return "n/a | n/a | n/a | n/a"
+    q = statistics.quantiles(values, n=10, method="inclusive") if len(values) > 1 else [values[0]] * 9
+    return f"{min(values):.2f} | {statistics.median(values):.2f} | {q[8]:.2f} | {max(values):.2f}"
+
+
+# -- the projection -------------------------------------------------------------------------------
+def projection(cells: list[dict], overhead_s: float, fixed_s: float, node_cores: int, cell_cpu: str,
+               node_counts: list[int]) -> list[str]:
+    """Unscaled flow times of the planned cells, each plus the measured per-cell overhead, placed
+    longest first onto N x slots; plus the measured plan and figures steps."""
+    durations = [c["params"]["duration_s"] / c["params"].get("time_scale", 1.0) for c in cells]
+    slots_per_node = max(1, math.floor((node_cores - 0.5) / (cpu_value(cell_cpu) + EXECUTOR_CPU)))
+    lines = [
+        f"Model: each of the {len(cells)} distinct cells holds one slot for its unscaled flow time "
+        f"(together {sum(durations) / 3600:.1f} h) plus the median per-cell overhead measured here "
+        f"({overhead_s:.1f} s: pod lifetime minus flow time), cells placed longest first onto "
+        f"nodes x {slots_per_node} slots ({node_cores} cores, 0.5 kept for the node, {cell_cpu} CPU per cell "
+        f"+ {EXECUTOR_CPU:g} for Argo's wait container); plus the plan and figures steps as measured "
+        f"here ({fixed_s:.0f} s). It assumes the control plane keeps up (docs/scaling.md: it does at "
+        "these sizes) and no cell is late or retried.",
+        "",
+        "| nodes | slots | projected wall time | efficiency |",
+        "|---|---|---|---|",
+    ]
+    for nodes in node_counts:
+        slots = nodes * slots_per_node
+        wall = makespan([d + overhead_s for d in durations], slots) + fixed_s
+        lines.append(f"| {nodes} | {slots} | {wall / 60:.0f} min | {sum(durations) / (wall * slots):.0%} |")
+    return lines
+
+
+# -- the run ---------------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> tuple[list[str], bool]:
+    cluster = Cluster(args.base, args.netns)
+    was_up = (args.base / "kubectl").exists() and cluster.kubectl("get", "--raw", "/readyz", check=False,
+                                                                  timeout=20).stdout.strip() == "ok"
+    try:
+        return measure(cluster, bring_up(cluster), args)
+    finally:
+        if was_up or args.keep:
+            print(f"cluster left running: hack/cluster/down.sh {cluster.base} {cluster.ns}", file=sys.stderr)
+        else:
+            cluster.down()
+
+
+def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) -> tuple[list[str], bool]:
+    sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}"
+    prefix = f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    node_cpu = cpu_value(cluster.get_json("node", "ccsweep-node")["status"]["allocatable"]["cpu"])
+    watch = PodWatch(cluster, NAMESPACE)
+    sampler = ProcSampler(daemon_pids(cluster), interval=2)
+    sampler.start()
+    start = time.time()
+    submitted = cluster.argo("submit", "-n", NAMESPACE, str(REPO / "workflows/full-sweep.yaml"), "-o", "name",
+                             "-p", f"spec={args.spec}", "-p", f"sweep={sweep}", "-p", f"time-scale={args.time_scale:g}",
+                             "-p", f"store=s3://{services.bucket}/{prefix}", "-p", f"pushgateway={NODE_IP}:9091",
+                             "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
+                             "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi")
+    name = submitted.stdout.strip()
+    poller = GaugePoller(cluster, name)
+    poller.start()
+    try:
+        cluster.argo("wait", "-n", NAMESPACE, name, timeout=args.timeout, check=False)
+    finally:
+        end = time.time()
+        poller.stop()
+        poller.poll()
+        sampler.stop()
+        time.sleep(7)   # pod GC deletes succeeded pods 5 s after they finish
+        watch.stop()
+    workflow = cluster.get_json("workflow", "-n", NAMESPACE, name)
+    phase = workflow["status"].get("phase", "?")
+    steps = {n.get("templateName") or n.get("templateRef", {}).get("template"): n
+             for n in workflow["status"].get("nodes", {}).values() if n["type"] == "Pod"}
+    fixed = sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
+                if t in ("plan", "figures") and n.get("finishedAt"))
+    problems, results, cells = check_store(services, prefix, sweep)
+    if phase != "Succeeded":
+        problems.insert(0, f"workflow {name} {phase}: {workflow['status'].get('message', '')}")
+    groups_after, scrape_after = pushgateway_size(cluster)
+    rows = cell_timings(watch, results)
+    wall = end - start
+    g = poller.gauges
+    usage = sampler.usage
+    lines = [
+        f"# The full sweep through Argo, time-scaled x{args.time_scale:g}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"**Machine.** {machine()}. One local node ({node_cpu:g} allocatable CPUs), {args.cell_cpu} CPU per cell pod.",
+        "",
+        f"**Run.** `argo submit workflows/full-sweep.yaml -p spec={args.spec} -p sweep={sweep} "
+        f"-p time-scale={args.time_scale:g}` (store s3://{services.bucket}/{prefix}); workflow {name}: **{phase}**.",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| wall time, submit -> done | {wall / 60:.1f} min |",
+        f"| cells planned (distinct) / stored | {len(cells)} / {len(results)} |",
+        f"| cells per minute | {len(results) / (wall / 60):.1f} |",
+        f"| plan + figures steps | {fixed:.0f} s |",
+    ]
+    for d in CHECKED_DAEMONS:
+        if d in usage:
+            u = usage[d]
+            lines.append(f"| {d}: peak CPU, peak RSS, CPU total | {u.peak_cpu:.2f} cores, {u.peak_rss_mb:.0f} MB, "
+                         f"{u.cpu_s:.0f} s |")
+    lines += [
+        f"| Workflow object, peak | {g.workflow_bytes / 1024:.0f} KiB"
+        f"{' (nodes compressed)' if g.compressed else ''} |",
+        f"| Pushgateway groups / scrape, peak while running | {g.push_groups} / {g.push_scrape_bytes / 1024:.0f} KiB |",
+        f"| Pushgateway groups / scrape, after the sweep | {groups_after} / {scrape_after / 1024:.0f} KiB |",
+        f"| Prometheus head series, peak | {g.series} |",
+        "",
+        f"Per-cell overhead, seconds, over {len(rows)} cells (min | median | p90 | max):",
+        "",
+        "| interval | min | median | p90 | max |",
+        "|---|---|---|---|---|",
+        f"| pod created -> runner started | {quantiles([r['runner'] for r in rows])} |",
+        f"| pod created -> first byte | {quantiles([r['first_byte'] for r in rows])} |",
+        f"| last byte -> runner finished (result stored) | {quantiles([r['finished'] for r in rows])} |",
+        f"| last byte -> pod Succeeded | {quantiles([r['succeeded'] for r in rows])} |",
+        f"| last byte -> pod gone (pod GC waits 5 s) | {quantiles([r['gone'] for r in rows])} |",
+        f"| pod lifetime - flow time | {quantiles([r['lifetime'] - r['flow'] for r in rows])} |",
+        "",
+    ]
+    if rows and cells:
+        overhead = statistics.median(r["lifetime"] - r["flow"] for r in rows)
+        lines += projection(cells, overhead, fixed, args.node_cores, args.cell_cpu_full, args.nodes)
+    lines += ["", "**Checks** (every cell stored, every experiment's figures, the report): "
+              + ("all hold." if not problems else f"{len(problems)} failed:")]
+    lines += [f"- {p}" for p in problems[:40]]
+    return lines, not problems
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--spec", default="full-sweep", help="preset to run (default full-sweep; quick for a check)")
+    p.add_argument("--time-scale", type=float, default=DEFAULT_SCALE,
+                   help=f"flow time factor (default {DEFAULT_SCALE:g}; 0.034 is the full sweep's floor)")
+    p.add_argument("--sweep", help="sweep name (default SPEC-xSCALE)")
+    p.add_argument("--cell-cpu", default="500m", help="CPU request (= limit) of each cell pod here")
+    p.add_argument("--node-cores", type=int, default=8, help="cores of each node in the projection")
+    p.add_argument("--cell-cpu-full", default="1", help="CPU per cell in the projection")
+    p.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 50])
+    p.add_argument("--timeout", type=float, default=3 * 3600, help="seconds to wait for the workflow")
+    p.add_argument("--base", type=Path, default=CACHE / "cluster", help="cluster folder (make cluster-up's)")
+    p.add_argument("--netns", default="ccsweep-k8s", help="cluster network namespace (make cluster-up's)")
+    p.add_argument("--keep", action="store_true", help="leave a cluster this run started running")
+    p.add_argument("--out", type=Path, help="also write the report (markdown) here")
+    args = p.parse_args()
+    if not 0.001 <= args.time_scale <= 1:
+        p.error(f"--time-scale {args.time_scale:g}: must be between 0.001 and 1")
+    lines, ok = run(args)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,576 @@
+"""Simulated fan-out: the real control plane and Argo controller fanning a sweep out to KWOK's fake nodes.
+
+Run as root (`make bench-fanout`). Users run sweeps on clusters of tens to hundreds of nodes; this
+machine has one. KWOK (sigs.k8s.io/kwok, hack/tools/kwok.sh) fakes Node heartbeats and Pod status
+against a real API server, so everything that decides how fast a fan-out goes runs for real: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler and Argo's workflow-controller, all on
+127.0.0.1 inside a network namespace of this bench's own (nothing listens outside it). Only the
+kubelets and the cells' work are simulated: KWOK marks a bound pod Running at once and Succeeded
+--cell-seconds later, which Argo takes as a finished step (it needs no executor's task result for
+a step without outputs), so the whole fan-out, pod GC included, completes.
+
+The Workflow is the real sweep's fan-out: the `cell` step of workflows/templates/ccsweep-sweep.yaml
+(the real ccsweep-cell template, its podSpecPatch, retry strategy and pod GC), with the plan's items
+from a parameter instead of the `plan` pod, which a fake node cannot run. The items are the
+full-sweep preset's plan, computed here with `ccsweep plan` into a scratch folder and repeated to
+the number of cells asked. Fake nodes carry the node probe's labels (ccsweep.io/cc-bbr, -cubic,
+ccsweep.io/kernel), so the cells' node selectors are honoured as on a real cluster.
+
+Measured per run: submit -> first pod, -> all pods created, -> all pods bound, -> workflow done;
+pods created per second (average and best second); CPU seconds, peak CPU and peak RSS of each
+daemon from /proc/PID; the Workflow object's size; and the client-side throttling the controller
+logged. Everything is stopped by its PID and the namespace deleted, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "operator"), str(REPO / "tests"), str(REPO / "benchmarks")]
+from procstat import ProcSampler, machine  # noqa: E402
+
+from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL  # noqa: E402
+from ccsweep_operator.nodeprobe import label_value  # noqa: E402
+from versions import ARGO_WORKFLOWS_VERSION, KUBERNETES_VERSION  # noqa: E402
+
+BIN = Path(os.environ.get("CCSWEEP_BIN", REPO / "bin"))
+CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
+NETNS = "ccsweep-fanout"
+NAMESPACE = "ccsweep-fanout"
+ARGO_NAMESPACE = "argo"
+PRESET = "full-sweep"
+DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller", "kwok")
+
+
+def in_ns(cmd: list[str]) -> list[str]:
+    """CMD inside the bench's network namespace (nsenter execs it: the PID is the program's own)."""
+    return ["nsenter", f"--net=/run/netns/{NETNS}", *cmd]
+
+
+# -- KWOK's pod stages: Running once bound, Succeeded after the simulated cell time, then gone ----------
+def pod_stages(cell_ms: int) -> list[dict]:
+    """KWOK's 'fast' pod stages, with completion for any pod (Argo's too, not only a Job's) after
+    `cell_ms` (up to 20% more, so cells do not all finish in the same instant)."""
+    now = "{{ $now := Now }}\n"
+    ready = now + """
+conditions:
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized}
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready}
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady}
+containerStatuses:
+{{ range .spec.containers }}
+- {image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0,
+   state: {running: {startedAt: {{ $now | Quote }}}}}
+{{ end }}
+initContainerStatuses:
+{{ range .spec.initContainers }}
+- {image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0,
+   state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}}
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName false ( or .metadata.uid "" ) ( or .metadata.name "" )
+         ( or .metadata.namespace "" ) | Quote }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+    complete = now + """
+containerStatuses:
+{{ range .spec.containers }}
+- {image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: false, restartCount: 0, started: false,
+   state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}}
+{{ end }}
+phase: Succeeded
+"""
+    alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+    pod = {"apiGroup": "v1", "kind": "Pod"}
+
+    def stage(name: str, selector: list[dict], nxt: dict, delay: dict | None = None) -> dict:
+        spec = {"resourceRef": pod, "selector": {"matchExpressions": selector}, "next": nxt}
+        if delay:
+            spec["delay"] = delay
+        return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
+
+    return [
+        stage("pod-ready", [alive, {"key": ".status.podIP", "operator": "DoesNotExist"}], {"statusTemplate": ready}),
+        stage("pod-complete", [alive, {"key": ".status.phase", "operator": "In", "values": ["Running"]}],
+              {"statusTemplate": complete},
+              {"durationMilliseconds": cell_ms, "jitterDurationMilliseconds": int(cell_ms * 1.2)}),
+        stage("pod-delete", [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
+              {"finalizers": {"empty": True}, "delete": True}),
+    ]
+
+
+def fake_node(name: str, cores: int, kernel: str) -> dict:
+    """A Node as a kubelet would register it, with the labels the chart's node probe writes."""
+    resources = {"cpu": str(cores), "memory": f"{cores * 4}Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "type": "kwok", f"{CC_LABEL_PREFIX}bbr": "true", f"{CC_LABEL_PREFIX}cubic": "true",
+              KERNEL_LABEL: kernel}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"}},
+            "status": {"allocatable": resources, "capacity": resources,
+                       "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
+                                    "kubeletVersion": f"fake-{KUBERNETES_VERSION}", "kernelVersion": kernel}}}
+
+
+def plan_items(cells: int, workdir: Path) -> list[dict]:
+    """The full-sweep preset's fan-out items (`ccsweep plan`, the real plan step's output),
+    repeated with an index suffix on the id until there are `cells` of them."""
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", f"--store={workdir / 'plan-store'}", PRESET],
+                          capture_output=True, text=True, check=True, cwd=workdir)
+    planned = json.loads(done.stdout)
+    items = []
+    for n in range(cells):
+        item = dict(planned[n % len(planned)])
+        if n >= len(planned):
+            item["id"] = f"{item['id']}-{n // len(planned)}"
+        items.append(item)
+    return items
+
+
+def fanout_workflow(items: list[dict], parallelism: int) -> dict:
+    """The sweep's own fan-out step (ccsweep-sweep.yaml), fed from a parameter instead of the plan pod."""
+    template = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
+    spec = template["spec"]
+    steps = next(t for t in spec["templates"] if t["name"] == "sweep")["steps"]
+    cell = next(group[0] for group in steps if group[0]["name"] == "cell")
+    cell["withParam"] = "{{workflow.parameters.items}}"
+    parameters = [p for p in spec["arguments"]["parameters"]]
+    overrides = {"sweep": "fanout", "image": "localhost/ccsweep/cell:local", "image-pull-policy": "Never"}
+    for p in parameters:
+        p["value"] = overrides.get(p["name"], p["value"])
+    parameters.append({"name": "items", "value": json.dumps(items, separators=(",", ":"))})
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+            "metadata": {"generateName": "fanout-"},
+            "spec": {"entrypoint": "fanout", "serviceAccountName": spec["serviceAccountName"],
+                     "parallelism": parallelism, "podGC": spec["podGC"],
+                     "activeDeadlineSeconds": spec["activeDeadlineSeconds"],
+                     "arguments": {"parameters": parameters},
+                     "templates": [{"name": "fanout", "steps": [[cell]]}]}}
+
+
+class PodTimes(threading.Thread):
+    """`kubectl get pods --watch` printing name, node and phase per event; first times kept locally
+    (the API's own timestamps have one-second resolution)."""
+
+    def __init__(self, kubectl: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.created: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.done: dict[str, float] = {}
+        template = '{.metadata.name} {.spec.nodeName} {.status.phase}{"\\n"}'
+        self._proc = subprocess.Popen([*kubectl, "get", "pods", "-n", NAMESPACE, "--watch",
+                                       "-l", "app.kubernetes.io/component=cell", "-o", f"jsonpath={template}"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def run(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            now = time.time()
+            parts = line.split()
+            if not parts:
+                continue
+            name = parts[0]
+            self.created.setdefault(name, now)
+            if len(parts) >= 2 and parts[1] not in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
+                self.bound.setdefault(name, now)
+            if parts[-1] in ("Succeeded", "Failed"):
+                self.done.setdefault(name, now)
+
+    def stop(self) -> None:
+        self._proc.terminate()   # kubectl ends on SIGTERM at once
+        self._proc.wait(timeout=30)
+        self.join(timeout=5)
+
+
+# -- the control plane ------------------------------------------------------------------------------
+@dataclass
+class ControlPlane:
+    """etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Argo's controller and KWOK, on
+    127.0.0.1 inside NETNS, state in `workdir`; every process recorded and stopped by its PID."""
+
+    workdir: Path
+    cell_ms: int
+    controller_qps: float
+    controller_burst: int
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    netns_made: bool = False
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def kubectl_cmd(self) -> list[str]:
+        return in_ns([str(BIN / "kubectl"), f"--kubeconfig={self.kubeconfig}"])
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+        done = subprocess.run([*self.kubectl_cmd(), *args], input=input, capture_output=True, text=True,
+                              timeout=timeout)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args[:3])}: {done.stderr.strip()[:500]}")
+        return done
+
+    def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        log = open(self.workdir / f"{name}.log", "wb")
+        self.procs[name] = subprocess.Popen(in_ns(cmd), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True, env={**os.environ, **(env or {})})
+
+    def _wait(self, what: str, ready, timeout: float = 120) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    tail = (self.workdir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
+                    raise RuntimeError(f"{name} exited ({proc.returncode}):\n" + "\n".join(tail))
+            if ready():
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{what} not ready after {timeout:.0f}s")
+
+    def start(self) -> None:
+        if Path(f"/run/netns/{NETNS}").exists():
+            raise RuntimeError(f"network namespace {NETNS} exists: another run, or one that was not torn down")
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.workdir.mkdir(parents=True)
+        subprocess.run(["ip", "netns", "add", NETNS], check=True)
+        self.netns_made = True
+        subprocess.run(["ip", "-n", NETNS, "link", "set", "lo", "up"], check=True)
+        self._start_api()
+        self._start_controllers()
+        self._start_argo()
+        self._start_kwok()
+
+    def _start_api(self) -> None:
+        w = self.workdir
+        self._spawn("etcd", ["etcd", "--name", "fanout", "--data-dir", str(w / "etcd"),
+                             "--listen-client-urls", "http://127.0.0.1:2379",
+                             "--advertise-client-urls", "http://127.0.0.1:2379",
+                             "--listen-peer-urls", "http://127.0.0.1:2380",
+                             "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
+                             "--initial-cluster", "fanout=http://127.0.0.1:2380", "--log-level", "warn"])
+        subprocess.run(["openssl", "genrsa", "-out", str(w / "sa.key"), "2048"], check=True, capture_output=True)
+        token = os.urandom(16).hex()
+        (w / "tokens.csv").write_text(f"{token},admin,admin-uid,system:masters\n")
+        os.chmod(w / "tokens.csv", 0o600)
+        self._spawn("kube-apiserver", [
+            str(BIN / "kube-apiserver"), "--etcd-servers=http://127.0.0.1:2379", "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", "--secure-port=6443", f"--cert-dir={w / 'certs'}",
+            f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
+            "--service-cluster-ip-range=10.96.0.0/16", "--service-account-issuer=https://fanout.local",
+            f"--service-account-key-file={w / 'sa.key'}", f"--service-account-signing-key-file={w / 'sa.key'}",
+            "--allow-privileged=true"])
+        cluster = {"server": "https://127.0.0.1:6443", "certificate-authority": str(w / "certs/apiserver.crt")}
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "fanout",
+                  "clusters": [{"name": "fanout", "cluster": cluster}],
+                  "users": [{"name": "admin", "user": {"token": token}}],
+                  "contexts": [{"name": "fanout", "context": {"cluster": "fanout", "user": "admin"}}]}
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+        os.chmod(self.kubeconfig, 0o600)
+        self._wait("kube-apiserver",
+                   lambda: self.kubectl("get", "--raw", "/readyz", check=False).stdout.strip() == "ok")
+
+    def _start_controllers(self) -> None:
+        kc = f"--kubeconfig={self.kubeconfig}"
+        self._spawn("kube-controller-manager", [
+            str(BIN / "kube-controller-manager"), kc, "--leader-elect=false", "--bind-address=127.0.0.1",
+            f"--service-account-private-key-file={self.workdir / 'sa.key'}",
+            f"--root-ca-file={self.workdir / 'certs/apiserver.crt'}", "--service-cluster-ip-range=10.96.0.0/16"])
+        self._spawn("kube-scheduler", [str(BIN / "kube-scheduler"), kc, "--leader-elect=false",
+                                       "--bind-address=127.0.0.1"])
+        self._wait("default service account",
+                   lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0)
+
+    def _start_argo(self) -> None:
+        crds = Path(os.path.realpath(BIN / "argo")).parent / "crds"
+        self.kubectl("apply", "--server-side", "-f", str(crds))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+        # The local cluster's controller configuration (hack/cluster/argo.sh): executor resources
+        # decide the cell pods' requests, so the scheduler packs the nodes as it would there.
+        setup = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGO_NAMESPACE}},
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
+             "data": {"executor": "imagePullPolicy: Never\nresources:\n  requests: {cpu: 100m, memory: 128Mi}\n"
+                                  "  limits: {cpu: 100m, memory: 128Mi}\n",
+                      "metricsConfig": "enabled: true\nport: 9095\nsecure: false\n"}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ccsweep-workflow",
+                                                                       "namespace": NAMESPACE}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ccsweep-s3", "namespace": NAMESPACE},
+             "stringData": {"accessKey": "unused", "secretKey": "unused", "endpoint": "http://127.0.0.1:9"}},
+        ]
+        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": setup}))
+        self.kubectl("apply", "-n", NAMESPACE, "-f", str(REPO / "workflows/templates"))
+        self._spawn("workflow-controller", [
+            str(BIN / "workflow-controller"), f"--kubeconfig={self.kubeconfig}", f"--namespace={ARGO_NAMESPACE}",
+            f"--executor-image=localhost/ccsweep/argoexec:{ARGO_WORKFLOWS_VERSION}",
+            "--executor-image-pull-policy=Never", f"--qps={self.controller_qps:g}",
+            f"--burst={self.controller_burst}", "--loglevel=info"], env={"LEADER_ELECTION_DISABLE": "true"})
+        self._wait("workflow-controller", lambda: subprocess.run(
+            in_ns(["curl", "-sf", "-o", "/dev/null", "http://127.0.0.1:9095/metrics"])).returncode == 0)
+
+    def _start_kwok(self) -> None:
+        stages = self.workdir / "kwok-stages.yaml"
+        stages.write_text(yaml.safe_dump_all(pod_stages(self.cell_ms)))
+        self._spawn("kwok", [str(BIN / "kwok"), f"--kubeconfig={self.kubeconfig}", f"--config={stages}",
+                             "--manage-all-nodes=true", "--cidr=10.0.0.1/16", "--node-ip=10.0.255.254",
+                             "--node-lease-duration-seconds=40", "--server-address=127.0.0.1:10247"])
+        time.sleep(2)
+        self._wait("kwok", lambda: True)   # still running after 2 s: its configuration was taken
+
+    def grow_nodes(self, total: int, cores: int, kernel: str) -> float:
+        """Fake nodes kwok-0000 ... up to `total`; the seconds until all of them are Ready."""
+        have = len(self.kubectl("get", "nodes", "-o", "name").stdout.split())
+        start = time.monotonic()
+        for first in range(have, total, 100):
+            batch = [fake_node(f"kwok-{n:04d}", cores, kernel) for n in range(first, min(first + 100, total))]
+            self.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": batch}))
+        query = '{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
+        self._wait(f"{total} nodes", lambda: self.kubectl("get", "nodes", "-o", f"jsonpath={query}")
+                   .stdout.split().count("True") >= total, timeout=300)
+        return time.monotonic() - start
+
+    def pids(self) -> dict[str, int]:
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+    def stop(self) -> None:
+        """Stop every daemon we started by its PID, clients before the API server before etcd
+        (SIGTERM, SIGKILL after 15 s); delete NETNS and etcd's data (the logs stay in workdir)."""
+        clients = [n for n in reversed(DAEMONS[2:]) if n in self.procs]
+        for group in (clients, ["kube-apiserver"], ["etcd"]):
+            self._reap([n for n in group if n in self.procs])
+        self.procs.clear()
+        if self.netns_made:
+            subprocess.run(["ip", "netns", "delete", NETNS], check=False)
+            self.netns_made = False
+        shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+
+    def stop_one(self, name: str) -> None:
+        self._reap([name])
+        del self.procs[name]
+
+    def _reap(self, names: list[str]) -> None:
+        for name in names:
+            if self.procs[name].poll() is None:
+                self.procs[name].terminate()
+        for name in names:
+            proc = self.procs[name]
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+# -- one measured fan-out ---------------------------------------------------------------------------
+@dataclass
+class Run:
+    nodes: int
+    cells: int
+    parallelism: int
+    qps: float
+    burst: int
+    results: dict = field(default_factory=dict)
+
+
+def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) -> None:
+    workflow = fanout_workflow(items, run.parallelism)
+    watch = PodTimes(plane.kubectl_cmd())
+    watch.start()
+    sampler = ProcSampler(plane.pids())
+    controller_log = plane.workdir / "workflow-controller.log"
+    log_start = controller_log.stat().st_size
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=plane.workdir) as manifest:
+        manifest.write(yaml.safe_dump(workflow))
+        manifest.flush()
+        time.sleep(1)   # the watch is established
+        sampler.start()
+        t0 = time.time()
+        submitted = subprocess.run(in_ns([str(BIN / "argo"), f"--kubeconfig={plane.kubeconfig}", "submit", "-n",
+                                          NAMESPACE, manifest.name, "-o", "name"]),
+                                   capture_output=True, text=True, check=True)
+    name = submitted.stdout.strip()
+    # Asking for completed workflows only (Argo's label) returns nothing until this one is done, so
+    # polling costs the API server little, unlike reading a Workflow of thousands of nodes each second.
+    done_query = (f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/workflows"
+                  "?labelSelector=workflows.argoproj.io%2Fcompleted%3Dtrue")
+    end = t0 + timeout
+    while time.time() < end:
+        listed = plane.kubectl("get", "--raw", done_query, check=False).stdout
+        if listed and json.loads(listed).get("items"):
+            break
+        time.sleep(1)
+    t_done = time.time()
+    sampler.stop()
+    time.sleep(1)
+    watch.stop()
+    body = plane.kubectl("get", "workflow", "-n", NAMESPACE, name, "-o", "json").stdout
+    status = json.loads(body).get("status", {})
+    phase = status.get("phase", "")
+    all_bound = max(watch.bound.values()) if len(watch.bound) >= run.cells else None
+    created = sorted(watch.created.values())
+    per_second: dict[int, int] = {}
+    for t in created:
+        per_second[int(t - t0)] = per_second.get(int(t - t0), 0) + 1
+    span = (created[-1] - created[0]) if len(created) > 1 else 0.0
+    with controller_log.open("rb") as f:
+        f.seek(log_start)
+        log = f.read().decode(errors="replace")
+    run.results = {
+        "workflow": name, "phase": phase or "(timeout)", "message": status.get("message", ""),
+        "pods_seen": len(created), "bound": len(watch.bound), "succeeded": len(watch.done),
+        "first_pod_s": created[0] - t0 if created else None,
+        "all_created_s": created[-1] - t0 if len(created) >= run.cells else None,
+        "all_bound_s": (all_bound - t0) if all_bound else None,
+        "done_s": t_done - t0,
+        "pods_per_s": (len(created) - 1) / span if span else None,
+        "best_second": max(per_second.values()) if per_second else 0,
+        "workflow_bytes": len(body.encode()),
+        "compressed_nodes": bool(status.get("compressedNodes")),
+        "status_nodes": len(status.get("nodes", {})),
+        "throttled_logs": log.count("client-side throttling"),
+        "too_large_logs": log.count("maximum allowed size"),
+        "usage": {n: vars(u) for n, u in sampler.usage.items()},
+    }
+    plane.kubectl("delete", "workflows", "--all", "-n", NAMESPACE, "--wait=true", timeout=600)
+    cleared = time.monotonic() + 300
+    while time.monotonic() < cleared and plane.kubectl("get", "pods", "-n", NAMESPACE, "-o", "name").stdout.strip():
+        time.sleep(2)
+
+
+# -- report -----------------------------------------------------------------------------------------
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, float]) -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                            text=True).stdout.strip()
+    lines = [
+        f"# Simulated fan-out with KWOK, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"**Machine.** {machine()}. Real etcd (Debian), kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, Argo's workflow-controller and KWOK at the releases versions.env pins "
+        f"(commit {commit}), all on this machine's cores, in network namespace {NETNS}.",
+        "",
+        f"**How.** `benchmarks/fanout/bench.py` (`make bench-fanout`). Fake nodes of {args.node_cores} cores "
+        "labelled as the node probe labels them; the Workflow is the sweep's own `cell` step with the "
+        f"{PRESET} plan's items; KWOK finishes each pod {args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s "
+        "after it starts. Times are seconds from `argo submit`.",
+        "",
+        "| nodes | cells | parallelism | controller qps/burst | first pod | all created | all bound | pods/s "
+        "(avg, best s) | workflow done | phase | workflow object | controller CPU s (peak cores) | "
+        "controller RSS MB | apiserver CPU s / RSS MB | etcd CPU s | scheduler CPU s | throttled |",
+        "|" + "---|" * 17,
+    ]
+    for r in runs:
+        x = r.results
+        if not x:
+            continue
+        u = x["usage"]
+        wc, api = u["workflow-controller"], u["kube-apiserver"]
+        size = f"{x['workflow_bytes'] / 1024:.0f} KiB" + (" (compressed nodes)" if x["compressed_nodes"] else "")
+        lines.append(
+            f"| {r.nodes} | {r.cells} | {r.parallelism} | {r.qps:g}/{r.burst} | {fmt(x['first_pod_s'])} | "
+            f"{fmt(x['all_created_s'])} | {fmt(x['all_bound_s'])} | {fmt(x['pods_per_s'])}, {x['best_second']} | "
+            f"{fmt(x['done_s'])} | {x['phase']} | {size} | {wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) | "
+            f"{wc['peak_rss_mb']:.0f} | {api['cpu_s']:.0f} / {api['peak_rss_mb']:.0f} | "
+            f"{u['etcd']['cpu_s']:.0f} | {u['kube-scheduler']['cpu_s']:.0f} | {x['throttled_logs']} |")
+    lines += ["", "Nodes Ready (seconds after creating them): "
+              + ", ".join(f"{n} nodes {s:.0f}" for n, s in node_ready_s.items()), ""]
+    for r in runs:
+        if r.results.get("message") or r.results.get("too_large_logs"):
+            lines.append(f"- {r.nodes}x{r.cells}: {r.results['message']} "
+                         f"({r.results['too_large_logs']} 'maximum allowed size' log lines)")
+    return "\n".join(lines) + "\n"
+
+
+def parse_run(text: str, args: argparse.Namespace) -> Run:
+    """NODES:CELLS[:QPS:BURST] -> a Run (parallelism: --parallelism, or the cell count)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 4) or not all(p.replace(".", "", 1).isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"--run {text!r}: expected NODES:CELLS or NODES:CELLS:QPS:BURST")
+    nodes, cells = int(parts[0]), int(parts[1])
+    qps, burst = (float(parts[2]), int(parts[3])) if len(parts) == 4 else (args.controller_qps, args.controller_burst)
+    return Run(nodes, cells, args.parallelism or cells, qps, burst)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", action="append", metavar="NODES:CELLS[:QPS:BURST]",
+                   help="a fan-out to measure, in order (nodes only grow; a new qps/burst restarts the "
+                        "controller); default: 50:390 400:390 400:3900")
+    p.add_argument("--node-cores", type=int, default=16, help="cores of each fake node")
+    p.add_argument("--cell-seconds", type=float, default=30, help="simulated time a cell pod runs")
+    p.add_argument("--parallelism", type=int, default=0,
+                   help="the Workflow's spec.parallelism (0: the run's cell count, so every cell may start)")
+    p.add_argument("--controller-qps", type=float, default=20, help="workflow-controller --qps (Argo's default 20)")
+    p.add_argument("--controller-burst", type=int, default=30, help="workflow-controller --burst (Argo's default 30)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds to wait for one workflow")
+    p.add_argument("--out", type=Path, help="write the report (markdown) here as well")
+    args = p.parse_args()
+    try:
+        runs = [parse_run(text, args) for text in (args.run or ["50:390", "400:390", "400:3900"])]
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+    if any(r.nodes < q.nodes for q, r in zip(runs, runs[1:], strict=False)):
+        p.error("--run: node counts must not shrink from one run to the next")
+    if os.geteuid() != 0:
+        p.error("must run as root (a network namespace of its own)")
+    for tool in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "workflow-controller",
+                 "argo", "kwok"):
+        if not (BIN / tool).exists():
+            p.error(f"{BIN / tool} missing: make tools && hack/tools/kwok.sh")
+
+    kernel = label_value(platform.release())
+    workdir = CACHE / "fanout"
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan_dir = Path(tempfile.mkdtemp(prefix="plan-", dir=workdir.parent))
+    node_ready: dict[int, float] = {}
+    plane = ControlPlane(workdir, int(args.cell_seconds * 1000), runs[0].qps, runs[0].burst)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        items_all = plan_items(max(r.cells for r in runs), plan_dir)
+        plane.start()
+        for run in runs:
+            if (run.qps, run.burst) != (plane.controller_qps, plane.controller_burst):
+                plane.stop_one("workflow-controller")
+                plane.controller_qps, plane.controller_burst = run.qps, run.burst
+                plane._start_argo()
+            if run.nodes not in node_ready:
+                node_ready[run.nodes] = plane.grow_nodes(run.nodes, args.node_cores, kernel)
+            print(f"[fanout] {run.nodes} nodes, {run.cells} cells, parallelism {run.parallelism}, "
+                  f"qps {run.qps:g}/{run.burst}", file=sys.stderr, flush=True)
+            measure(plane, run, items_all[: run.cells], args.timeout)
+            print(f"[fanout]   {json.dumps({k: v for k, v in run.results.items() if k != 'usage'})}",
+                  file=sys.stderr, flush=True)
+    finally:
+        plane.stop()
+        shutil.rmtree(plan_dir, ignore_errors=True)
+    text = report(runs, args, node_ready)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
