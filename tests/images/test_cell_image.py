@@ -83,3 +83,12 @@ def test_emulator_mahimahi_and_modprobe_are_there(container: str):
     target = run(container, "readlink", "/opt/ccsweep/mahimahi")
     assert target.stdout.strip() == f"mahimahi-{MAHIMAHI_COMMIT}"
     assert run(container, "modprobe", "--version").returncode == 0  # the chart's node setup
+
+
+def test_node_setup_reports_a_module_the_kernel_lacks_in_one_line(container: str):
+    """The node setup's modprobe call, for real: a module that cannot load is a one-line report, not a crash."""
+    done = run(container, "python3", "-c",
+               "from ccsweep_operator.nodesetup import load; print(load('tcp_no_such_algorithm'))")
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    assert "tcp_no_such_algorithm" in line and line != "None", line
