@@ -5,21 +5,25 @@ machine has one. KWOK (sigs.k8s.io/kwok, hack/tools/kwok.sh) fakes Node heartbea
 against a real API server, so everything that decides how fast a fan-out goes runs for real: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and Argo's workflow-controller, all on
 127.0.0.1 inside a network namespace of this bench's own (nothing listens outside it). Only the
-kubelets and the cells' work are simulated: KWOK marks a bound pod Running at once and Succeeded
---cell-seconds later, which Argo takes as a finished step (it needs no executor's task result for
-a step without outputs), so the whole fan-out, pod GC included, completes.
+kubelets and the pods' work are simulated: KWOK marks a bound pod Running at once and Succeeded
+--cell-seconds later, which Argo takes as a finished step (a step without outputs needs no
+executor's report), so the whole workflow, pod GC included, completes.
 
-The Workflow is the real sweep's fan-out: the `cell` step of workflows/templates/ccsweep-sweep.yaml
-(the real ccsweep-cell template, its podSpecPatch, retry strategy and pod GC), with the plan's items
-from a parameter instead of the `plan` pod, which a fake node cannot run. The items are the
-full-sweep preset's plan, computed here with `ccsweep plan` into a scratch folder and repeated to
-the number of cells asked. Fake nodes carry the node probe's labels (ccsweep.io/cc-bbr, -cubic,
-ccsweep.io/kernel), so the cells' node selectors are honoured as on a real cluster.
+What is submitted is workflows/full-sweep.yaml itself (the ccsweep-sweep and ccsweep-cell
+templates: plan, one pod per cell with its podSpecPatch, retries and pod GC, figures, verdict).
+One step has outputs: the plan's JSON, which the fan-out expands. No executor runs in a fake pod,
+so the bench reports that output as the plan pod's argoexec would (a WorkflowTaskResult), computed
+here with `ccsweep plan` on the full-sweep preset and repeated to the cell count, and cut to its
+last 256 KiB as argoexec cuts any step's result. When that cut breaks the plan's JSON (from about
+2,100 cells) the sweep cannot fan out, and the bench measures the same cells again with the `cell`
+step fed from a Workflow parameter, to see the control plane at that size. Fake nodes carry the
+node probe's labels (ccsweep.io/cc-bbr, -cubic, ccsweep.io/kernel), so the cells' node selectors
+are honoured as on a real cluster.
 
-Measured per run: submit -> first pod, -> all pods created, -> all pods bound, -> workflow done;
-pods created per second (average and best second); CPU seconds, peak CPU and peak RSS of each
-daemon from /proc/PID; the Workflow object's size; and the client-side throttling the controller
-logged. Everything is stopped by its PID and the namespace deleted, also on Ctrl-C.
+Measured per run: submit -> first cell pod, -> every cell pod bound, -> workflow done; pods created
+per second (average and best second); CPU seconds, peak CPU and peak RSS of each daemon from
+/proc/PID; the Workflow object's size; the client-side throttling the controller logged.
+Everything is stopped by its PID and the namespace deleted, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -35,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +60,8 @@ NETNS = "ccsweep-fanout"
 NAMESPACE = "ccsweep-fanout"
 ARGO_NAMESPACE = "argo"
 PRESET = "full-sweep"
+PLAN_NODE = re.compile(r"\.plan(\(\d+\))?$")   # the plan step's pod (a retry's attempt: plan(0))
+RESULT_LIMIT = 256 * 1024   # argoexec keeps the last 256 KiB of a step's stdout as its result
 DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller", "kwok")
 
 
@@ -84,8 +91,8 @@ initContainerStatuses:
    state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}}
 {{ end }}
 hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-podIP: {{ PodIPWith .spec.nodeName false ( or .metadata.uid "" ) ( or .metadata.name "" )
-         ( or .metadata.namespace "" ) | Quote }}
+podIP: {{ PodIPWith .spec.nodeName false ( or .metadata.uid "" ) ( or .metadata.name "" ) \
+( or .metadata.namespace "" ) | Quote }}
 phase: Running
 startTime: {{ $now | Quote }}
 """
@@ -143,6 +150,21 @@ def plan_items(cells: int, workdir: Path) -> list[dict]:
             item["id"] = f"{item['id']}-{n // len(planned)}"
         items.append(item)
     return items
+
+
+def sweep_workflow(parallelism: int) -> dict:
+    """workflows/full-sweep.yaml as a user submits it, with the run's parallelism in the Workflow."""
+    workflow = yaml.safe_load((REPO / "workflows/full-sweep.yaml").read_text())
+    workflow["spec"]["parallelism"] = parallelism
+    return workflow
+
+
+def plan_output(items: list[dict]) -> tuple[str, bool]:
+    """What the plan pod's argoexec would report as outputs.result for these items: `ccsweep plan`'s
+    stdout without its last newline, cut to its last 256 KiB as argoexec cuts a step's result
+    (workflow/executor/executor.go); and whether it was cut."""
+    out = json.dumps(items)
+    return out[-RESULT_LIMIT:], len(out) > RESULT_LIMIT
 
 
 def fanout_workflow(items: list[dict], parallelism: int) -> dict:
@@ -388,26 +410,67 @@ class Run:
     parallelism: int
     qps: float
     burst: int
+    mode: str = "sweep"   # sweep: workflows/full-sweep.yaml; items: the cell step fed from a parameter
     results: dict = field(default_factory=dict)
 
 
+def stand_in_for_plan(plane: ControlPlane, workflow: str, result: str, timeout: float = 120) -> float:
+    """Report the plan pod's output as its argoexec would (a WorkflowTaskResult named after the
+    node, marked complete), as soon as the pod exists: KWOK runs no executor, and the plan's JSON
+    is what the fan-out expands. Returns when it was reported."""
+    query = ('{range .items[*]}{.metadata.annotations.workflows\\.argoproj\\.io/node-name}{" "}'
+             '{.metadata.annotations.workflows\\.argoproj\\.io/node-id}{"\\n"}{end}')
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        listed = plane.kubectl("get", "pods", "-n", NAMESPACE, "-l", f"workflows.argoproj.io/workflow={workflow}",
+                               "-o", f"jsonpath={query}").stdout.split("\n")
+        node_id = next((words[1] for words in map(str.split, listed)
+                        if len(words) == 2 and PLAN_NODE.search(words[0])), None)
+        if node_id:
+            uid = plane.kubectl("get", "workflow", "-n", NAMESPACE, workflow, "-o", "jsonpath={.metadata.uid}").stdout
+            task_result = {
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTaskResult",
+                "metadata": {"name": node_id, "namespace": NAMESPACE,
+                             "labels": {"workflows.argoproj.io/workflow": workflow,
+                                        "workflows.argoproj.io/report-outputs-completed": "true"},
+                             "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                                                  "name": workflow, "uid": uid}]},
+                "outputs": {"result": result}}
+            plane.kubectl("create", "-f", "-", input=json.dumps(task_result))
+            return time.time()
+        time.sleep(0.3)
+    raise RuntimeError(f"no plan pod of {workflow} after {timeout:.0f}s")
+
+
+def submit(plane: ControlPlane, workflow: dict, *parameters: str) -> str:
+    """`argo submit` of `workflow` (written to a file: a 3,900-item parameter is too long for argv)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=plane.workdir) as manifest:
+        manifest.write(yaml.safe_dump(workflow))
+        manifest.flush()
+        extra = [arg for p in parameters for arg in ("-p", p)]
+        done = subprocess.run(in_ns([str(BIN / "argo"), f"--kubeconfig={plane.kubeconfig}", "submit", "-n",
+                                     NAMESPACE, manifest.name, "-o", "name", *extra]),
+                              capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) -> None:
-    workflow = fanout_workflow(items, run.parallelism)
     watch = PodTimes(plane.kubectl_cmd())
     watch.start()
     sampler = ProcSampler(plane.pids())
     controller_log = plane.workdir / "workflow-controller.log"
     log_start = controller_log.stat().st_size
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=plane.workdir) as manifest:
-        manifest.write(yaml.safe_dump(workflow))
-        manifest.flush()
-        time.sleep(1)   # the watch is established
-        sampler.start()
-        t0 = time.time()
-        submitted = subprocess.run(in_ns([str(BIN / "argo"), f"--kubeconfig={plane.kubeconfig}", "submit", "-n",
-                                          NAMESPACE, manifest.name, "-o", "name"]),
-                                   capture_output=True, text=True, check=True)
-    name = submitted.stdout.strip()
+    time.sleep(1)   # the watch is established
+    sampler.start()
+    t0 = time.time()
+    plan_reported, truncated = None, False
+    if run.mode == "sweep":
+        name = submit(plane, sweep_workflow(run.parallelism), "image=localhost/ccsweep/cell:local",
+                      "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout")
+        result, truncated = plan_output(items)
+        plan_reported = stand_in_for_plan(plane, name, result)
+    else:
+        name = submit(plane, fanout_workflow(items, run.parallelism))
     # Asking for completed workflows only (Argo's label) returns nothing until this one is done, so
     # polling costs the API server little, unlike reading a Workflow of thousands of nodes each second.
     done_query = (f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/workflows"
@@ -435,11 +498,14 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
         f.seek(log_start)
         log = f.read().decode(errors="replace")
     run.results = {
-        "workflow": name, "phase": phase or "(timeout)", "message": status.get("message", ""),
+        "workflow": name, "mode": run.mode, "phase": phase or "(timeout)", "message": status.get("message", ""),
+        "plan_result_bytes": len(json.dumps(items)), "plan_result_cut": truncated,
+        "plan_reported_s": (plan_reported - t0) if plan_reported else None,
         "pods_seen": len(created), "bound": len(watch.bound), "succeeded": len(watch.done),
         "first_pod_s": created[0] - t0 if created else None,
         "all_created_s": created[-1] - t0 if len(created) >= run.cells else None,
         "all_bound_s": (all_bound - t0) if all_bound else None,
+        "fan_out_s": (all_bound - created[0]) if all_bound and created else None,
         "done_s": t_done - t0,
         "pods_per_s": (len(created) - 1) / span if span else None,
         "best_second": max(per_second.values()) if per_second else 0,
@@ -471,35 +537,41 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
         "kube-scheduler, Argo's workflow-controller and KWOK at the releases versions.env pins "
         f"(commit {commit}), all on this machine's cores, in network namespace {NETNS}.",
         "",
-        f"**How.** `benchmarks/fanout/bench.py` (`make bench-fanout`). Fake nodes of {args.node_cores} cores "
-        "labelled as the node probe labels them; the Workflow is the sweep's own `cell` step with the "
-        f"{PRESET} plan's items; KWOK finishes each pod {args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s "
-        "after it starts. Times are seconds from `argo submit`.",
+        f"**How.** `benchmarks/fanout/bench.py` (`make bench-fanout`). Fake nodes of {args.node_cores} cores, "
+        "labelled as the node probe labels them. Mode *sweep*: `workflows/full-sweep.yaml` as submitted "
+        f"(plan, fan-out, figures, verdict), the plan pod's output standing in for `ccsweep plan` on the {PRESET} "
+        "preset (repeated to the cell count) and cut to its last 256 KiB as argoexec cuts a result; mode "
+        "*items*: the same `cell` step fed the items from a Workflow parameter. KWOK finishes each pod "
+        f"{args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s after it starts (the plan pod too). Times in "
+        "seconds from `argo submit`; fan-out = first cell pod created -> every cell pod bound.",
         "",
-        "| nodes | cells | parallelism | controller qps/burst | first pod | all created | all bound | pods/s "
-        "(avg, best s) | workflow done | phase | workflow object | controller CPU s (peak cores) | "
-        "controller RSS MB | apiserver CPU s / RSS MB | etcd CPU s | scheduler CPU s | throttled |",
-        "|" + "---|" * 17,
+        "| nodes | cells | mode | parallelism | controller qps/burst | plan result | first cell pod | fan-out | "
+        "all bound | pods/s (avg, best 1 s) | workflow done | phase | Workflow object | "
+        "controller CPU s (peak cores) / RSS MB | apiserver CPU s / RSS MB | etcd CPU s / RSS MB | "
+        "scheduler CPU s | KWOK CPU s | throttled |",
+        "|" + "---|" * 19,
     ]
     for r in runs:
         x = r.results
         if not x:
             continue
         u = x["usage"]
-        wc, api = u["workflow-controller"], u["kube-apiserver"]
-        size = f"{x['workflow_bytes'] / 1024:.0f} KiB" + (" (compressed nodes)" if x["compressed_nodes"] else "")
+        wc, api, etcd = u["workflow-controller"], u["kube-apiserver"], u["etcd"]
+        size = f"{x['workflow_bytes'] / 1024:.0f} KiB" + (" (nodes compressed)" if x["compressed_nodes"] else "")
+        plan = f"{x['plan_result_bytes'] / 1024:.0f} KiB" + (" (cut)" if x["plan_result_cut"] else "")
         lines.append(
-            f"| {r.nodes} | {r.cells} | {r.parallelism} | {r.qps:g}/{r.burst} | {fmt(x['first_pod_s'])} | "
-            f"{fmt(x['all_created_s'])} | {fmt(x['all_bound_s'])} | {fmt(x['pods_per_s'])}, {x['best_second']} | "
-            f"{fmt(x['done_s'])} | {x['phase']} | {size} | {wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) | "
-            f"{wc['peak_rss_mb']:.0f} | {api['cpu_s']:.0f} / {api['peak_rss_mb']:.0f} | "
-            f"{u['etcd']['cpu_s']:.0f} | {u['kube-scheduler']['cpu_s']:.0f} | {x['throttled_logs']} |")
+            f"| {r.nodes} | {r.cells} | {r.mode} | {r.parallelism} | {r.qps:g}/{r.burst} | "
+            f"{plan if r.mode == 'sweep' else '-'} | {fmt(x['first_pod_s'])} | {fmt(x['fan_out_s'])} | "
+            f"{fmt(x['all_bound_s'])} | {fmt(x['pods_per_s'])}, {x['best_second']} | {fmt(x['done_s'])} | "
+            f"{x['phase']} | {size} | {wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) / {wc['peak_rss_mb']:.0f} | "
+            f"{api['cpu_s']:.0f} / {api['peak_rss_mb']:.0f} | {etcd['cpu_s']:.0f} / {etcd['peak_rss_mb']:.0f} | "
+            f"{u['kube-scheduler']['cpu_s']:.0f} | {u['kwok']['cpu_s']:.0f} | {x['throttled_logs']} |")
     lines += ["", "Nodes Ready (seconds after creating them): "
               + ", ".join(f"{n} nodes {s:.0f}" for n, s in node_ready_s.items()), ""]
     for r in runs:
         if r.results.get("message") or r.results.get("too_large_logs"):
-            lines.append(f"- {r.nodes}x{r.cells}: {r.results['message']} "
-                         f"({r.results['too_large_logs']} 'maximum allowed size' log lines)")
+            lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: {r.results['message']} "
+                         f"({r.results['too_large_logs']} 'maximum allowed size' lines in the controller's log)")
     return "\n".join(lines) + "\n"
 
 
@@ -519,7 +591,7 @@ def main() -> int:
                    help="a fan-out to measure, in order (nodes only grow; a new qps/burst restarts the "
                         "controller); default: 50:390 400:390 400:3900")
     p.add_argument("--node-cores", type=int, default=16, help="cores of each fake node")
-    p.add_argument("--cell-seconds", type=float, default=30, help="simulated time a cell pod runs")
+    p.add_argument("--cell-seconds", type=float, default=20, help="simulated time a cell pod runs")
     p.add_argument("--parallelism", type=int, default=0,
                    help="the Workflow's spec.parallelism (0: the run's cell count, so every cell may start)")
     p.add_argument("--controller-qps", type=float, default=20, help="workflow-controller --qps (Argo's default 20)")
@@ -549,6 +621,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         items_all = plan_items(max(r.cells for r in runs), plan_dir)
+        # A plan too long for a step's result cannot fan out through the sweep template: measure that,
+        # then the control plane at the same size with the items fed from a parameter.
+        runs = [twin for r in runs for twin in
+                ([r, replace(r, mode="items")] if plan_output(items_all[: r.cells])[1] else [r])]
         plane.start()
         for run in runs:
             if (run.qps, run.burst) != (plane.controller_qps, plane.controller_burst):
@@ -557,7 +633,7 @@ def main() -> int:
                 plane._start_argo()
             if run.nodes not in node_ready:
                 node_ready[run.nodes] = plane.grow_nodes(run.nodes, args.node_cores, kernel)
-            print(f"[fanout] {run.nodes} nodes, {run.cells} cells, parallelism {run.parallelism}, "
+            print(f"[fanout] {run.nodes} nodes, {run.cells} cells ({run.mode}), parallelism {run.parallelism}, "
                   f"qps {run.qps:g}/{run.burst}", file=sys.stderr, flush=True)
             measure(plane, run, items_all[: run.cells], args.timeout)
             print(f"[fanout]   {json.dumps({k: v for k, v in run.results.items() if k != 'usage'})}",
