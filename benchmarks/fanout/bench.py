@@ -7,7 +7,9 @@ kube-apiserver, kube-controller-manager, kube-scheduler and Argo's workflow-cont
 127.0.0.1 inside a network namespace of this bench's own (nothing listens outside it). Only the
 kubelets and the pods' work are simulated: KWOK marks a bound pod Running at once and Succeeded
 --cell-seconds later, which Argo takes as a finished step (a step without outputs needs no
-executor's report), so the whole workflow, pod GC included, completes.
+executor's report), so the whole workflow, pod GC included, completes. With `@operator` the Workflow comes from a
+Sweep object through the real ccsweep operator (kopf, as the chart runs it), and the bench also
+measures how long a cell's success takes to show in the Sweep's status.
 
 What is submitted is workflows/full-sweep.yaml itself (the ccsweep-sweep and ccsweep-cell
 templates: plan, one pod per cell with its podSpecPatch, retries and pod GC, figures, verdict).
@@ -35,6 +37,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,7 +65,8 @@ ARGO_NAMESPACE = "argo"
 PRESET = "full-sweep"
 PLAN_NODE = re.compile(r"\.plan(\(\d+\))?$")   # the plan step's pod (a retry's attempt: plan(0))
 RESULT_LIMIT = 256 * 1024   # argoexec keeps the last 256 KiB of a step's stdout as its result
-DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller", "kwok")
+DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller", "kwok",
+           "operator")
 
 
 def in_ns(cmd: list[str]) -> list[str]:
@@ -358,6 +362,18 @@ class ControlPlane:
         time.sleep(2)
         self._wait("kwok", lambda: True)   # still running after 2 s: its configuration was taken
 
+    def start_operator(self) -> None:
+        """The ccsweep operator (kopf, as the chart runs it) watching NAMESPACE, its store a folder here."""
+        if "operator" in self.procs:
+            return
+        self.kubectl("apply", "--server-side", "-f", str(REPO / "charts/ccsweep/files/crds/sweeps.ccsweep.io.yaml"))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/sweeps.ccsweep.io")
+        self._spawn("operator", [str(REPO / ".venv/bin/kopf"), "run", "--standalone", f"--namespace={NAMESPACE}",
+                                 "-m", "ccsweep_operator.handlers"],
+                    env={"KUBECONFIG": str(self.kubeconfig), "CCSWEEP_STORE": f"file://{self.workdir / 'store'}"})
+        time.sleep(5)
+        self._wait("operator", lambda: True)   # still running after 5 s: logged in, handlers registered
+
     def grow_nodes(self, total: int, cores: int, kernel: str) -> float:
         """Fake nodes kwok-0000 ... up to `total`; the seconds until all of them are Ready."""
         have = len(self.kubectl("get", "nodes", "-o", "name").stdout.split())
@@ -454,6 +470,57 @@ def submit(plane: ControlPlane, workflow: dict, *parameters: str) -> str:
     return done.stdout.strip()
 
 
+def create_sweep(plane: ControlPlane, name: str, parallelism: int) -> str:
+    """A Sweep of the full-sweep preset, as a user applies one; the name of the Workflow the operator makes."""
+    spec = yaml.safe_load((REPO / "src/ccsweep/presets" / f"{PRESET}.yaml").read_text())
+    spec.pop("name")
+    spec["run"] = {"parallelism": parallelism}
+    plane.kubectl("create", "-n", NAMESPACE, "-f", "-", input=json.dumps(
+        {"apiVersion": "ccsweep.io/v1alpha1", "kind": "Sweep", "metadata": {"name": name}, "spec": spec}))
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        workflow = plane.kubectl("get", "sweep", "-n", NAMESPACE, name, "-o", "jsonpath={.status.workflow}").stdout
+        if workflow:
+            return workflow
+        time.sleep(0.3)
+    raise RuntimeError(f"the operator made no Workflow for Sweep {name} in 120 s")
+
+
+class SweepStatus(threading.Thread):
+    """The Sweep's status.cells.done and phase every 0.5 s, time-stamped: what a user watching it sees."""
+
+    def __init__(self, plane: ControlPlane, name: str) -> None:
+        super().__init__(daemon=True)
+        self.plane, self.name = plane, name
+        self.seen: list[tuple[float, int, str]] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.5):
+            got = self.plane.kubectl("get", "sweep", "-n", NAMESPACE, self.name, "-o",
+                                     "jsonpath={.status.cells.done} {.status.phase}", check=False).stdout.split()
+            if len(got) == 2 and got[0].isdigit():
+                self.seen.append((time.time(), int(got[0]), got[1]))
+            elif len(got) == 1:
+                self.seen.append((time.time(), 0, got[0]))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+
+    def lags(self, done_times: list[float]) -> list[float]:
+        """For the k-th cell pod to succeed: seconds until the Sweep counted k cells done."""
+        out = []
+        for k, t in enumerate(sorted(done_times), start=1):
+            shown = next((at for at, done, _ in self.seen if done >= k and at >= t), None)
+            if shown is not None:
+                out.append(shown - t)
+        return out
+
+    def phase_at(self, phase: str) -> float | None:
+        return next((at for at, _, p in self.seen if p == phase), None)
+
+
 def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) -> None:
     watch = PodTimes(plane.kubectl_cmd())
     watch.start()
@@ -464,9 +531,16 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
     sampler.start()
     t0 = time.time()
     plan_reported, truncated = None, False
-    if run.mode == "sweep":
-        name = submit(plane, sweep_workflow(run.parallelism), "image=localhost/ccsweep/cell:local",
-                      "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout")
+    sweep_status = None
+    if run.mode in ("sweep", "operator"):
+        if run.mode == "sweep":
+            name = submit(plane, sweep_workflow(run.parallelism), "image=localhost/ccsweep/cell:local",
+                          "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout")
+        else:
+            sweep_name = f"fanout-{run.nodes}-{run.cells}"
+            name = create_sweep(plane, sweep_name, run.parallelism)
+            sweep_status = SweepStatus(plane, sweep_name)
+            sweep_status.start()
         result, truncated = plan_output(items)
         plan_reported = stand_in_for_plan(plane, name, result)
     else:
@@ -482,6 +556,9 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
             break
         time.sleep(1)
     t_done = time.time()
+    if sweep_status:
+        time.sleep(5)   # the operator's last word on a finished Workflow
+        sweep_status.stop()
     sampler.stop()
     time.sleep(1)
     watch.stop()
@@ -516,6 +593,15 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
         "too_large_logs": log.count("maximum allowed size"),
         "usage": {n: vars(u) for n, u in sampler.usage.items()},
     }
+    if sweep_status:
+        lags = sweep_status.lags(list(watch.done.values()))
+        final = sweep_status.phase_at(phase) if phase else None
+        run.results["sweep_status"] = {
+            "counted": max((done for _, done, _ in sweep_status.seen), default=0),
+            "lag_median_s": statistics.median(lags) if lags else None, "lag_max_s": max(lags) if lags else None,
+            "final_phase_lag_s": (final - t_done) if final else None}
+    if run.mode == "operator":
+        plane.kubectl("delete", "sweeps", "--all", "-n", NAMESPACE, "--wait=true", timeout=600)
     plane.kubectl("delete", "workflows", "--all", "-n", NAMESPACE, "--wait=true", timeout=600)
     cleared = time.monotonic() + 300
     while time.monotonic() < cleared and plane.kubectl("get", "pods", "-n", NAMESPACE, "-o", "name").stdout.strip():
@@ -541,9 +627,10 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
         "labelled as the node probe labels them. Mode *sweep*: `workflows/full-sweep.yaml` as submitted "
         f"(plan, fan-out, figures, verdict), the plan pod's output standing in for `ccsweep plan` on the {PRESET} "
         "preset (repeated to the cell count) and cut to its last 256 KiB as argoexec cuts a result; mode "
+        "*operator*: the same Workflow made by the ccsweep operator from a Sweep of that preset; mode "
         "*items*: the same `cell` step fed the items from a Workflow parameter. KWOK finishes each pod "
         f"{args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s after it starts (the plan pod too). Times in "
-        "seconds from `argo submit`; fan-out = first cell pod created -> every cell pod bound.",
+        "seconds from the submission; fan-out = first cell pod created -> every cell pod bound.",
         "",
         "| nodes | cells | mode | parallelism | controller qps/burst | plan result | first cell pod | fan-out | "
         "all bound | pods/s (avg, best 1 s) | workflow done | phase | Workflow object | "
@@ -561,13 +648,22 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
         plan = f"{x['plan_result_bytes'] / 1024:.0f} KiB" + (" (cut)" if x["plan_result_cut"] else "")
         lines.append(
             f"| {r.nodes} | {r.cells} | {r.mode} | {r.parallelism} | {r.qps:g}/{r.burst} | "
-            f"{plan if r.mode == 'sweep' else '-'} | {fmt(x['first_pod_s'])} | {fmt(x['fan_out_s'])} | "
+            f"{plan if r.mode != 'items' else '-'} | {fmt(x['first_pod_s'])} | {fmt(x['fan_out_s'])} | "
             f"{fmt(x['all_bound_s'])} | {fmt(x['pods_per_s'])}, {x['best_second']} | {fmt(x['done_s'])} | "
             f"{x['phase']} | {size} | {wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) / {wc['peak_rss_mb']:.0f} | "
             f"{api['cpu_s']:.0f} / {api['peak_rss_mb']:.0f} | {etcd['cpu_s']:.0f} / {etcd['peak_rss_mb']:.0f} | "
             f"{u['kube-scheduler']['cpu_s']:.0f} | {u['kwok']['cpu_s']:.0f} | {x['throttled_logs']} |")
     lines += ["", "Nodes Ready (seconds after creating them): "
               + ", ".join(f"{n} nodes {s:.0f}" for n, s in node_ready_s.items()), ""]
+    for r in runs:
+        status, operator = r.results.get("sweep_status"), r.results.get("usage", {}).get("operator")
+        if status and operator:
+            lines.append(f"- {r.nodes} nodes, {r.cells} cells, operator: the Sweep counted {status['counted']} "
+                         f"cells done; a cell pod's success reached the Sweep's status after "
+                         f"{fmt(status['lag_median_s'])} s (median), {fmt(status['lag_max_s'])} s (max); its final "
+                         f"phase {fmt(status['final_phase_lag_s'])} s after the Workflow's; operator CPU "
+                         f"{operator['cpu_s']:.0f} s (peak {operator['peak_cpu']:.2f} cores), RSS "
+                         f"{operator['peak_rss_mb']:.0f} MB.")
     for r in runs:
         if r.results.get("message") or r.results.get("too_large_logs"):
             lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: {r.results['message']} "
@@ -576,20 +672,24 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
 
 
 def parse_run(text: str, args: argparse.Namespace) -> Run:
-    """NODES:CELLS[:QPS:BURST] -> a Run (parallelism: --parallelism, or the cell count)."""
-    parts = text.split(":")
-    if len(parts) not in (2, 4) or not all(p.replace(".", "", 1).isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"--run {text!r}: expected NODES:CELLS or NODES:CELLS:QPS:BURST")
+    """NODES:CELLS[:QPS:BURST][@MODE] -> a Run (parallelism: --parallelism, or the cell count)."""
+    spec, _, mode = text.partition("@")
+    parts = spec.split(":")
+    if (len(parts) not in (2, 4) or not all(p.replace(".", "", 1).isdigit() for p in parts)
+            or mode not in ("", "sweep", "operator", "items")):
+        raise argparse.ArgumentTypeError(f"--run {text!r}: expected NODES:CELLS[:QPS:BURST][@sweep|@operator|@items]")
     nodes, cells = int(parts[0]), int(parts[1])
     qps, burst = (float(parts[2]), int(parts[3])) if len(parts) == 4 else (args.controller_qps, args.controller_burst)
-    return Run(nodes, cells, args.parallelism or cells, qps, burst)
+    return Run(nodes, cells, args.parallelism or cells, qps, burst, mode or "sweep")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--run", action="append", metavar="NODES:CELLS[:QPS:BURST]",
+    p.add_argument("--run", action="append", metavar="NODES:CELLS[:QPS:BURST][@MODE]",
                    help="a fan-out to measure, in order (nodes only grow; a new qps/burst restarts the "
-                        "controller); default: 50:390 400:390 400:3900")
+                        "controller). MODE: sweep (argo submit workflows/full-sweep.yaml, the default), "
+                        "operator (a Sweep object, through the ccsweep operator), items (the cell step fed "
+                        "from a parameter). Default: 50:390 400:390 400:390@operator 400:3900")
     p.add_argument("--node-cores", type=int, default=16, help="cores of each fake node")
     p.add_argument("--cell-seconds", type=float, default=20, help="simulated time a cell pod runs")
     p.add_argument("--parallelism", type=int, default=0,
@@ -600,7 +700,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, help="write the report (markdown) here as well")
     args = p.parse_args()
     try:
-        runs = [parse_run(text, args) for text in (args.run or ["50:390", "400:390", "400:3900"])]
+        runs = [parse_run(text, args) for text in (args.run or ["50:390", "400:390", "400:390@operator", "400:3900"])]
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
     if any(r.nodes < q.nodes for q, r in zip(runs, runs[1:], strict=False)):
@@ -624,13 +724,16 @@ def main() -> int:
         # A plan too long for a step's result cannot fan out through the sweep template: measure that,
         # then the control plane at the same size with the items fed from a parameter.
         runs = [twin for r in runs for twin in
-                ([r, replace(r, mode="items")] if plan_output(items_all[: r.cells])[1] else [r])]
+                ([r, replace(r, mode="items")] if r.mode != "items" and plan_output(items_all[: r.cells])[1]
+                 else [r])]
         plane.start()
         for run in runs:
             if (run.qps, run.burst) != (plane.controller_qps, plane.controller_burst):
                 plane.stop_one("workflow-controller")
                 plane.controller_qps, plane.controller_burst = run.qps, run.burst
                 plane._start_argo()
+            if run.mode == "operator":
+                plane.start_operator()
             if run.nodes not in node_ready:
                 node_ready[run.nodes] = plane.grow_nodes(run.nodes, args.node_cores, kernel)
             print(f"[fanout] {run.nodes} nodes, {run.cells} cells ({run.mode}), parallelism {run.parallelism}, "
