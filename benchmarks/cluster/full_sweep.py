@@ -250,7 +250,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
     g = poller.gauges
     usage = sampler.usage
     lines = [
-        f"# The full sweep through Argo, time-scaled x{args.time_scale:g}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"# The {args.spec} preset through Argo on the local cluster, time-scaled x{args.time_scale:g}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"**Machine.** {machine()}. One local node ({node_cpu:g} allocatable CPUs), {args.cell_cpu} CPU per cell pod.",
         "",

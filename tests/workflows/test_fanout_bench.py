@@ -1,0 +1,69 @@
+"""The simulated fan-out (benchmarks/fanout/bench.py) submits what users submit, and its stand-in for
+the plan pod reports what argoexec would: checked offline, so a template change that the bench no
+longer follows fails here and not 20 minutes into `make bench-fanout`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_lint import TEMPLATES, WORKFLOWS, lint
+from test_lint import argo as argo  # noqa: F401  (the fixture: skips without bin/argo)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("fanout_bench", REPO / "benchmarks/fanout/bench.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fanout_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def items(bench, tmp_path_factory) -> list[dict]:
+    return bench.plan_items(3900, tmp_path_factory.mktemp("plan"))
+
+
+def test_the_sweep_mode_submits_the_full_sweep_workflow(bench):
+    submitted = bench.sweep_workflow(390)
+    assert submitted["spec"]["workflowTemplateRef"] == yaml.safe_load(
+        (WORKFLOWS / "full-sweep.yaml").read_text())["spec"]["workflowTemplateRef"]
+    assert submitted["spec"]["parallelism"] == 390
+
+
+def test_the_items_mode_workflow_lints_and_runs_the_real_cell_step(bench, items, argo, tmp_path: Path):
+    workflow = bench.fanout_workflow(items[:390], 390)
+    path = tmp_path / "fanout.yaml"
+    path.write_text(yaml.safe_dump(workflow))
+    done = lint(argo, path, *TEMPLATES)
+    assert done.returncode == 0, done.stdout + done.stderr
+    step = workflow["spec"]["templates"][0]["steps"][0][0]
+    assert step["templateRef"] == {"name": "ccsweep-cell", "template": "cell"}
+    assert len(json.loads(next(p["value"] for p in workflow["spec"]["arguments"]["parameters"]
+                               if p["name"] == "items"))) == 390
+
+
+def test_the_plan_of_390_cells_fits_a_step_result_and_of_3900_does_not(bench, items):
+    """argoexec keeps the last 256 KiB of a step's stdout: the full sweep's plan fits, ten times it is cut
+    into JSON the fan-out cannot read."""
+    result, cut = bench.plan_output(items[:390])
+    assert not cut and len(json.loads(result)) == 390
+    result, cut = bench.plan_output(items)
+    assert cut and len(result) == 256 * 1024
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(result)
+
+
+def test_fake_nodes_carry_the_node_probes_labels(bench):
+    labels = bench.fake_node("kwok-0000", 16, "6.1.0")["metadata"]["labels"]
+    assert labels["ccsweep.io/cc-bbr"] == labels["ccsweep.io/cc-cubic"] == "true"
+    assert labels["ccsweep.io/kernel"] == "6.1.0"
