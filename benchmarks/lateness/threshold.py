@@ -181,96 +181,130 @@ class Band:
         sd = statistics.stdev(values) if n > 1 else 0.0
         return cls(n, statistics.fmean(values), T_975[n - 1] * sd * math.sqrt(1 + 1 / n), min(values), max(values))
 
+    def change(self, value: float) -> Change:
+        return Change((value - self.mean) / self.mean * 100, self.half / self.mean * 100,
+                      abs(value - self.mean) > self.half)
+
+
+@dataclass
+class Change:
+    """One metric of an injected run against its cell's band, in percent of the undisturbed mean."""
+
+    pct: float
+    band_pct: float
+    moved: bool
+
+
+#: What a run is judged on: steady goodput, and the flow's mean RTT (tcp_info samples).
+METRICS = {"goodput": "goodput_mbps", "mean RTT": "rtt_mean_ms"}
+Key = tuple[str, float, float]
+
 
 @dataclass
 class Point:
-    """An injected run against its cell's band."""
+    """An injected run: the change of each metric against its band."""
 
     run: Run
-    goodput_change_pct: float
-    band_pct: float
-    moved: bool
-    rtt_change_pct_of_base: float | None
+    changes: dict[str, Change]
+
+    @property
+    def moved(self) -> bool:
+        return any(c.moved for c in self.changes.values())
 
 
-def analyse(runs: list[Run]) -> tuple[dict[tuple[str, float, float], Band], list[Point]]:
-    by_key: dict[tuple[str, float, float], list[Run]] = defaultdict(list)
+def analyse(runs: list[Run]) -> tuple[dict[Key, dict[str, Band]], list[Point]]:
+    by_key: dict[Key, list[Run]] = defaultdict(list)
     for run in runs:
-        if run.goodput_mbps is not None:
+        if run.goodput_mbps is not None and run.rtt_mean_ms is not None:
             by_key[run.key].append(run)
-    bands: dict[tuple[str, float, float], Band] = {}
+    bands: dict[Key, dict[str, Band]] = {}
     points: list[Point] = []
     for key, group in by_key.items():
         base = [r for r in group if r.inject is None]
         if len(base) < 2:
             continue
-        band = bands[key] = Band.of([r.goodput_mbps for r in base if r.goodput_mbps is not None])
-        base_rtt = statistics.fmean(r.rtt_mean_ms for r in base if r.rtt_mean_ms is not None)
-        for run in group:
-            if run.inject is None or run.goodput_mbps is None:
-                continue
-            change = run.goodput_mbps - band.mean
-            rtt_change = (None if run.rtt_mean_ms is None
-                          else (run.rtt_mean_ms - base_rtt) / run.rtt_ms * 100)
-            points.append(Point(run, change / band.mean * 100, band.half / band.mean * 100,
-                                abs(change) > band.half, rtt_change))
+        bands[key] = {m: Band.of([getattr(r, field) for r in base]) for m, field in METRICS.items()}
+        points += [Point(run, {m: bands[key][m].change(getattr(run, field)) for m, field in METRICS.items()})
+                   for run in group if run.inject is not None]
     return bands, points
 
 
-def verdicts(runs: list[Run], points: list[Point]) -> dict[float, tuple[float, float | None]]:
-    """Per RTT: (largest p99 lateness, on-time runs included, at which no run had moved;
-    smallest p99 at which one had moved, or None)."""
-    out: dict[float, tuple[float, float | None]] = {}
+@dataclass
+class Verdict:
+    """One RTT: the largest p99 lateness (undisturbed runs included) below which no run had moved,
+    and per metric the smallest p99 at which a run had (None: none did)."""
+
+    held_us: float
+    first_moved_us: dict[str, float | None]
+
+
+def verdicts(runs: list[Run], points: list[Point]) -> dict[float, Verdict]:
+    out: dict[float, Verdict] = {}
     for rtt in sorted({r.rtt_ms for r in runs}):
-        undisturbed = [r.lateness_p99_us or 0.0 for r in runs if r.rtt_ms == rtt and r.inject is None]
-        moved = [p.run.lateness_p99_us or 0.0 for p in points if p.run.rtt_ms == rtt and p.moved]
-        first_moved = min(moved) if moved else None
-        held = [p.run.lateness_p99_us or 0.0 for p in points if p.run.rtt_ms == rtt and not p.moved
-                and (first_moved is None or (p.run.lateness_p99_us or 0.0) < first_moved)]
-        out[rtt] = (max(held + undisturbed), first_moved)
+        mine = [p for p in points if p.run.rtt_ms == rtt]
+        first = {m: min((p99(p.run) for p in mine if p.changes[m].moved), default=None) for m in METRICS}
+        any_first = min((v for v in first.values() if v is not None), default=math.inf)
+        held = [p99(r) for r in runs if r.rtt_ms == rtt and r.inject is None]
+        held += [p99(p.run) for p in mine if not p.moved and p99(p.run) < any_first]
+        out[rtt] = Verdict(max(held), first)
     return out
 
 
-def figure(bands: dict[tuple[str, float, float], Band], points: list[Point], path: Path) -> None:
+def threshold_us(rtt_ms: float) -> float:
+    """The cell runner's rule in force (runner.link.lateness_threshold_us), drawn for comparison."""
+    from ccsweep.runner.link import LATENESS_CEILING_US, LATENESS_FLOOR_US, LATENESS_RTT_SHARE
+
+    return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, LATENESS_RTT_SHARE * rtt_ms * 1000))
+
+
+def p99(run: Run) -> float:
+    return run.lateness_p99_us or 0.0
+
+
+def figure(bands: dict[Key, dict[str, Band]], points: list[Point], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     rtts = sorted({k[1] for k in bands})
     losses = sorted({k[2] for k in bands})
+    rows = [(metric, loss) for metric in METRICS for loss in losses]
     colours = {"bbr": "tab:blue", "cubic": "tab:orange"}
-    fig, axes = plt.subplots(len(losses), len(rtts), figsize=(4.2 * len(rtts), 3.4 * len(losses)),
+    fig, axes = plt.subplots(len(rows), len(rtts), figsize=(4.2 * len(rtts), 3.0 * len(rows)),
                              sharex=True, squeeze=False)
-    for row, loss in enumerate(losses):
+    for row, (metric, loss) in enumerate(rows):
         for col, rtt in enumerate(rtts):
             ax = axes[row][col]
-            for (cc, b_rtt, b_loss), band in sorted(bands.items()):
-                if (b_rtt, b_loss) != (rtt, loss):
+            for key, band in sorted(bands.items()):
+                if key[1:] != (rtt, loss):
                     continue
-                colour = colours.get(cc, "tab:grey")
-                half = band.half / band.mean * 100
+                colour = colours.get(key[0], "tab:grey")
+                half = band[metric].half / band[metric].mean * 100
                 ax.axhspan(-half, half, color=colour, alpha=0.15, lw=0)
-                mine = sorted((p for p in points if p.run.key == (cc, b_rtt, b_loss)),
-                              key=lambda p: p.run.lateness_p99_us or 0.0)
-                xs = [p.run.lateness_p99_us for p in mine]
-                ys = [p.goodput_change_pct for p in mine]
-                ax.plot(xs, ys, "o-", color=colour, label=f"{cc} (band: 95% of undisturbed runs)")
-                ax.plot([p.run.lateness_p99_us for p in mine if p.moved],
-                        [p.goodput_change_pct for p in mine if p.moved], "x", color="black", ms=9)
+                mine = sorted((p for p in points if p.run.key == key), key=lambda p: p99(p.run))
+                ax.plot([p99(p.run) for p in mine], [p.changes[metric].pct for p in mine], "o-", color=colour,
+                        label=f"{key[0]} (band: 95% of undisturbed runs)")
+                moved = [p for p in mine if p.changes[metric].moved]
+                ax.plot([p99(p.run) for p in moved], [p.changes[metric].pct for p in moved], "x", color="black",
+                        ms=9)
             ax.axhline(0, color="black", lw=0.5)
+            ax.axvline(threshold_us(rtt), color="grey", ls="--", lw=1)
             ax.set_xscale("log")
-            ax.set_title(f"RTT {rtt:g} ms, loss {loss:g}%", fontsize=10)
-            if row == len(losses) - 1:
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_title(f"{metric}: RTT {rtt:g} ms, loss {loss:g}%", fontsize=10)
+            if row == len(rows) - 1:
                 ax.set_xlabel("measured lateness p99 (us)")
             if col == 0:
-                ax.set_ylabel("goodput change (%)")
+                ax.set_ylabel(f"{metric} change (%)")
             ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="lower left")
-    fig.suptitle("Goodput against emulator lateness (x: left the band)", fontsize=11)
+    fig.suptitle("Goodput and mean RTT against emulator lateness (x: outside the band; dashed: the threshold)",
+                 fontsize=11)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
@@ -286,34 +320,43 @@ def report(options: argparse.Namespace, runs: list[Run], meta: dict[str, Any]) -
              f"**Machine.** {meta['machine']}. Load average (1 min) before the runs {meta['load_before']}, "
              f"after {meta['load_after']}; per run in the JSON. {meta.get('note', '')}".rstrip(), "",
              f"**How.** `{meta['command']}`: {meta['grid']}. Wall time {meta['wall_s']:.0f} s. Raw runs: "
-             f"[{Path(meta['json']).name}]({Path(meta['json']).name}).", "",
+             f"[{Path(meta['json']).name}]({Path(meta['json']).name}). 'band' is the 95% prediction interval of "
+             "one more undisturbed run (mean +- t * sd * sqrt(1 + 1/n)); a run 'moved' when it lies outside.", "",
              "## Undisturbed runs (the spread)", "",
-             "| cc | RTT ms | loss % | n | goodput mean | min-max | 95% PI half-width | lateness p99 (us) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| cc | RTT ms | loss % | n | goodput mean | min-max | band +- | mean RTT ms | min-max | band +- | "
+             "lateness p99 (us) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, band in sorted(bands.items()):
-        p99s = [f"{r.lateness_p99_us:.0f}" for r in runs if r.key == key and r.inject is None and r.lateness_p99_us]
-        lines.append(f"| {key[0]} | {key[1]:g} | {key[2]:g} | {band.n} | {band.mean:.2f} | "
-                     f"{band.low:.2f}-{band.high:.2f} | {band.half:.2f} ({band.half / band.mean * 100:.1f}%) | "
-                     f"{', '.join(p99s)} |")
-    lines += ["", "## Injected runs", "",
-              "| cc | RTT ms | loss % | injected | lateness p99 (us) | max (us) | goodput | change | moved | "
-              "mean RTT change (% of base RTT) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for p in sorted(points, key=lambda p: (p.run.key, p.run.lateness_p99_us or 0.0)):
+        g, t = band["goodput"], band["mean RTT"]
+        p99s = ", ".join(f"{p99(r):.0f}" for r in runs if r.key == key and r.inject is None)
+        lines.append(f"| {key[0]} | {key[1]:g} | {key[2]:g} | {g.n} | {g.mean:.2f} | {g.low:.2f}-{g.high:.2f} | "
+                     f"{g.half:.2f} ({g.half / g.mean * 100:.1f}%) | {t.mean:.2f} | {t.low:.2f}-{t.high:.2f} | "
+                     f"{t.half:.2f} ({t.half / t.mean * 100:.1f}%) | {p99s} |")
+    lines += ["", "## Injected runs (bold: outside the band)", "",
+              "| cc | RTT ms | loss % | injected | lateness p99 (us) | max (us) | goodput | change (band) | "
+              "mean RTT ms | change (band) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in sorted(points, key=lambda p: (p.run.key, p99(p.run))):
         r = p.run
-        rtt_change = "" if p.rtt_change_pct_of_base is None else f"{p.rtt_change_pct_of_base:+.1f}"
-        lines.append(f"| {r.cc} | {r.rtt_ms:g} | {r.loss_percent:g} | `{r.inject}` | {r.lateness_p99_us:.0f} | "
-                     f"{r.lateness_max_us:.0f} | {r.goodput_mbps:.2f} | {p.goodput_change_pct:+.1f}% "
-                     f"(band +-{p.band_pct:.1f}%) | {'yes' if p.moved else 'no'} | {rtt_change} |")
-    failed = [r for r in runs if r.goodput_mbps is None]
+        lines.append(f"| {r.cc} | {r.rtt_ms:g} | {r.loss_percent:g} | `{r.inject}` | {p99(r):.0f} | "
+                     f"{r.lateness_max_us or 0:.0f} | {r.goodput_mbps:.2f} | {mark(p.changes['goodput'])} | "
+                     f"{r.rtt_mean_ms:.2f} | {mark(p.changes['mean RTT'])} |")
+    failed = [r for r in runs if r.goodput_mbps is None or r.rtt_mean_ms is None]
     if failed:
         lines += ["", f"{len(failed)} run(s) failed and are left out: "
                   + "; ".join(f"{r.cc} {r.rtt_ms:g} ms {r.inject}: {r.error}" for r in failed)]
     lines += ["", "## Per RTT", "",
-              "| RTT ms | largest p99 with no run moved (us) | smallest p99 that moved a run (us) |", "|---|---|---|"]
-    for rtt, (held, moved) in verdicts(runs, points).items():
-        lines.append(f"| {rtt:g} | {held:.0f} | {'none' if moved is None else f'{moved:.0f}'} |")
-    lines += ["", f"![goodput change against lateness]({os.path.relpath(options.figure, options.out.parent)})", ""]
+              "| RTT ms | largest p99 below which no run moved (us) | smallest p99 that moved goodput (us) | "
+              "smallest p99 that moved mean RTT (us) |", "|---|---|---|---|"]
+    for rtt, verdict in verdicts(runs, points).items():
+        firsts = ["none" if v is None else f"{v:.0f}" for v in verdict.first_moved_us.values()]
+        lines.append(f"| {rtt:g} | {verdict.held_us:.0f} | " + " | ".join(firsts) + " |")
+    lines += ["", f"![goodput and mean RTT change against lateness]"
+              f"({os.path.relpath(options.figure, options.out.parent)})", ""]
     return "\n".join(lines)
+
+
+def mark(change: Change) -> str:
+    text = f"{change.pct:+.1f}% (+-{change.band_pct:.1f}%)"
+    return f"**{text}**" if change.moved else text
 
 
 def main() -> None:
