@@ -13,6 +13,7 @@ links' CPU shares from the same cells. The grid, the rule and the host settings 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -57,10 +58,12 @@ def main() -> None:
         sys.exit(f"bench-crosscheck: {missing}")
     cells = grid(args.seconds, args.repetitions)
     started = time.monotonic()
+    load_before = f"{os.getloadavg()[0]:.1f}"
 
     def progress(result: CellResult) -> None:
         print(f"[{time.monotonic() - started:6.0f}s] {result.cell.params.link:12} {result.cell.params.cc_label:5} "
-              f"loss {result.cell.params.loss:.0%} rep {result.cell.params.repetition}: {result.status} "
+              f"loss {result.cell.params.loss:.0%} rep {result.cell.params.repetition} attempt {result.attempt}: "
+              f"{result.status} "
               f"{result.goodput_mbps} Mbit/s {result.error or ''}", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="ccsweep-crosscheck-") as scratch, mahimahi_host():
@@ -73,7 +76,8 @@ def main() -> None:
         "",
         f"Machine: {platform.node()}, kernel {platform.release()}, {platform.machine()}. Command: "
         f"`make bench-crosscheck` (benchmarks/crosscheck/bench.py --seconds {args.seconds:g} "
-        f"--repetitions {args.repetitions}); {len(results)} cells in {time.monotonic() - started:.0f} s.",
+        f"--repetitions {args.repetitions}); {len(results)} cells in {time.monotonic() - started:.0f} s; "
+        f"load average {load_before} before, {os.getloadavg()[0]:.1f} after (2 cores shared with other work).",
         "",
         f"Goodput (receiver, whole flow), mean ± sample standard deviation over {args.repetitions} "
         "repetitions per backend:",

@@ -58,16 +58,23 @@ def pair_key(cell: Cell) -> tuple[str, float, str]:
     return p.cc_label, p.loss, bottleneck
 
 
+#: A ccsweep-link cell whose link ran late is run again, as the executor does, this often at most.
+ATTEMPTS = 3
+
+
 def run_grid(cells: list[Cell], workdir: Path, progress: Callable[[CellResult], None] | None = None
              ) -> list[CellResult]:
     """Every cell once, repetition by repetition, the two backends of a cell back to back."""
     order = sorted(cells, key=lambda c: (c.params.repetition, pair_key(c), BACKENDS.index(c.params.link)))
     results = []
     for cell in order:
-        result = run_cell(cell, workdir / cell.id).result
+        for attempt in range(1, ATTEMPTS + 1):
+            result = run_cell(cell, workdir / f"{cell.id}-{attempt}", attempt=attempt).result
+            if progress is not None:
+                progress(result)
+            if result.status != "late":
+                break
         results.append(result)
-        if progress is not None:
-            progress(result)
     return results
 
 
@@ -77,6 +84,7 @@ class Comparison:
 
     key: tuple[str, float, str]
     goodput: dict[str, list[float]]
+    bbr_relative: float = BBR_RELATIVE
 
     def mean(self, backend: str) -> float:
         return statistics.fmean(self.goodput[backend])
@@ -98,13 +106,13 @@ class Comparison:
 
     @property
     def rule(self) -> str:
-        return (f"within {BBR_RELATIVE:.0%}" if self.key[0] == "bbr"
+        return (f"within {self.bbr_relative:.0%}" if self.key[0] == "bbr"
                 else f"within {CUBIC_RELATIVE:.0%} or {CUBIC_ABSOLUTE_MBPS:g} Mbit/s")
 
     @property
     def agrees(self) -> bool:
         if self.key[0] == "bbr":
-            return self.relative <= BBR_RELATIVE
+            return self.relative <= self.bbr_relative
         return self.relative <= CUBIC_RELATIVE or abs(self.difference) <= CUBIC_ABSOLUTE_MBPS
 
     def line(self) -> str:
@@ -115,12 +123,15 @@ class Comparison:
                 f"({self.difference:+.2f} Mbit/s), rule {self.rule}: {'agrees' if self.agrees else 'DISAGREES'}")
 
 
-def compare(results: list[CellResult]) -> list[Comparison]:
-    """Group measured results by cell and backend; a result without a goodput fails loudly."""
+def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE) -> list[Comparison]:
+    """Group measured results by cell and backend; a failed or still late result fails loudly.
+
+    `bbr_relative` widens BBR's margin where fewer or shorter runs than the bench's scatter more.
+    """
     goodput: dict[tuple[str, float, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for result in results:
-        if result.goodput_mbps is None:
+        if result.goodput_mbps is None or result.status != "ok":
             raise AssertionError(f"{result.cell.params.link} cell {result.cell.id} {pair_key(result.cell)}: "
                                  f"{result.status} {result.error}")
         goodput[pair_key(result.cell)][result.cell.params.link].append(result.goodput_mbps)
-    return [Comparison(key, dict(by_backend)) for key, by_backend in goodput.items()]
+    return [Comparison(key, dict(by_backend), bbr_relative) for key, by_backend in goodput.items()]
