@@ -8,6 +8,8 @@ import pytest
 
 from ccsweep.cell import Cell, CellParams, canonical_json, cell_id
 from ccsweep.expand import expand
+from ccsweep.runner import mahimahi_run
+from ccsweep.runner.link import LinkError
 from ccsweep.runner.mahimahi import constant_rate_trace, log_counters, mahimahi_command, mahimahi_summary
 from ccsweep.runner.measure import link_log_totals
 from ccsweep.spec import SpecError, parse_spec
@@ -86,3 +88,24 @@ def test_the_summary_says_what_mahimahi_cannot_measure():
     summary = mahimahi_summary(cells()[0].params, "mahimahi-abc", totals, totals, 0.3)
     assert summary.backend == "mahimahi" and summary.selfcheck.lateness_p99_us is None
     assert not summary.selfcheck.late and "lateness" in summary.not_measured
+
+
+def test_an_algorithm_the_host_does_not_allow_unprivileged_users_fails_in_one_line(tmp_path, monkeypatch):
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")
+    monkeypatch.setattr(mahimahi_run, "ALLOWED_CC_PATH", allowed)
+    mahimahi_run._check_allowed(["bbr"])
+    with pytest.raises(LinkError, match=r"not cubic; add them on the host: sysctl -w "
+                                        r"net.ipv4.tcp_allowed_congestion_control='reno bbr cubic'$"):
+        mahimahi_run._check_allowed(["bbr", "cubic"])
+
+
+def test_files_nobody_cannot_reach_are_told_apart(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "flow.py").write_text("")
+    (private / "flow.py").chmod(0o644)
+    assert not mahimahi_run._world_readable(private / "flow.py")  # a mode-700 folder on the way
+    assert mahimahi_run._world_readable(Path("/etc/passwd"))
+    assert mahimahi_run._world_readable(Path("/bin/sh"), execute=True)
+    assert not mahimahi_run._world_readable(Path("/etc/passwd"), execute=True)
