@@ -157,6 +157,12 @@ class LinkSeries(Record):
     uplink_drops_queue: list[int]
     uplink_drops_aqm: list[int]
     lateness_p99_us: list[float]
+    #: Packets offered to the data direction, so a loss rate can leave start-up out; empty in records
+    #: written before it was kept.
+    uplink_in_packets: list[int] = Field(default_factory=list)
+    #: The flows' start on the clock of the emulator and its link logs (s since the link was ready),
+    #: so a figure reading a log can put its lines on the flows' time axis.
+    flows_start_s: float | None = None
 
 
 class TimeSeries(Record):

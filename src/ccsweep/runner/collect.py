@@ -104,5 +104,7 @@ def link_series(stats: Sequence[Event], offset_s: float) -> LinkSeries | None:
         uplink_drops_loss=[int(u.get("drops_loss", 0)) for u in up],
         uplink_drops_queue=[int(u.get("drops_queue", 0)) for u in up],
         uplink_drops_aqm=[int(u.get("drops_aqm", 0)) for u in up],
+        uplink_in_packets=[int(u.get("in_packets", 0)) for u in up],
+        flows_start_s=round(offset_s, 4),
         lateness_p99_us=[float(s.get("lateness_us", {}).get("p99", 0.0)) for s in stats],
     )
