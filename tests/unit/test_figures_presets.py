@@ -1,12 +1,17 @@
-"""The presets of the source studies: every one validates, expands, and asks for a figure that exists."""
+"""The presets of the source studies: every one validates, expands, and matches the sources' numbers.
 
+docs/experiments.md holds a table of each source's numbers; the presets are checked against it
+row by row, so a preset that drifts from its source (or a table that drifts from the preset) fails.
+"""
+
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from ccsweep.expand import expand
-from ccsweep.spec import load_spec
+from ccsweep.spec import Experiment, QueueSetting, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
@@ -14,7 +19,84 @@ REBBR = {"figure8": 26, "bandwidth": 130, "algorithms": 78, "rtt": 130, "cellula
 
 
 def test_every_study_has_a_preset():
-    assert set(REBBR) | {"full-sweep", "step-response", "bufferbloat", "shallow-buffers", "loss-table"} <= set(PRESETS)
+    assert set(REBBR) | {"full-sweep", "step-response", "bufferbloat", "shallow-buffers", "loss-table",
+                         "rebbr-buffers", "rebbr-queue"} <= set(PRESETS)
+
+
+def source_table() -> tuple[list[str], list[dict[str, str]]]:
+    """ReBBR's loss rates as the doc states them, and the rows of its 'Sources and their numbers' table."""
+    doc = (REPO / "docs" / "experiments.md").read_text()
+    rebbr = re.search(r"ReBBR's 13 loss rates are ([0-9., and]+) %", doc)
+    assert rebbr, "the doc states ReBBR's 13 loss rates"
+    losses = re.split(r",\s*|\s+and\s+", rebbr.group(1).strip())
+    section = doc[doc.index("### Sources and their numbers"):].splitlines()
+    start = next(i for i, ln in enumerate(section) if ln.startswith("|"))
+    end = next((i for i in range(start, len(section)) if not section[i].startswith("|")), len(section))
+    lines = section[start:end]
+    header = [h.strip() for h in lines[0].strip("|").split("|")]
+    rows = [dict(zip(header, (c.strip().strip("`") for c in ln.strip("|").split("|")), strict=True))
+            for ln in lines[2:]]
+    return losses, rows
+
+
+def numbers(text: str) -> list[float]:
+    return [float(v) for v in re.split(r",\s*", text)]
+
+
+def flows_of(exp: Experiment) -> list[str]:
+    return ["+".join(f"{g.count}×{g.cc}" for g in mix) for mix in exp.flow_mixes()]
+
+
+def queue_of(queue: QueueSetting) -> tuple[str, float | None, int]:
+    return (queue.kind, queue.bdp, queue.min_bytes)
+
+
+def queues_in(text: str) -> list[tuple[str, float | None, int]]:
+    """'infinite; droptail 1 BDP, floor 15000 B' or 'droptail 0.25, 0.5 BDP' as (kind, bdp, floor) per queue."""
+    found: list[tuple[str, float | None, int]] = []
+    for part in text.split(";"):
+        part = part.strip()
+        if part == "infinite":
+            found.append(("infinite", None, 0))
+            continue
+        match = re.fullmatch(r"droptail ([0-9., ]+) BDP(?:, floor (\d+) B)?", part)
+        assert match, f"unreadable queue {part!r}"
+        found += [("droptail", b, int(match.group(2) or 0)) for b in numbers(match.group(1))]
+    return found
+
+
+ROWS = source_table()[1]
+
+
+def test_the_source_table_covers_the_reproducing_presets():
+    assert {row["preset"] for row in ROWS} == set(REBBR) | {"rebbr-buffers", "rebbr-queue", "shallow-buffers",
+                                                            "loss-table"}
+    assert all(row["source"] for row in ROWS)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: f"{row['preset']}/{row['experiment']}")
+def test_preset_matches_its_sources_numbers(row: dict[str, str]):
+    rebbr_losses, _ = source_table()
+    (exp,) = [e for e in load_spec(row["preset"]).experiments if e.name == row["experiment"]]
+    assert sorted(flows_of(exp)) == sorted(row["flows"].split(", "))
+    if row["Mbit/s"].startswith("trace "):
+        assert [t.uplink for t in exp.trace or []] == [f"{row['Mbit/s'].removeprefix('trace ')}.up"]
+    else:
+        assert exp.bandwidth_mbps == numbers(row["Mbit/s"])
+    assert exp.rtt_ms == numbers(row["RTT (ms)"])
+    losses = rebbr_losses if row["loss (%)"] == "ReBBR's 13" else row["loss (%)"].split(", ")
+    assert exp.loss_percent == [float(v) for v in losses]
+    assert [queue_of(q) for q in exp.queue] == queues_in(row["queue"])
+    assert exp.duration_s == float(row["flow (s)"])
+    rmem, wmem = (int(v) for v in row["buffers"].split(" / "))
+    assert (exp.buffers.tcp_rmem[2], exp.buffers.tcp_wmem[2]) == (rmem, wmem)
+    assert expand(load_spec(row["preset"]))
+
+
+def test_source_table_parser_refuses_what_it_cannot_read():
+    with pytest.raises(AssertionError, match="unreadable queue"):
+        queues_in("red 1 BDP")
+    assert queues_in("infinite; droptail 1 BDP, floor 15000 B") == [("infinite", None, 0), ("droptail", 1.0, 15000)]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -54,14 +136,19 @@ def test_step_response_doubles_then_halves():
 
 def test_shallow_buffers_cover_quarter_to_eight_bdp():
     cells = expand(load_spec("shallow-buffers"))
-    bdp = 80e6 / 8 * 0.025
-    assert sorted({c.params.uplink.queue.bytes / bdp for c in cells}) == [0.25, 0.5, 1, 2, 4, 8]
-    assert {c.params.cc_label for c in cells} == {"bbr", "bbr+cubic"}
+    multiples = {round(c.params.uplink.queue.bytes / (c.params.uplink.rate_mbps * 1e6 / 8 * 0.025), 6) for c in cells}
+    assert sorted(multiples) == [0.25, 0.5, 0.8, 1, 1.25, 1.5, 1.75, 2, 3, 5, 8]
+    # The study's 0.8 BDP at 80 Mbit/s is its 200,000 bytes.
+    assert any(c.params.uplink.rate_mbps == 80 and c.params.uplink.queue.bytes == 200_000 for c in cells)
+    assert {c.params.cc_label for c in cells} == {"bbr", "cubic", "bbr+cubic"}
     assert all(len(c.params.flows) == 4 for c in cells)
+    assert all(c.params.duration_s >= 120 for c in cells if c.params.cc_label == "bbr+cubic")
+    assert all(c.params.warmup_s > 0 for c in cells)  # the loss rate leaves start-up out
 
 
-def test_loss_table_has_a_symmetric_and_an_asymmetric_path():
+def test_loss_table_has_a_baseline_and_a_symmetric_and_an_asymmetric_path():
     cells = expand(load_spec("loss-table"))
     paths = {(c.params.downlink.delay_ms, c.params.downlink.loss) for c in cells}
     assert paths == {(25, 0.0), (75, 0.01)}
-    assert sorted({round(c.params.loss * 100, 6) for c in cells}) == list(range(1, 11))
+    assert sorted({round(c.params.loss * 100, 6) for c in cells}) == list(range(0, 11))
+    assert {c.params.uplink.rate_mbps for c in cells} == {1000}
