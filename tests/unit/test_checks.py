@@ -18,7 +18,7 @@ from ccsweep.cell import Cell
 from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.stats import mean_ci, mean_ci_columns, t_central_probability, t_critical
-from ccsweep.result import FlowSeries, TimeSeries
+from ccsweep.result import FlowSeries, LinkSeries, TimeSeries
 from ccsweep.store import SweepManifest
 from synthetic import experiment, goodput
 
@@ -40,6 +40,32 @@ def bbr_estimate(follows: bool) -> Callable[[Cell], TimeSeries]:
     return series
 
 
+def steady_loss(loss_percent: float, startup_percent: float = 20.0) -> Callable[[Cell], TimeSeries]:
+    """A 30 s cell's link counters: `startup_percent` of its packets lost before the 5 s warm-up, then
+    `loss_percent`; 1000 packets offered per second throughout."""
+    def series(cell: Cell) -> TimeSeries:
+        t = [i / 10 for i in range(301)]
+        offered = [100 * i for i in range(301)]
+        warm = 5000  # packets offered by the end of the warm-up
+        lost = [round(n * startup_percent / 100) if n <= warm else
+                round(warm * startup_percent / 100 + (n - warm) * loss_percent / 100) for n in offered]
+        zeros = [0] * len(t)
+        link = LinkSeries(t=t, uplink_queue_bytes=zeros, uplink_queue_packets=zeros, uplink_out_bytes=zeros,
+                          uplink_bottleneck_bytes=zeros, uplink_capacity_bytes=zeros, uplink_drops_loss=zeros,
+                          uplink_drops_queue=lost, uplink_drops_aqm=zeros, lateness_p99_us=[0.0] * len(t),
+                          uplink_in_packets=offered)
+        return TimeSeries(cell_id=cell.id, flows=[], link=link)
+    return series
+
+
+def shallow(high: bool) -> Callable[[Cell], TimeSeries]:
+    """Four BBR flows in half a BDP: 1.2 % loss after start-up (high enough) or 0.8 % (not)."""
+    return steady_loss(1.2 if high else 0.8)
+
+
+SHALLOW_BELOW = {"cc": ["bbr"], "flows": 4, "loss_percent": [0], "rtt_ms": [25], "bandwidth_mbps": [80],
+                 "queue": [{"kind": "droptail", "bdp": 0.5}]}
+
 # (claim, experiment fields, measurements that pass, measurements that fail, series factory)
 CASES = {
     "bbr-ideal": ({"cc": ["bbr"], "loss_percent": [1]},  # bound 0.9 x 0.99 x 100 = 89.1
@@ -57,6 +83,15 @@ CASES = {
                       goodput(lambda c: 90.0, rtt_p50_ms=590), goodput(lambda c: 90.0, rtt_p50_ms=610), None),
     "cubic-fills-buffer": ({"cc": ["cubic"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 10}]},
                            goodput(lambda c: 90.0, rtt_p95_ms=610), goodput(lambda c: 90.0, rtt_p95_ms=590), None),
+    # CUBIC at half of BBR's goodput or less: 45 of 90 passes, 46 does not.
+    "rebbr-short-rtt": ({"cc": ["bbr", "cubic"], "loss_percent": [1], "rtt_ms": [2]},
+                        goodput(lambda c: 90.0 if c.params.cc_label == "bbr" else 45.0),
+                        goodput(lambda c: 90.0 if c.params.cc_label == "bbr" else 46.0), None),
+    # BBR from 95 Mbit/s without loss: 86 at 1 % is -9.5 %, 85 is -10.5 %.
+    "thousandeyes-1pct": ({"cc": ["bbr"], "loss_percent": [0, 1]},
+                          goodput(lambda c: 95.0 if c.params.loss == 0 else 86.0),
+                          goodput(lambda c: 95.0 if c.params.loss == 0 else 85.0), None),
+    "shallow-loss": (SHALLOW_BELOW, goodput(lambda c: 20.0), goodput(lambda c: 20.0), shallow),
 }
 
 
@@ -77,9 +112,39 @@ def test_claim_passes_and_fails(claim_id: str):
     ("cubic-tenfold", {"cc": ["cubic"], "loss_percent": [0.001, 0.1], "bandwidth_mbps": [10]}),  # BDP too small
     ("mathis", {"cc": ["cubic"], "loss_percent": [0.1]}),  # below 1 %
     ("bbr-low-delay", {"cc": ["bbr"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 2}]}),  # not deep
+    ("rebbr-short-rtt", {"cc": ["bbr", "cubic"], "loss_percent": [1], "rtt_ms": [10]}),  # not ReBBR's 2 ms
+    ("rebbr-short-rtt", {"cc": ["cubic"], "loss_percent": [1], "rtt_ms": [2]}),  # no BBR to compare with
+    ("thousandeyes-1pct", {"cc": ["bbr"], "loss_percent": [1, 2]}),  # no loss-free baseline
+    ("shallow-loss", {**SHALLOW_BELOW, "cc": ["cubic"]}),  # CUBIC flows
+    ("shallow-loss", {**SHALLOW_BELOW, "flows": 1}),  # one flow
+    ("shallow-loss", {**SHALLOW_BELOW, "queue": [{"kind": "droptail", "bdp": 1.5}]}),  # the edge itself
 ])
 def test_claims_ignore_cells_outside_their_scope(claim_id: str, exp: dict[str, Any]):
     assert verdicts(claim_id, experiment(exp, goodput(lambda c: 1.0, rtt_p50_ms=1e4))) == []
+
+
+def test_thousandeyes_asks_cubic_to_fall_by_more_than_70_percent():
+    exp = {"cc": ["cubic"], "loss_percent": [0, 1]}
+    assert verdicts("thousandeyes-1pct", experiment(exp, goodput(lambda c: 100.0 if c.params.loss == 0 else 29.0))) \
+        == [True]
+    assert verdicts("thousandeyes-1pct", experiment(exp, goodput(lambda c: 100.0 if c.params.loss == 0 else 31.0))) \
+        == [False]
+
+
+def test_shallow_loss_asks_deep_buffers_for_low_loss_after_start_up():
+    deep = {**SHALLOW_BELOW, "queue": [{"kind": "droptail", "bdp": 3}]}
+    assert verdicts("shallow-loss", experiment(deep, goodput(lambda c: 20.0), steady_loss(0.4))) == [True]
+    assert verdicts("shallow-loss", experiment(deep, goodput(lambda c: 20.0), steady_loss(0.6))) == [False]
+    # Start-up's losses are left out: 20 % in the first 5 s and none after is low loss.
+    assert verdicts("shallow-loss", experiment(deep, goodput(lambda c: 20.0), steady_loss(0.0, 20.0))) == [True]
+
+
+def test_claims_name_their_source_and_their_numbers():
+    for claim_id, (exp, passing, _, series) in CASES.items():
+        (claim,) = [c for c in CLAIMS if c.id == claim_id]
+        assert claim.source and claim.scope
+        for verdict in claim.evaluate(experiment(exp, passing, series and series(True))):
+            assert any(ch.isdigit() for ch in verdict.detail), (claim_id, verdict.detail)
 
 
 def test_run_checks_rows_are_per_claim_and_experiment():

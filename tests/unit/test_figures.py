@@ -7,6 +7,7 @@ axes, and whether the plotted numbers are the stored measurements.  Some asserti
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import get_args
 
@@ -16,10 +17,12 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 
 from ccsweep.figures.data import ExperimentData, MissingCell, load_sweep
+from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.loss_table import steady_seconds
-from ccsweep.figures.points import group_points, loss_series
+from ccsweep.figures.points import buffer_bdp, cc_name, flows_label, group_points, loss_series
 from ccsweep.figures.registry import BUILDERS, build_section
 from ccsweep.figures.section import Section
+from ccsweep.figures.shallow_buffers import cell_loss_percent, loss_rate_percent
 from ccsweep.figures.timeplot import rate_from_cumulative
 from ccsweep.spec import FigureKind
 from ccsweep.store.file import FileStore
@@ -70,7 +73,7 @@ def test_every_figure_kind_has_a_builder_and_a_fixture():
 
 
 def test_fixtures_are_real_cells():
-    for kind in BUILDERS:
+    for kind in sorted(p.name for p in FIXTURES.iterdir() if (p / "sweeps").is_dir()):
         store, sweep = fixture_store(kind)
         for exp in load_sweep(store, sweep).experiments:
             assert exp.results and not exp.missing, kind
@@ -127,7 +130,7 @@ def test_capacity_share_has_one_series_per_rate():
 
 def test_cellular_draws_goodput_and_the_trace_capacity():
     ((data, section),) = sections("cellular")
-    main, over_time = section.figures
+    main, over_time, *_ = section.figures
     (ax,) = main.figure.axes
     (ideal_label,) = [lb for lb in labels(ax) if lb.startswith("ideal")]
     capacity = np.mean([r.capacity_mbps for r in data.results])
@@ -182,29 +185,71 @@ def test_bufferbloat_rtt_over_time_and_distribution():
 
 def test_shallow_buffers_loss_queue_and_share():
     (bbr_data, bbr), (mix_data, mix) = sections("shallow-buffers")
-    loss_fig, queue_fig = bbr.figures
+    assert not bbr.notes  # every recorded cell counts its offered packets over time
+    loss_fig, queue_fig, flows_fig = bbr.figures
     (ax,) = loss_fig.figure.axes
     assert ax.get_xscale() == "log"
-    assert list(ax.get_xticks()) == [0.5, 2]
+    assert list(ax.get_xticks()) == [0.5, 1.75, 3]
     assert labels(ax) == ["4 × BBR"]
-    assert ax.get_ylabel() == "loss rate at the bottleneck (%)"
+    assert ax.get_ylabel() == "loss rate at the bottleneck after start-up (%)"
+    drawn = dict(zip(line(ax, "4 × BBR").get_xdata(), line(ax, "4 × BBR").get_ydata(), strict=True))
     for point in group_points(bbr_data.results):
-        up = [r.link.uplink for r in point.results]
-        rate = np.mean([100 * (u.drops_queue + u.drops_aqm + u.drops_loss) / u.in_packets for u in up])
+        steady = []
+        for result in point.results:
+            link = bbr_data.timeseries(result.cell.id).link
+            lost = np.add(np.add(link.uplink_drops_queue, link.uplink_drops_aqm), link.uplink_drops_loss)
+            at = [np.interp(s, link.t, link.uplink_in_packets) for s in (2, 8)], [np.interp(s, link.t, lost)
+                                                                                  for s in (2, 8)]
+            steady.append(100 * (at[1][1] - at[1][0]) / (at[0][1] - at[0][0]))
         bdp = point.params.uplink.queue.bytes / (40e6 / 8 * 0.025)
-        assert line(ax, "4 × BBR").get_ydata()[list(line(ax, "4 × BBR").get_xdata()).index(bdp)] == pytest.approx(rate)
+        assert drawn[bdp] == pytest.approx(np.mean(steady))
     (qax,) = queue_fig.figure.axes
     assert queue_fig.name == f"{bbr_data.name}-queue"
-    assert labels(qax) == ["0.5 BDP buffer", "2 BDP buffer"]
-    assert qax.get_ylabel() == "queue at the bottleneck (BDP)"
+    assert labels(qax) == ["0.5 BDP buffer", "1.75 BDP buffer", "3 BDP buffer"]
+    assert qax.get_ylabel() == "queue (BDP)"
     # A drop-tail queue never holds more than its limit.
     assert max(line(qax, "0.5 BDP buffer").get_ydata()) <= 0.5 * 1.05
-    (share_fig,) = mix.figures
+    share_fig, mix_flows = mix.figures
     (sax,) = share_fig.figure.axes
     assert share_fig.name == mix_data.name
     assert labels(sax) == ["BBR median share", "CUBIC median share"]
     assert sax.get_ylim() == (0, 1)
     assert has_interval(sax)
+    assert (flows_fig.name, mix_flows.name) == (f"{bbr_data.name}-flows", f"{mix_data.name}-flows")
+
+
+def test_shallow_buffers_loss_leaves_start_up_out():
+    ((bbr_data, _), _) = sections("shallow-buffers")
+    for result in bbr_data.results:
+        steady, counted = cell_loss_percent(bbr_data, result)
+        assert counted and steady is not None
+        # The window is not the whole cell: a cell with drops loses at a different rate after start-up.
+        whole = loss_rate_percent(result)
+        assert (whole == steady == 0) or whole != pytest.approx(steady, rel=0.01)
+
+
+def test_shallow_buffers_flows_and_drops_at_the_studys_buffer():
+    for data, section in sections("shallow-buffers"):
+        (figure,) = [f for f in section.figures if f.name == f"{data.name}-flows"]
+        rate_ax, drop_ax = figure.figure.axes  # one algorithm mix at one rate: one pair of panels
+        (point,) = [p for p in group_points(data.results) if buffer_bdp(p.params) == 1.75]
+        result = point.results[0]
+        assert "1.75 BDP buffer" in rate_ax.get_title()
+        ccs = [f.cc for f in point.params.flows]
+        assert labels(rate_ax) == [f"flow {i + 1} ({cc_name(cc)})" for i, cc in enumerate(ccs)]
+        series = data.timeseries(result.cell.id)
+        for i, flow in enumerate(series.flows):
+            drawn = line(rate_ax, f"flow {i + 1} ({cc_name(ccs[i])})")
+            expected = rate_from_cumulative(flow.receiver_t, flow.receiver_bytes, 1.0, 0, point.params.duration_s)
+            np.testing.assert_allclose(drawn.get_ydata(), expected.y)
+        # The drops per second add up to the drops the link counted within the flow's whole seconds.
+        drops = line(drop_ax, "drops").get_ydata()
+        link = series.link
+        lost = np.add(np.add(link.uplink_drops_queue, link.uplink_drops_aqm), link.uplink_drops_loss)
+        span = line(drop_ax, "drops").get_xdata()
+        window = np.interp([span[0] - 0.5, span[-1] + 0.5], link.t, lost)
+        assert drops.sum() == pytest.approx(window[1] - window[0])
+        assert drop_ax.get_ylabel() == "drops / s"
 
 
 def test_loss_table_describes_per_second_throughput():
@@ -212,7 +257,8 @@ def test_loss_table_describes_per_second_throughput():
     (table,) = section.tables
     assert table.columns[:11] == ["path", "algorithm", "loss (%)", "seconds", "mean", "std", "min", "25%", "50%",
                                   "75%", "max"]
-    assert len(table.rows) == 8
+    assert table.columns[11] == "% change vs baseline"
+    assert len(table.rows) == 12
     assert {row[0] for row in table.rows} == {"symmetric", "reverse 40 ms, 1 % loss"}
     assert table.rows[0][0] == "symmetric"
     for row in table.rows:
@@ -226,6 +272,13 @@ def test_loss_table_describes_per_second_throughput():
         row = by_setting[(path, point.params.cc_label.upper(), point.params.loss * 100)]
         assert row[3] == len(seconds)
         assert row[4] == pytest.approx(np.mean(seconds), abs=1e-3)
+        # As ThousandEyes reports it: the mean against the loss-free mean of the same path and algorithm.
+        base = by_setting[(path, point.params.cc_label.upper(), 0)]
+        assert row[11] == pytest.approx(100 * (row[4] - base[4]) / base[4], abs=0.1)
+    assert all(row[11] == 0 for row in table.rows if row[2] == 0)
+    # The post's shape on the recorded path: at 1 % loss CUBIC falls far more than BBR.
+    change = {(row[0], row[1]): row[11] for row in table.rows if row[2] == 1}
+    assert change[("symmetric", "CUBIC")] < change[("symmetric", "BBR")] - 30
     assert table.to_csv().splitlines()[0].startswith("path,algorithm,loss (%)")
     (figure,) = section.figures
     left, right = figure.figure.axes
@@ -239,6 +292,34 @@ def test_experiment_without_results_gets_a_note():
     empty = ExperimentData(experiment=data.experiment, results=[], missing=[MissingCell("abc", None, "not run")])
     assert build_section(empty).notes == ["No stored results yet."]
 
+
+
+def test_cellular_per_packet_delay_comes_from_the_uplink_log():
+    ((data, section),) = sections("cellular")
+    names = [f.name for f in section.figures]
+    assert names == [data.name, f"{data.name}-capacity", f"{data.name}-delay", f"{data.name}-delay-cdf"]
+    over_time, cdf = section.figures[2:]
+    lowest = min(r.cell.params.loss for r in data.results)
+    chosen = [p for p in group_points(data.results) if p.params.loss == lowest]
+    (cax,) = cdf.figure.axes
+    assert cax.get_xlabel() == "queueing delay at the bottleneck (ms)"
+    assert labels(cax) == [flows_label(p.params) for p in chosen]
+    for panel, point in zip(over_time.figure.axes, chosen, strict=True):
+        (result,) = point.results
+        start = data.timeseries(result.cell.id).link.flows_start_s * 1000
+        end = start + point.params.duration_s * 1000
+        # Read the stored log here without the figure's parser: every departure line in the flow's time.
+        text = gzip.decompress(data.load_file(result.cell.id, "uplink.log.gz")).decode()
+        rows = [line.split() for line in text.splitlines() if not line.startswith("#")]
+        delays = [int(f[3]) for f in rows if f[1] == "-" and start <= int(f[0]) < end]
+        (dots,) = [ln for ln in panel.get_lines() if ln.get_label().endswith("one run")]
+        np.testing.assert_array_equal(dots.get_ydata(), delays)
+        assert 0 <= dots.get_xdata()[0] and dots.get_xdata()[-1] < point.params.duration_s
+        cdf_line = line(cax, flows_label(point.params))
+        np.testing.assert_array_equal(cdf_line.get_xdata(), sorted(delays))
+        assert cdf_line.get_ydata()[-1] == 1
+        (dashed,) = [ln for ln in panel.get_lines() if ln.get_label().startswith("95th percentile")]
+        assert dashed.get_ydata()[0] == pytest.approx(np.percentile(delays, 95))
 
 
 def test_cellular_capacity_and_throughput_share_their_bins():
@@ -281,3 +362,12 @@ def test_loss_series_keeps_a_reverse_paths_own_loss_apart():
         [(0.01, 0.01), (0.02, 0.02)], [(0.01, 0.005), (0.02, 0.005)]]
     # Grouped by the data direction only, the symmetric path would fall apart into one series per loss.
     assert len(loss_series(group_points(data.results), "uplink")) == 3
+
+
+def test_departure_delays_reads_mahimahi_departure_lines_within_the_window():
+    log = (b"# mahimahi mm-link (uplink) [trace]\n# base timestamp: 0\n"
+           b"999 + 1500\n1000 + 1500\n1000 # 1504\n1005 - 1500 5\n1500 d 1 1500\n2000 - 1500 40\n2500 - 1500 7\n")
+    t, delay = departure_delays(gzip.compress(log), 1000, 2500)
+    np.testing.assert_allclose(t, [0.005, 1.0])  # seconds since the window's start; 2500 is outside
+    np.testing.assert_allclose(delay, [5, 40])
+    assert departure_delays(log, 0, 10_000)[1].tolist() == [5, 40, 7]  # an uncompressed log reads the same

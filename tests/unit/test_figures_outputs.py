@@ -30,11 +30,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIGURES = {
     "goodput-vs-loss": ["fx-goodput"],
     "capacity-share-vs-loss": ["fx-bandwidth"],
-    "cellular": ["fx-cellular", "fx-cellular-capacity"],
+    "cellular": ["fx-cellular", "fx-cellular-capacity", "fx-cellular-delay", "fx-cellular-delay-cdf"],
     "step-response": ["fx-step"],
     "bufferbloat": ["fx-bufferbloat", "fx-bufferbloat-cdf"],
-    "shallow-buffers": ["fx-shallow-bbr", "fx-shallow-bbr-queue", "fx-shallow-mix"],
+    "shallow-buffers": ["fx-shallow-bbr", "fx-shallow-bbr-queue", "fx-shallow-bbr-flows", "fx-shallow-mix",
+                        "fx-shallow-mix-flows"],
     "loss-table": ["fx-loss-table"],
+    "rtt-2ms": ["fx-rtt-2ms"],
 }
 HEADER = "congestion_control,loss_rate,goodput_Mbps,rtt_ms,bandwidth_Mbps,specified_bw_Mbps"
 
@@ -125,6 +127,42 @@ def test_bufferbloat_fixture_passes_the_delay_checks(tmp_path: Path):
     status = claim_status(report)
     assert status["bbr-low-delay"] == "pass"
     assert status["cubic-fills-buffer"] == "pass"
+
+
+def claim_verdicts(kind: str, tmp_path: Path, claim_id: str) -> list[tuple[str, bool, str]]:
+    """(cell, pass, detail) of one claim's verdicts on a fixture store, after its report is built."""
+    root, sweep = copy_store(kind, tmp_path)
+    report = html.unescape((ccsweep_figures(root, sweep) / "report.html").read_text())
+    rows = [row for row in run_checks(load_sweep(FileStore(root), sweep)) if row.claim.id == claim_id]
+    for row in rows:  # the report shows each verdict's numbers and the claim's source
+        assert row.claim.source in report
+        assert all(v.detail in report for v in row.verdicts)
+    return [(v.subject, v.ok, v.detail) for row in rows for v in row.verdicts]
+
+
+def test_loss_table_fixture_checks_thousandeyes(tmp_path: Path):
+    verdicts = claim_verdicts("loss-table", tmp_path, "thousandeyes-1pct")
+    # BBR and CUBIC on each path, each against the 0 % cell of its own path.
+    assert len(verdicts) == 4
+    assert all(ok for _, ok, _ in verdicts), verdicts
+
+
+def test_shallow_buffers_fixture_checks_hock(tmp_path: Path):
+    verdicts = {subject.split(", ")[4]: ok for subject, ok, _ in
+                claim_verdicts("shallow-buffers", tmp_path, "shallow-loss")}
+    # 4 x BBR only (the mix has CUBIC flows). Recorded on this kernel in 8 s cells: high loss at 0.5 BDP and none
+    # at 3 BDP, as the study says, but about 1.2 % after start-up at 1.75 BDP, above the 0.5 % bound: it fails there.
+    assert verdicts == {"droptail 62.5 kB (0.5 BDP)": True, "droptail 218.75 kB (1.75 BDP)": False,
+                        "droptail 375 kB (3 BDP)": True}
+
+
+def test_rtt_2ms_fixture_checks_rebbr(tmp_path: Path):
+    verdicts = dict((subject.split(", ")[3], (ok, detail)) for subject, ok, detail in
+                    claim_verdicts("rtt-2ms", tmp_path, "rebbr-short-rtt"))
+    assert set(verdicts) == {"10 Mbit/s", "100 Mbit/s"}
+    assert verdicts["100 Mbit/s"][0], verdicts
+    # At 10 Mbit/s the link, not loss, limits CUBIC (Mathis allows it 70 Mbit/s at 2 ms): the claim fails there.
+    assert not verdicts["10 Mbit/s"][0], verdicts
 
 
 def test_csv_round_trips_and_reads_rebbrs_spacing():

@@ -1,9 +1,11 @@
 """Figure kind `cellular`: ReBBR's cellular experiment over Mahimahi's Verizon LTE traces.
 
-Two figures: goodput against loss with the ideal (1 - p) x the trace's mean capacity, and the
-capacity the trace offered over time with what each algorithm delivered (at the lowest loss
-rate), Mahimahi's throughput-graph view.  Both come from stored records: the capacity is the
-emulator's delivery-opportunity counter, sampled every 100 ms during the cell, not the trace file.
+Goodput against loss with the ideal (1 - p) x the trace's mean capacity; the capacity the trace
+offered over time with what each algorithm delivered (at the lowest loss rate), Mahimahi's
+throughput-graph view; and at the same loss rate each packet's queueing delay at the bottleneck
+over time and its distribution, Mahimahi's delay-graph view.  All come from stored results: the
+capacity is the emulator's delivery-opportunity counter, sampled every 100 ms during the cell, not
+the trace file, and the delays are the departure lines of the cell's stored uplink log.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.lossplot import plot_vs_loss
 from ccsweep.figures.points import Point, flows_label, group_points, rate_label
 from ccsweep.figures.section import FigureOut, Section
@@ -21,6 +24,9 @@ from ccsweep.figures.style import cc_color, new_figure
 from ccsweep.figures.timeplot import plot_band, rate_from_cumulative
 
 WINDOW_S = 1.0
+UPLINK_LOG = "uplink.log.gz"
+#: mm-throughput-graph reports this percentile of the per-packet queueing delay.
+DELAY_PERCENTILE = 95
 
 
 def mean_capacity(points: Sequence[Point]) -> float | None:
@@ -48,7 +54,60 @@ def build(data: ExperimentData) -> Section:
         section.notes.append("No link time series stored: capacity over time not drawn.")
     else:
         section.figures.append(over_time)
+    delays = _delay_figures(data, points)
+    if delays is None:
+        section.notes.append("No uplink log (with the flows' start on its clock) stored: per-packet delay not drawn.")
+    else:
+        section.figures.extend(delays)
     return section
+
+
+def packet_delays(data: ExperimentData, point: Point) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each stored run's (time since flow start, queueing delay ms) per departing packet, within the flow."""
+    runs = []
+    for result in point.results:
+        series = data.timeseries(result.cell.id)
+        start_s = series.link.flows_start_s if series is not None and series.link is not None else None
+        log = data.load_file(result.cell.id, UPLINK_LOG) if start_s is not None else None
+        if start_s is not None and log is not None:
+            runs.append(departure_delays(log, start_s * 1000, (start_s + point.params.duration_s) * 1000))
+    return runs
+
+
+def _delay_figures(data: ExperimentData, points: Sequence[Point]) -> tuple[FigureOut, FigureOut] | None:
+    """Per algorithm at the lowest loss rate: each packet's delay over time, and the delays' distribution."""
+    lowest = min(p.params.loss for p in points)
+    chosen = [(point, runs) for point in points if point.params.loss == lowest
+              if (runs := packet_delays(data, point))]
+    if not chosen:
+        return None
+    over_time, axes = new_figure(len(chosen), 1, height=2.6 * len(chosen), sharex=True, sharey=True)
+    cdf, (cax,) = new_figure()
+    for ax, (point, runs) in zip(axes, chosen, strict=True):
+        color = cc_color(point.params.flows[0].cc)
+        label = flows_label(point.params)
+        t, delay = runs[0]
+        ax.plot(t, delay, color=color, linestyle="none", marker=".", markersize=1.5, label=f"{label}, one run")
+        pooled = np.sort(np.concatenate([d for _, d in runs]))
+        high = float(np.percentile(pooled, DELAY_PERCENTILE)) if pooled.size else 0.0
+        ax.axhline(high, color="0.3", linestyle="--", linewidth=1,
+                   label=f"{DELAY_PERCENTILE}th percentile {high:.0f} ms ({len(runs)} run(s))")
+        ax.set(ylabel="queueing delay (ms)", title=f"{label}, {lowest * 100:g} % loss")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper right", fontsize=7)
+        cax.plot(pooled, np.arange(1, pooled.size + 1) / pooled.size, color=color, label=label)
+    axes[-1].set_xlabel("time since flow start (s)")
+    over_time.suptitle(f"{data.title}: per-packet queueing delay")
+    cax.set(xlabel="queueing delay at the bottleneck (ms)", ylabel="fraction of packets",
+            title=f"{data.title}: queueing delay distribution, {lowest * 100:g} % loss")
+    cax.set_ylim(0, 1)
+    cax.set_xlim(left=0)
+    cax.legend(loc="lower right")
+    return (FigureOut(f"{data.name}-delay", f"{data.title}: per-packet queueing delay", over_time,
+                      "Each packet's wait at the bottleneck (arrival to departure, whole ms, from the uplink "
+                      "log), one run; dashed: the percentile mm-throughput-graph reports, over all runs."),
+            FigureOut(f"{data.name}-delay-cdf", f"{data.title}: queueing delay distribution", cdf,
+                      "Cumulative distribution of the per-packet queueing delay within the flow, runs pooled."))
 
 
 def _capacity_over_time(data: ExperimentData, points: Sequence[Point]) -> FigureOut | None:

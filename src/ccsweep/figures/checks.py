@@ -21,11 +21,14 @@ from ccsweep.figures.points import (
     PACKET_BYTES,
     Point,
     bdp_bytes,
+    buffer_bdp,
     cell_summary,
     drain_ms,
     group_points,
+    group_series,
     loss_series,
 )
+from ccsweep.figures.shallow_buffers import steady_loss_percent
 from ccsweep.result import CellResult
 
 #: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.
@@ -33,6 +36,19 @@ PAPER_BDP_BYTES = 100e6 / 8 * 0.1
 MATHIS_C = 1.22
 STEP_FOLLOW_S = 2.0
 STEP_TOLERANCE = 0.25
+#: ReBBR's shortest RTT and the loss at which its CUBIC fell far below BBR there; "far below" is
+#: read as under half of BBR's goodput (Mathis alone would allow CUBIC 70 Mbit/s of 100 at 2 ms).
+REBBR_RTT_MS = 2.0
+REBBR_LOSS = 0.01
+FAR_BELOW = 0.5
+#: ThousandEyes at 1 % loss against its loss-free baseline: BBR lost under 10 %, CUBIC over 70 %.
+THOUSANDEYES_LOSS = 0.01
+THOUSANDEYES_BBR_MAX_DROP = 10.0
+THOUSANDEYES_CUBIC_MIN_DROP = 70.0
+#: Hock et al.: below 1.5 BDP of buffer BBR's steady loss is high (percent-level), above it low.
+SHALLOW_EDGE_BDP = 1.5
+SHALLOW_HIGH_PERCENT = 1.0
+SHALLOW_LOW_PERCENT = 0.5
 
 
 @dataclass
@@ -209,6 +225,62 @@ def _cubic_fills(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
+def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
+    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic")
+              and math.isclose(pt.params.rtt_ms, REBBR_RTT_MS) and math.isclose(pt.params.loss, REBBR_LOSS)]
+    verdicts = []
+    for pair in group_series(points, flows=None):  # the same path, one point per algorithm
+        by_cc = {pt.params.flows[0].cc: pt for pt in pair}
+        if set(by_cc) != {"bbr", "cubic"}:
+            continue
+        cubic, bbr = by_cc["cubic"].mean_ci(steady_goodput), by_cc["bbr"].mean_ci(steady_goodput)
+        if cubic is None or bbr is None or bbr[0] <= 0:
+            continue
+        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), cubic[0] <= FAR_BELOW * bbr[0],
+                                f"CUBIC {cubic[0]:.3g} Mbit/s vs BBR {bbr[0]:.3g} (ratio {cubic[0] / bbr[0]:.2f}, "
+                                f"bound ≤ {FAR_BELOW:g})"))
+    return verdicts
+
+
+def _thousandeyes(data: ExperimentData) -> list[Verdict]:
+    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic")]
+    verdicts = []
+    for series in loss_series(points, data.experiment.loss_direction):
+        lossy = _at_loss(series, THOUSANDEYES_LOSS)
+        baseline = next((pt for pt in series if pt.params.loss == 0), None)
+        if lossy is None or baseline is None:
+            continue
+        at, base = lossy.mean_ci(steady_goodput), baseline.mean_ci(steady_goodput)
+        if at is None or base is None or base[0] <= 0:
+            continue
+        drop = 100 * (base[0] - at[0]) / base[0]
+        bbr = lossy.params.flows[0].cc == "bbr"
+        ok = drop < THOUSANDEYES_BBR_MAX_DROP if bbr else drop > THOUSANDEYES_CUBIC_MIN_DROP
+        bound = f"< {THOUSANDEYES_BBR_MAX_DROP:g} %" if bbr else f"> {THOUSANDEYES_CUBIC_MIN_DROP:g} %"
+        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), ok,
+                                f"{at[0]:.3g} Mbit/s vs baseline {base[0]:.3g}: {-drop:+.1f} % (fall bound {bound})"))
+    return verdicts
+
+
+def _shallow_loss(data: ExperimentData) -> list[Verdict]:
+    verdicts = []
+    for point in group_points(data.results):
+        p = point.params
+        buffer = buffer_bdp(p)
+        if (len(p.flows) < 2 or {f.cc for f in p.flows} != {"bbr"} or p.loss > 0 or p.uplink.queue.kind != "droptail"
+                or buffer is None or math.isclose(buffer, SHALLOW_EDGE_BDP)):
+            continue
+        stat = point.mean_ci(lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)))
+        if stat is None:
+            continue
+        shallow = buffer < SHALLOW_EDGE_BDP
+        ok = stat[0] >= SHALLOW_HIGH_PERCENT if shallow else stat[0] <= SHALLOW_LOW_PERCENT
+        bound = f"≥ {SHALLOW_HIGH_PERCENT:g} %" if shallow else f"≤ {SHALLOW_LOW_PERCENT:g} %"
+        verdicts.append(Verdict(cell_summary(p, repetition=False), ok,
+                                f"loss after start-up {stat[0]:.3g} % at {buffer:g} BDP (bound {bound})"))
+    return verdicts
+
+
 CLAIMS = [
     Claim("bbr-ideal", "BBR's goodput ≥ 0.9 × (1 − p) × link rate for loss p ≤ 5 %",
           "BBR paper (ACM Queue 2016, Figure 8): \"BBR meets this limit up to a 5 % loss\"",
@@ -231,6 +303,16 @@ CLAIMS = [
     Claim("cubic-fills-buffer", "CUBIC's 95th-percentile RTT ≥ propagation RTT + half the buffer's drain time",
           "BBR paper (bufferbloat): loss-based CUBIC fills deep buffers",
           "one CUBIC flow, no loss, drop-tail buffer ≥ 4 BDP", _cubic_fills),
+    Claim("rebbr-short-rtt", "At 2 ms RTT and 1 % loss, CUBIC's goodput ≤ half of BBR's",
+          "ReBBR (Muindi and Hsiao, CS244 2017), RTT experiment: at 2 ms RTT and 1 % loss CUBIC is far below BBR",
+          "one CUBIC and one BBR flow on the same constant-rate path, 2 ms RTT, 1 % loss", _rebbr_short_rtt),
+    Claim("thousandeyes-1pct", "At 1 % loss BBR falls < 10 % and CUBIC > 70 % below its loss-free baseline",
+          "ThousandEyes (BBR vs CUBIC tables, baseline 868 Mbit/s): at 1 % loss BBR lost under 10 %, CUBIC over 70 %",
+          "one BBR or CUBIC flow, constant-rate link, a 0 % and a 1 % cell on the same path", _thousandeyes),
+    Claim("shallow-loss", "Several BBR flows: loss after start-up ≥ 1 % in buffers below 1.5 BDP, ≤ 0.5 % above",
+          "Hock, Bless and Zitterbart, ICNP 2017: BBR's loss stays high in buffers below 1.5 BDP and low above",
+          "cells of 2 or more BBR flows, no random loss, drop-tail buffer other than 1.5 BDP, offered packets "
+          "counted over time", _shallow_loss),
 ]
 
 

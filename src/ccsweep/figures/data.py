@@ -19,6 +19,8 @@ from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
 SeriesLoader = Callable[[str], TimeSeries | None]
+#: A file stored beside a cell's record, by cell id and file name (e.g. uplink.log.gz).
+FileLoader = Callable[[str, str], bytes | None]
 
 
 @dataclass
@@ -46,6 +48,8 @@ class ExperimentData:
     results: list[CellResult]
     missing: list[MissingCell] = field(default_factory=list)
     load_series: SeriesLoader = lambda _cell_id: None
+    #: Not cached, unlike the series: link logs are megabytes, and each figure reads a few once.
+    load_file: FileLoader = lambda _cell_id, _name: None
     _series: dict[str, TimeSeries | None] = field(default_factory=dict, repr=False)
 
     @property
@@ -114,7 +118,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         found = [results[i] for i in cells if i in results]
         absent = [cell for cell_id, cell in cells.items() if cell_id not in results]
         experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
-                                          load_series=store.get_timeseries))
+                                          load_series=store.get_timeseries, load_file=store.get_cell_file))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
                      failures=list(failures.values()), late=list(late.values()))
 

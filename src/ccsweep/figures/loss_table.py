@@ -1,8 +1,10 @@
 """Figure kind `loss-table`: per-second throughput statistics per algorithm, loss rate and path.
 
 The table is what pandas' describe() prints for the per-second throughput of a flow (count,
-mean, std, min, quartiles, max), seconds after the warm-up, repetitions and flows pooled; with
-repetitions a column adds the 95 % t-interval of the mean over repetitions.  The figure shows
+mean, std, min, quartiles, max), seconds after the warm-up, repetitions and flows pooled.  Where
+the grid has a loss-free cell, each row also gives its mean's % change against that baseline (same
+path and algorithm), as ThousandEyes' tables report it; with repetitions a column adds the 95 %
+t-interval of the mean over repetitions.  The figure shows
 the same numbers: mean with that interval, and the interquartile band, one panel per path.
 """
 
@@ -18,8 +20,10 @@ from ccsweep.figures.section import FigureOut, Section, TableOut
 from ccsweep.figures.stats import mean_ci
 from ccsweep.figures.style import cc_color, cc_marker, new_figure
 from ccsweep.result import CellResult
+from ccsweep.spec import LossDirection
 
 COLUMNS = ["path", "algorithm", "loss (%)", "seconds", "mean", "std", "min", "25%", "50%", "75%", "max"]
+CHANGE_COLUMN = "% change vs baseline"
 
 
 def steady_seconds(result: CellResult) -> list[float]:
@@ -36,9 +40,30 @@ def describe(values: Sequence[float]) -> list[float]:
             float(data.max())]
 
 
+def point_mean(point: Point) -> float | None:
+    """Mean per-second throughput of a point, its repetitions' seconds pooled."""
+    seconds = [v for r in point.results for v in steady_seconds(r)]
+    return float(np.mean(seconds)) if seconds else None
+
+
+def baselines(points: Sequence[Point], loss_direction: LossDirection) -> dict[int, float]:
+    """Per point (by id), the mean of the loss-free point of its series (same path, algorithm and link)."""
+    found: dict[int, float] = {}
+    for series in loss_series(points, loss_direction):
+        base = next((point_mean(p) for p in series if p.params.loss == 0), None)
+        if base:
+            found.update({id(p): base for p in series})
+    return found
+
+
+def percent_change(value: float, base: float) -> float:
+    return 100 * (value - base) / base
+
+
 def build(data: ExperimentData) -> Section:
     points = group_points(data.results)
     repeated = any(len(p.results) > 1 for p in points)
+    base = baselines(points, data.experiment.loss_direction)
     rows: list[list[object]] = []
     paths: dict[str, list[Point]] = {}
     for point in sorted(points, key=lambda p: (path_label(p.params) != "symmetric", path_label(p.params))):
@@ -50,11 +75,14 @@ def build(data: ExperimentData) -> Section:
                 continue
             row: list[object] = [path, flows_label(point.params), round(point.params.loss * 100, 6), len(seconds),
                                  *(round(v, 3) for v in describe(seconds))]
+            if base:
+                row.append(round(percent_change(float(np.mean(seconds)), base[id(point)]), 1)
+                           if id(point) in base else "")
             if repeated:
                 mean, half = mean_ci([float(np.mean(steady_seconds(r))) for r in point.results if steady_seconds(r)])
                 row.append(f"{mean:.3f} ± {half:.3f}" if half is not None else f"{mean:.3f}")
             rows.append(row)
-    columns = COLUMNS + (["mean, 95 % CI over repetitions"] if repeated else [])
+    columns = COLUMNS + ([CHANGE_COLUMN] if base else []) + (["mean, 95 % CI over repetitions"] if repeated else [])
     table = TableOut(data.name, f"{data.title}: per-second throughput (Mbit/s)", columns, rows)
     return Section(figures=[_figure(data, paths)], tables=[table])
 

@@ -1,9 +1,12 @@
 """Figure kind `shallow-buffers`: several flows over drop-tail buffers from a fraction of a BDP to many.
 
-For cells of one algorithm (e.g. 4 BBR flows): the bottleneck's loss rate against buffer size,
-and the standing queue over time per buffer size (in BDPs).  For mixed cells (2 BBR + 2 CUBIC):
-each algorithm's share of the throughput against buffer size -- the median and quartiles of its
-per-second share over time, and the mean share's 95 % t-interval over repetitions.
+For cells of one algorithm (e.g. 4 BBR flows): the bottleneck's loss rate after start-up against
+buffer size, one line per algorithm and rate, and the standing queue over time per buffer size (in
+BDPs).  For mixed cells (2 BBR + 2 CUBIC): each algorithm's share of the throughput against buffer
+size -- the median and quartiles of its per-second share over time, and the mean share's 95 %
+t-interval over repetitions.  For both, at the study's 1.75 BDP (or the buffer nearest it), each
+flow's throughput and the bottleneck's drops per second over time in one run, the view in which
+Hock et al. showed BBR's flows and losses cycling.
 """
 
 from __future__ import annotations
@@ -30,16 +33,48 @@ from ccsweep.figures.points import (
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.stats import mean_ci
 from ccsweep.figures.style import cc_color, cc_marker, new_figure
-from ccsweep.figures.timeplot import Run, plot_band, within
-from ccsweep.result import CellResult, TimeSeries
+from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
+from ccsweep.result import CellResult, LinkSeries, TimeSeries
+
+#: The buffer of the study's per-flow plot, in BDPs.
+FOCUS_BDP = 1.75
+WINDOW_S = 1.0
 
 
 def loss_rate_percent(result: CellResult) -> float | None:
-    """Packets dropped on the data direction (queue, AQM and random loss) per packet offered."""
+    """Packets dropped on the data direction (queue, AQM and random loss) per packet offered, whole cell."""
     if result.link is None or not result.link.uplink.in_packets:
         return None
     up = result.link.uplink
     return 100 * (up.drops_queue + up.drops_aqm + up.drops_loss) / up.in_packets
+
+
+def dropped(link: LinkSeries) -> np.ndarray:
+    """Cumulative packets dropped on the data direction by the queue, the AQM and random loss."""
+    return np.add.reduce([np.asarray(c, dtype=float) for c in
+                          (link.uplink_drops_queue, link.uplink_drops_aqm, link.uplink_drops_loss)])
+
+
+def steady_loss_percent(result: CellResult, series: TimeSeries | None) -> float | None:
+    """Drops per packet offered between the end of the warm-up and the end of the flow.
+
+    Start-up overshoots small and large buffers alike, so its losses say nothing of the steady
+    state the study measured; None for a record whose series does not count offered packets.
+    """
+    link = series.link if series is not None else None
+    if link is None or len(link.uplink_in_packets) != len(link.t) or len(link.t) < 2:
+        return None
+    p = result.cell.params
+    window = np.array([p.warmup_s, p.duration_s])
+    offered = np.diff(np.interp(window, link.t, link.uplink_in_packets))[0]
+    lost = np.diff(np.interp(window, link.t, dropped(link)))[0]
+    return float(100 * lost / offered) if offered > 0 else None
+
+
+def cell_loss_percent(data: ExperimentData, result: CellResult) -> tuple[float | None, bool]:
+    """The cell's loss rate after start-up, or over the whole cell when its series cannot say; and which."""
+    steady = steady_loss_percent(result, data.timeseries(result.cell.id))
+    return (steady, True) if steady is not None else (loss_rate_percent(result), False)
 
 
 def per_second_shares(series: TimeSeries, ccs: Sequence[str], start: float, end: float) -> dict[str, np.ndarray]:
@@ -59,7 +94,11 @@ def build(data: ExperimentData) -> Section:
     section = Section()
     names = iter([data.name, *(f"{data.name}-{suffix}" for suffix in ("share", "share-2", "share-3"))])
     if single:
-        section.figures.append(_loss_figure(data, single, next(names)))
+        loss, whole = _loss_figure(data, single, next(names))
+        section.figures.append(loss)
+        if whole:
+            section.notes.append(f"{whole} cell(s) without offered-packet counts over time: their loss rate is over "
+                                 "the whole cell, start-up included.")
         queue = _queue_figure(data, single, f"{data.name}-queue")
         if queue is None:
             section.notes.append("No link time series stored: standing queue not drawn.")
@@ -71,6 +110,11 @@ def build(data: ExperimentData) -> Section:
             section.notes.append("No time series stored: throughput shares not drawn.")
         else:
             section.figures.append(share)
+    flows = _focus_figure(data, points, f"{data.name}-flows")
+    if flows is None:
+        section.notes.append("No time series stored: per-flow throughput and drops over time not drawn.")
+    else:
+        section.figures.append(flows)
     return section
 
 
@@ -82,13 +126,15 @@ def _buffer_axis(ax: Axes, buffers: Sequence[float]) -> None:
     ax.set_xlabel("bottleneck buffer (BDP), log scale")
 
 
-def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut:
+def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> tuple[FigureOut, int]:
+    """Loss after start-up against buffer size, and how many cells fell back to their whole-cell rate."""
     fig, (ax,) = new_figure()
     series = group_series(points, uplink__queue=None)
     facets = varying_facets([s[0].params for s in series], skip=("queue",))
     buffers: list[float] = []
+    whole = sum(not cell_loss_percent(data, r)[1] for p in points for r in p.results)
     for members in series:
-        measured = [(buffer_bdp(p.params), p.mean_ci(loss_rate_percent)) for p in members]
+        measured = [(buffer_bdp(p.params), p.mean_ci(lambda r: cell_loss_percent(data, r)[0])) for p in members]
         rows = sorted((b, stat) for b, stat in measured if b is not None and stat is not None)
         if not rows:
             continue
@@ -100,36 +146,88 @@ def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> Fi
                         label="_ci")
         buffers += xs
     _buffer_axis(ax, buffers)
-    ax.set_ylabel("loss rate at the bottleneck (%)")
+    ax.set_ylabel("loss rate at the bottleneck after start-up (%)")
     ax.set_ylim(bottom=0)
     ax.set_title(data.title)
     ax.legend(loc="best")
-    return FigureOut(name, data.title, fig, "Drops over packets offered to the bottleneck; bars: 95 % t-interval.")
+    return FigureOut(name, data.title, fig, "Drops over packets offered to the bottleneck from the end of the "
+                     "warm-up to the end of the flow; bars: 95 % t-interval."), whole
 
 
 def _queue_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
-    fig, (ax,) = new_figure()
-    ordered = sorted((p for p in points if buffer_bdp(p.params) is not None), key=lambda p: buffer_bdp(p.params) or 0)
+    """One panel per algorithm and rate: the queue over time at each buffer size."""
+    groups = group_series(points, uplink__queue=None)
+    facets = varying_facets([g[0].params for g in groups], skip=("queue",))
+    fig, axes = new_figure(len(groups), 1, height=3.2 * len(groups), sharex=True)
     cmap = colormaps["viridis"]
     drawn = False
-    for index, point in enumerate(ordered):
-        bdp = bdp_bytes(point.params) or 1.0
-        runs = []
-        for result in point.results:
-            series = data.timeseries(result.cell.id)
-            if series is not None and series.link is not None:
-                run = Run.of(series.link.t, [q / bdp for q in series.link.uplink_queue_bytes])
-                runs.append(within(run, 0, point.params.duration_s))
-        color = to_hex(cmap(index / max(1, len(ordered) - 1) * 0.9))
-        drawn |= plot_band(ax, runs, label=f"{buffer_bdp(point.params):g} BDP buffer", color=color) is not None
+    for ax, group in zip(axes, groups, strict=True):
+        ordered = sorted((p for p in group if buffer_bdp(p.params) is not None),
+                         key=lambda p: buffer_bdp(p.params) or 0)
+        for index, point in enumerate(ordered):
+            bdp = bdp_bytes(point.params) or 1.0
+            runs = []
+            for result in point.results:
+                series = data.timeseries(result.cell.id)
+                if series is not None and series.link is not None:
+                    run = Run.of(series.link.t, [q / bdp for q in series.link.uplink_queue_bytes])
+                    runs.append(within(run, 0, point.params.duration_s))
+            color = to_hex(cmap(index / max(1, len(ordered) - 1) * 0.9))
+            drawn |= plot_band(ax, runs, label=f"{buffer_bdp(point.params):g} BDP buffer", color=color) is not None
+        ax.set_ylabel("queue (BDP)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(series_label(group[0].params, facets), fontsize=9)
+        ax.legend(loc="upper right", ncols=2, fontsize=7)
     if not drawn:
         return None
-    ax.set(xlabel="time since flow start (s)", ylabel="queue at the bottleneck (BDP)",
-           title=f"{data.title}: standing queue")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right", ncols=2)
+    axes[-1].set_xlabel("time since flow start (s)")
+    fig.suptitle(f"{data.title}: standing queue")
     return FigureOut(name, f"{data.title}: standing queue", fig,
                      "Bottleneck queue every 100 ms in multiples of the BDP; band: 95 % t-interval.")
+
+
+def focus_points(points: Sequence[Point]) -> list[Point]:
+    """Per algorithm mix and rate, the point whose buffer is nearest the study's 1.75 BDP."""
+    chosen = []
+    for group in group_series(points, uplink__queue=None):
+        sized = [p for p in group if buffer_bdp(p.params) is not None]
+        if sized:
+            chosen.append(min(sized, key=lambda p: abs((buffer_bdp(p.params) or 0) - FOCUS_BDP)))
+    return chosen
+
+
+def _focus_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
+    """Per chosen point, its first stored run: each flow's throughput, and the drops per second."""
+    shown = [(point, result, series, series.link) for point in focus_points(points) for result in point.results[:1]
+             if (series := data.timeseries(result.cell.id)) is not None and series.link is not None]
+    if not shown:
+        return None
+    facets = varying_facets([point.params for point, _, _, _ in shown], skip=("queue",))
+    fig, axes = new_figure(2 * len(shown), 1, height=2.4 * 2 * len(shown), sharex=True)
+    for index, (point, result, series, link) in enumerate(shown):
+        rate_ax, drop_ax = axes[2 * index], axes[2 * index + 1]
+        duration = point.params.duration_s
+        ccs = [f.cc for f in point.params.flows]
+        for number, (cc, flow) in enumerate(zip(ccs, series.flows, strict=False)):
+            run = rate_from_cumulative(flow.receiver_t, flow.receiver_bytes, WINDOW_S, 0, duration)
+            shade = ccs[:number].count(cc)
+            rate_ax.plot(run.t, run.y, color=cc_color(cc, shade, ccs.count(cc)), drawstyle="steps-mid",
+                         label=f"flow {number + 1} ({cc_name(cc)})")
+        label = series_label(point.params, facets)
+        rate_ax.set(ylabel="Mbit/s", title=f"{label}, {buffer_bdp(point.params):g} BDP buffer, "
+                    f"repetition {result.cell.params.repetition}")
+        rate_ax.set_ylim(bottom=0)
+        rate_ax.legend(loc="upper right", ncols=2, fontsize=7)
+        drops = per_window(link.t, list(dropped(link)), WINDOW_S, 0, duration)
+        drop_ax.plot(drops.t, drops.y / WINDOW_S, color="0.3", drawstyle="steps-mid", label="drops")
+        drop_ax.set_ylabel("drops / s")
+        drop_ax.set_ylim(bottom=0)
+    axes[-1].set_xlabel("time since flow start (s)")
+    fig.suptitle(f"{data.title}: flows and drops near {FOCUS_BDP:g} BDP")
+    return FigureOut(name, f"{data.title}: flows and drops near {FOCUS_BDP:g} BDP", fig,
+                     f"One run per algorithm mix and rate at the buffer nearest {FOCUS_BDP:g} BDP (the study's "
+                     "plot): each flow's throughput at the receiver and the packets dropped at the bottleneck, "
+                     "1 s bins.")
 
 
 def _share_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:

@@ -52,7 +52,13 @@ def plot_band(ax: Axes, runs: Sequence[Run], *, label: str, color: object, step:
 
 def rate_from_cumulative(t: Sequence[float], cumulative: Sequence[float], window_s: float, start: float,
                          end: float) -> Run:
-    """Mbit/s in consecutive windows from `start` to `end` of a cumulative byte count (e.g. 1 s bins).
+    """Mbit/s in consecutive windows from `start` to `end` of a cumulative byte count (e.g. 1 s bins)."""
+    counts = per_window(t, cumulative, window_s, start, end)
+    return Run(counts.t, counts.y * 8 / window_s / 1e6)
+
+
+def per_window(t: Sequence[float], cumulative: Sequence[float], window_s: float, start: float, end: float) -> Run:
+    """How much a cumulative count grew in each window from `start` to `end`, at the windows' middles.
 
     The bin edges are fixed by the caller, not by the series' first sample, so series sampled by
     different clocks (the emulator's capacity counter starts before the flow, the receiver at it)
@@ -64,7 +70,7 @@ def rate_from_cumulative(t: Sequence[float], cumulative: Sequence[float], window
         return Run(np.array([]), np.array([]))
     counts = np.interp(edges, ts, np.asarray(cumulative, dtype=float))
     covered = (edges[:-1] >= ts[0] - 1e-9) & (edges[1:] <= ts[-1] + 1e-9)
-    return Run((edges[1:] - window_s / 2)[covered], (np.diff(counts) * 8 / window_s / 1e6)[covered])
+    return Run((edges[1:] - window_s / 2)[covered], np.diff(counts)[covered])
 
 
 def within(run: Run, start: float, end: float) -> Run:
