@@ -371,3 +371,30 @@ def test_departure_delays_reads_mahimahi_departure_lines_within_the_window():
     np.testing.assert_allclose(t, [0.005, 1.0])  # seconds since the window's start; 2500 is outside
     np.testing.assert_allclose(delay, [5, 40])
     assert departure_delays(log, 0, 10_000)[1].tolist() == [5, 40, 7]  # an uncompressed log reads the same
+
+
+def test_shallow_buffers_says_when_a_record_cannot_leave_start_up_out():
+    ((data, _), _) = sections("shallow-buffers")
+
+    def older(cell_id: str):
+        """The series as records written before the offered-packet count was kept."""
+        series = data.timeseries(cell_id)
+        return series.model_copy(update={"link": series.link.model_copy(update={"uplink_in_packets": []})})
+
+    old = ExperimentData(experiment=data.experiment, results=data.results, load_series=older)
+    section = build_section(old)
+    assert section.notes == [f"{len(data.results)} cell(s) without offered-packet counts over time: their loss rate "
+                             "is over the whole cell, start-up included."]
+    (ax,) = section.figures[0].figure.axes
+    drawn = dict(zip(line(ax, "4 × BBR").get_xdata(), line(ax, "4 × BBR").get_ydata(), strict=True))
+    for point in group_points(data.results):
+        assert drawn[buffer_bdp(point.params)] == pytest.approx(np.mean([loss_rate_percent(r) for r in point.results]))
+
+
+def test_loss_table_without_a_baseline_has_no_change_column():
+    ((data, _),) = sections("loss-table")
+    lossy = ExperimentData(experiment=data.experiment, results=[r for r in data.results if r.cell.params.loss > 0],
+                           load_series=data.load_series)
+    (table,) = build_section(lossy).tables
+    assert "% change vs baseline" not in table.columns
+    assert all(len(row) == len(table.columns) for row in table.rows)
