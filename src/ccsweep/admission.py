@@ -6,7 +6,8 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 
 - cells start one at a time, `stagger_s` apart, never together;
 - the number of cells at once follows their lateness, additive increase and multiplicative
-  decrease as TCP does: one more after each on-time cell, half as many after a late one;
+  decrease as TCP does: one more after each on-time cell, half as many after a late one; it
+  starts at one cell (a clean first measurement), or at the user's --jobs, which also caps it;
 - what a cell costs comes from measurement: the CPU time the finished cells' processes used over
   their wall time corrects the prior model (rate-proportional, see `prior_cost`), so the budget
   fills with what cells cost on this machine rather than with a constant;

@@ -346,7 +346,8 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @click.option("--jobs", type=click.IntRange(1, 256),
-              help="Cells at once at most (default: as many as the CPU budget and the cells' lateness allow).")
+              help="Cells at once: start with this many and never exceed it (default: start with one and grow as "
+                   "the CPU budget and the cells' lateness allow); a late cell still halves it.")
 @click.option("--cpu-budget", type=click.FloatRange(0.1, 1024),
               help="Cores the cells may use (default: all but half a core).")
 @click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True,

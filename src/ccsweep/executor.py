@@ -151,7 +151,8 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         if metrics:
             metrics.update(total=len(plan.cells), **_progress(summary))
         if runnable:
-            admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs)
+            admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs,
+                                  limit=jobs or 1)
             summary.interrupted = _run_cells(runnable, store, workdir, admission, max_attempts, pushgateway, summary,
                                              console, warning_log, metrics, FailureBudget(max_failed_cells))
     finally:

@@ -26,14 +26,18 @@ pytestmark = pytest.mark.e2e
 
 SPEC = """\
 name: e2e
-description: Four 10 s cells for the end-to-end test on the local cluster.
+description: >
+  Four 10 s cells for the end-to-end test on the local cluster. The path is 100 ms long because
+  this 2-core node also runs the control plane, Argo, MinIO and Prometheus: its cell pods' emulator
+  lateness (p99 0.5-4 ms measured with 4 cells at once) is far above the 200 us a 20 ms path may
+  have (1% of the RTT), while 100 ms paths may have 1 ms; two cells at once leave a core to the rest.
 experiments:
   - name: e2e
-    title: "e2e: goodput vs loss, 20 Mbit/s, 20 ms RTT"
+    title: "e2e: goodput vs loss, 20 Mbit/s, 100 ms RTT"
     figure: goodput-vs-loss
     cc: [cubic, bbr]
     loss_percent: [0, 1]
-    rtt_ms: [20]
+    rtt_ms: [100]
     bandwidth_mbps: [20]
     queue:
       - {kind: droptail, bdp: 1, min_bytes: 30000}
@@ -90,9 +94,10 @@ def sweep(argo: TestCluster, sweep_namespace: str, node_services: NodeServices) 
     watch = PodWatch(argo, sweep_namespace)
     try:
         submitted_at = time.time()
-        # 2 cores on this node: 3 cells of 500m (+100m each for Argo's wait container) at once.
+        # 2 cores on this node: 2 cells of 500m (+100m each for Argo's wait container) at once,
+        # so the emulators keep time (see SPEC's description).
         workflow_name = argo.submit_sweep(sweep_namespace, node_services, spec_yaml=SPEC, sweep=name,
-                                          store_prefix=prefix, parallelism=CELLS, cell_cpu="500m")
+                                          store_prefix=prefix, parallelism=2, cell_cpu="500m")
         # `argo wait` exits 1 for a failed workflow: the tests below judge the phase themselves.
         argo.argo("wait", "-n", sweep_namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
         finished_at = time.time()

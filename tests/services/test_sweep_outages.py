@@ -104,7 +104,7 @@ def test_pushgateway_stopped_while_cells_run(own_pushgateway: Server, minio: Ser
     assert summary_row(err, "pushgateway-gone")["ok"] == "2"
     assert len(stored_cells(store)) == 2
     cell_warnings = []
-    for log in sorted(workdir.glob("*/cell.log")):
+    for log in sorted(workdir.glob("*/attempt-*/cell.log")):
         lines = [line for line in log.read_text().splitlines() if "cannot push metrics" in line]
         assert len(lines) == 1, f"{log}: {lines}"
         cell_warnings += lines

@@ -54,3 +54,10 @@ def test_jobs_caps_the_limit():
     for _ in range(10):
         admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
     assert admission.limit == 2
+
+
+def test_jobs_is_where_the_limit_starts_too():
+    admission = Admission(budget=64, max_cells=2, limit=2)
+    assert admission.may_start(CELLS[1], [(ONE, False)], now=5.0)
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
+    assert admission.limit == 1
