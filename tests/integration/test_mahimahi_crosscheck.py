@@ -1,0 +1,69 @@
+"""ccsweep-link and upstream Mahimahi give the same goodput on the same cells (issue 13's cross-check).
+
+The grid and the rule are those of `make bench-crosscheck` (tests/integration/crosscheck.py): BBR
+and CUBIC at 0, 1 and 5 % loss, 100 Mbit/s, 100 ms, infinite queue, and over the Verizon LTE
+traces; BBR within 5 %, CUBIC within 25 % or 1 Mbit/s, on means of 3 runs of 30 s: the bench
+(24 min of flows) holds that rule, and agreed on all 8 cells (benchmarks/results/2026-11-23-
+crosscheck.md). This test runs each cell once (CCSWEEP_CROSSCHECK_SECONDS and _REPETITIONS
+change that): 16 cells of 30 s, about 9 minutes. One pair of single runs scatters more than a
+mean of 3: the bench measured a single 30 s BBR run's standard deviation at up to 2.5 Mbit/s
+(3 % of 84 Mbit/s, Mahimahi at 1 % loss), so the difference of one pair has about 3 %, its
+worst pair was 6 %, and a 5 % margin would fail about one cell in ten on noise alone. BBR's
+margin here is 10 % (over 3 standard deviations; a link that differs by that much, as one with
+the wrong loss position or rate would, still fails). Shorter flows do not fit that margin: with
+20 s flows one ccsweep-link run of BBR at 5 % loss gave 50.4 Mbit/s against Mahimahi's 60.3
+(its 30 s runs: 62.5 to 65.6), start-up weighing more. CUBIC keeps its rule: under loss it moves
+below 2 Mbit/s, inside the 1 Mbit/s clause, and without loss both links give it the line rate
+within 1 %. It also holds a Mahimahi cell's record to what a ccsweep-link one carries.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ccsweep.result import CellResult
+from crosscheck import compare, grid, run_grid
+from mahimahi_host import mahimahi_host, mahimahi_missing
+
+SECONDS = float(os.environ.get("CCSWEEP_CROSSCHECK_SECONDS", "30"))
+REPETITIONS = int(os.environ.get("CCSWEEP_CROSSCHECK_REPETITIONS", "1"))
+#: BBR's margin for this test's single short runs (the bench holds the issue's 5 % on means of 3).
+BBR_RELATIVE_SINGLE_RUN = 0.10
+MISSING = mahimahi_missing()
+
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"Mahimahi is not built ({MISSING})")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> list[CellResult]:
+    with mahimahi_host():
+        return run_grid(grid(SECONDS, REPETITIONS), Path(tmp_path_factory.mktemp("crosscheck")))
+
+
+def test_both_links_give_the_same_goodput(results: list[CellResult]):
+    comparisons = compare(results, bbr_relative=BBR_RELATIVE_SINGLE_RUN)
+    assert len(comparisons) == 8
+    disagree = [c.line() for c in comparisons if not c.agrees]
+    assert not disagree, "\n".join(disagree)
+
+
+def test_a_mahimahi_record_carries_what_a_ccsweep_link_record_does(results: list[CellResult]):
+    mahimahi = [r for r in results if r.cell.params.link == "mahimahi"]
+    assert mahimahi
+    for r in mahimahi:
+        assert r.link is not None and r.link.backend == "mahimahi" and r.link.version.startswith("mahimahi-")
+        check = r.link.selfcheck
+        assert check.lateness_p99_us is None and not check.late and "lateness" in r.link.not_measured
+        assert check.cpu_share is not None and 0 < check.cpu_share < 2
+        assert r.link.uplink.out_bytes > 0 and r.link.uplink.capacity_bytes > 0
+        flow = r.flows[0]
+        assert flow.min_rtt_ms is not None and flow.min_rtt_ms >= 100  # mm-delay's 50 ms each way
+        assert flow.throughput_per_s_mbps and r.bottleneck_throughput_mbps
+        # The sender's own namespace got the cell's socket buffers, not the host's.
+        assert r.environment.tcp_wmem == list(r.cell.params.buffers.tcp_wmem)
+        if r.cell.params.uplink.rate_mbps == 100:
+            # 100 Mbit/s as opportunities of 1504 bytes: Mahimahi's 100.27 Mbit/s.
+            assert r.capacity_mbps == pytest.approx(100 * 1504 / 1500, rel=0.005)
