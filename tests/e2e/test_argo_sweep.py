@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
+import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from clusterlib import CELL_IMAGE, NodeServices, PodEvent, PodWatch, template_of
+from clusterlib import CELL_IMAGE, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -240,6 +243,7 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
                    {"name": "experiment", "value": "e2e"},
                    {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.store_prefix}"},
                    {"name": "image", "value": CELL_IMAGE}, {"name": "image-pull-policy", "value": "Never"},
+                   {"name": "pushgateway", "value": f"{NODE_IP}:9091"},
                    {"name": "cpu", "value": "500m"}]}} for i, cell_id in enumerate(cell_ids)]]
     workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
                 "metadata": {"generateName": "e2e-cells-", "namespace": sweep.namespace},
@@ -308,3 +312,43 @@ def test_a_cell_whose_pod_is_deleted_is_retried(argo: TestCluster, sweep: SweepR
     assert first["phase"] == "Error", first
     assert [a["phase"] for a in rest] == ["Succeeded"]
     assert workflow["status"]["phase"] == "Succeeded"
+
+
+def test_a_cell_that_finishes_while_the_store_is_down_keeps_its_result(argo: TestCluster, sweep: SweepRun):
+    """MinIO is killed under a running cell and comes back 20 s later: the pod keeps the result in
+    its spool, uploads it on one of its retries (store/spool.py), and the cell is stored; nothing
+    is lost and the pod needs no second run. (MinIO is the cluster's own, started by services.sh:
+    stopped by its recorded PID and started again by the same script.)"""
+    cell_id = sweep.planned()[1]["id"]
+    for key in sweep.services.s3_keys(f"{sweep.store_prefix}/cells/{cell_id}/"):
+        assert sweep.services.s3_delete(key), key
+    restart: list[threading.Timer] = []
+    pods: list[str] = []
+
+    def flows_running() -> bool:
+        """The cell's live samples are at the Pushgateway: it has read its plan and its flows run."""
+        gateway = argo.in_ns("curl", "-s", "http://127.0.0.1:9091/metrics").stdout
+        return any(line.startswith("ccsweep_cell_elapsed_seconds{") and f'cell="{cell_id}"' in line
+                   for line in gateway.splitlines())
+
+    def stop_store(_cell: str, pod: str) -> None:
+        pods.append(pod)
+        deadline = time.time() + 60
+        while not flows_running():
+            assert time.time() < deadline, "the cell's flows never showed at the Pushgateway"
+            time.sleep(0.5)
+        os.kill(int((argo.base / "pids" / "minio.pid").read_text()), signal.SIGKILL)
+        restart.append(threading.Timer(20, argo.start_services))
+        restart[0].start()
+
+    try:
+        workflow = run_cells(argo, sweep, [cell_id], on_pod=stop_store)
+    finally:
+        for timer in restart:
+            timer.join()
+    (attempt,) = attempts(workflow, cell_id)
+    assert attempt["phase"] == "Succeeded", attempt
+    logs = argo.kubectl("logs", "-n", sweep.namespace, pods[0], "-c", "main", check=False).stdout
+    assert "store unreachable" in logs and "uploaded to" in logs, logs[-2000:]
+    record = sweep.services.s3_get(f"{sweep.store_prefix}/cells/{cell_id}/result.json")
+    assert record is not None and json.loads(record)["status"] == "ok"
