@@ -130,3 +130,35 @@ def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_fin
     finished = run("run", str(spec), "--store", str(store_dir), "--no-figures")
     assert finished.returncode == 0, finished.stderr
     assert open_store(str(store_dir)).get_result(cell["id"]).status == "ok"
+
+
+def test_the_executor_killed_with_sigkill_then_a_second_run_finishes_the_sweep(tmp_path: Path):
+    """SIGKILL of `ccsweep run` and its cells (the whole process group, as an OOM killer or a
+    closed laptop would): their namespaces are left behind; the next run removes them and runs
+    what is not stored, and nothing is stored twice."""
+    spec = tmp_path / "killed-run.yaml"
+    spec.write_text(SPEC.replace("name: tiny\n", "name: killed-run\n", 1)
+                    .replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
+                    .replace("loss_percent: [0, 1]", "loss_percent: [0, 1, 2]")
+                    .replace("duration_s: 3", "duration_s: 6"))
+    store_dir = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
+                             "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    planned = store_dir / "sweeps" / "killed-run" / "manifest.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (planned.exists() and namespaces(
+            {c.id for c in open_store(str(store_dir)).get_manifest("killed-run").cells})):
+        time.sleep(0.2)
+    ids = {c.id for c in open_store(str(store_dir)).get_manifest("killed-run").cells}
+    time.sleep(2)  # a cell mid-flow
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert namespaces(ids), "SIGKILL leaves the running cell's namespaces behind"
+    second = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    assert second.returncode == 0, second.stderr
+    assert "left by a dead cell" in second.stderr
+    store = open_store(str(store_dir))
+    assert all(store.get_result(i) is not None for i in ids)
+    assert len(list(store_dir.rglob("result.json"))) == len(ids), "each cell stored once"
+    assert not namespaces(ids)
