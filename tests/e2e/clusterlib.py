@@ -116,7 +116,7 @@ class Cluster:
     def start_argo(self) -> None:
         self._timed("argo", [str(REPO / "hack/cluster/argo.sh"), str(self.base), self.ns], 600)
 
-    def start_services(self) -> "NodeServices":
+    def start_services(self) -> NodeServices:
         self._timed("services", [str(REPO / "hack/cluster/services.sh"), str(self.base), self.ns], 300)
         return NodeServices.load(self)
 
@@ -137,15 +137,18 @@ class Cluster:
         proc = subprocess.run([str(REPO / "hack/cluster/down.sh"), str(self.base), self.ns],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
         self.timings["down"] = time.monotonic() - start
-        sys.stderr.write(f"\n[cluster] down.sh exit {proc.returncode} in {self.timings['down']:.0f}s\n{proc.stdout[-2000:]}")
+        sys.stderr.write(f"\n[cluster] down.sh exit {proc.returncode} in {self.timings['down']:.0f}s\n"
+                         f"{proc.stdout[-2000:]}")
 
     # -- commands inside the cluster's network namespace ---------------------------------
     def in_ns(self, *cmd: str, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(["nsenter", f"--net=/run/netns/{self.ns}", *cmd], input=input,
                               capture_output=True, text=True, timeout=timeout)
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(self.base / "kubectl"), *args], input=input, capture_output=True, text=True, timeout=timeout)
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 120) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.base / "kubectl"), *args], input=input, capture_output=True, text=True,
+                              timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc
@@ -168,7 +171,7 @@ class Cluster:
         self.kubectl("label", "node", node, "--overwrite", *[f"ccsweep.io/cc-{cc}=true" for cc in available])
         return available
 
-    def prepare_sweep_namespace(self, namespace: str, services: "NodeServices") -> None:
+    def prepare_sweep_namespace(self, namespace: str, services: NodeServices) -> None:
         """What a namespace needs to run sweeps: the pods' identity, the WorkflowTemplates, the S3 Secret."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
@@ -178,7 +181,7 @@ class Cluster:
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()
 
-    def submit_sweep(self, namespace: str, services: "NodeServices", *, spec_yaml: str, sweep: str, store_prefix: str,
+    def submit_sweep(self, namespace: str, services: NodeServices, *, spec_yaml: str, sweep: str, store_prefix: str,
                      parallelism: int, cell_cpu: str = "500m") -> str:
         """workflows/full-sweep.yaml with the spec inline, with the real argo CLI; the Workflow's name.
 
@@ -207,7 +210,7 @@ class NodeServices:
     env: dict[str, str]
 
     @classmethod
-    def load(cls, cluster: Cluster) -> "NodeServices":
+    def load(cls, cluster: Cluster) -> NodeServices:
         lines = (cluster.base / "services.env").read_text().splitlines()
         return cls(cluster, dict(line.split("=", 1) for line in lines if "=" in line))
 
@@ -286,7 +289,8 @@ class PodWatch:
     """
 
     def __init__(self, cluster: Cluster, namespace: str, selector: str = "") -> None:
-        cmd = [str(cluster.base / "kubectl"), "get", "pods", "-n", namespace, "--watch", "--output-watch-events", "-o", "json"]
+        cmd = [str(cluster.base / "kubectl"), "get", "pods", "-n", namespace, "--watch", "--output-watch-events",
+               "-o", "json"]
         if selector:
             cmd += ["-l", selector]
         self.events: list[PodEvent] = []
