@@ -2,7 +2,8 @@
 
 Run as root (`make bench-full-sweep`). Brings up the local cluster as `make cluster-up` does (the
 same scripts; a cluster already up there is used as it is and left running), submits
-workflows/full-sweep.yaml with the real `argo` CLI and `-p time-scale=S -p sweep=full-sweep-xS`,
+workflows/full-sweep.yaml with the real `argo` CLI and `-p time-scale=S -p sweep=full-sweep-xS` (S with '-' for '.', as
+`ccsweep plan` names a scaled sweep),
 and watches it to the end. Every flow is S times its real length (default 0.05: 1.5 to 7 s;
 the shortest full-sweep flow, 30 s, reaches the 1 s floor at 0.034), so the 364 distinct cells of
 the 390 fit a 2-core machine in well under an hour; scaled cells are other cells with their own
@@ -40,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests"), str(REPO / "benchmarks"),
                 str(REPO / "benchmarks" / "cluster")]
-from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, makespan, parse_time  # noqa: E402
+from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, full_sweep_durations, makespan, parse_time  # noqa: E402
 from procstat import ProcSampler, machine  # noqa: E402
 
 from clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch  # noqa: E402
@@ -154,11 +155,13 @@ def cell_timings(watch: PodWatch, results: dict) -> list[dict]:
         first_byte = parse_time(record["flows_started_at"])
         last_byte = first_byte + record["cell"]["params"]["duration_s"]
         gone = next((e.at for e in events if e.kind == "DELETED"), None)
+        bound = PodWatch.first(events, lambda p: bool(p.get("spec", {}).get("nodeName"))) or events[0].at
         rows.append({"created": events[0].at, "runner": parse_time(record["started_at"]) - events[0].at,
-                     "first_byte": first_byte - events[0].at, "flow": last_byte - first_byte,
+                     "first_byte": first_byte - events[0].at, "bound_first_byte": first_byte - bound,
+                     "flow": last_byte - first_byte,
                      "finished": parse_time(record["finished_at"]) - last_byte,
                      "succeeded": succeeded - last_byte, "gone": (gone - last_byte) if gone else None,
-                     "lifetime": (gone or succeeded) - events[0].at})
+                     "slot": succeeded - bound})   # a terminal pod no longer holds its node's CPU
     return rows
 
 
@@ -171,16 +174,16 @@ def quantiles(values: list[float]) -> str:
 
 
 # -- the projection -------------------------------------------------------------------------------
-def projection(cells: list[dict], overhead_s: float, fixed_s: float, node_cores: int, cell_cpu: str,
+def projection(overhead_s: float, fixed_s: float, node_cores: int, cell_cpu: str,
                node_counts: list[int]) -> list[str]:
-    """Unscaled flow times of the planned cells, each plus the measured per-cell overhead, placed
+    """The full-sweep preset's unscaled flow times, each plus the measured per-cell overhead, placed
     longest first onto N x slots; plus the measured plan and figures steps."""
-    durations = [c["params"]["duration_s"] / c["params"].get("time_scale", 1.0) for c in cells]
+    durations, source = full_sweep_durations()
     slots_per_node = max(1, math.floor((node_cores - 0.5) / (cpu_value(cell_cpu) + EXECUTOR_CPU)))
     lines = [
-        f"Model: each of the {len(cells)} distinct cells holds one slot for its unscaled flow time "
+        f"Model: each cell of {source} holds one slot for its unscaled flow time "
         f"(together {sum(durations) / 3600:.1f} h) plus the median per-cell overhead measured here "
-        f"({overhead_s:.1f} s: pod lifetime minus flow time), cells placed longest first onto "
+        f"({overhead_s:.1f} s: pod bound -> Succeeded minus flow time), cells placed longest first onto "
         f"nodes x {slots_per_node} slots ({node_cores} cores, 0.5 kept for the node, {cell_cpu} CPU per cell "
         f"+ {EXECUTOR_CPU:g} for Argo's wait container); plus the plan and figures steps as measured "
         f"here ({fixed_s:.0f} s). It assumes the control plane keeps up (docs/scaling.md: it does at "
@@ -211,7 +214,8 @@ def run(args: argparse.Namespace) -> tuple[list[str], bool]:
 
 
 def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) -> tuple[list[str], bool]:
-    sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}"
+    # `ccsweep plan --time-scale` names a scaled sweep so (a sweep name has no dots).
+    sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}".replace(".", "-")[:63].rstrip("-")
     prefix = f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     node_cpu = cpu_value(cluster.get_json("node", "ccsweep-node")["status"]["allocatable"]["cpu"])
     watch = PodWatch(cluster, NAMESPACE)
@@ -282,16 +286,19 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
         "| interval | min | median | p90 | max |",
         "|---|---|---|---|---|",
         f"| pod created -> runner started | {quantiles([r['runner'] for r in rows])} |",
-        f"| pod created -> first byte | {quantiles([r['first_byte'] for r in rows])} |",
+        f"| pod created -> first byte (includes waiting for a free slot) | "
+        f"{quantiles([r['first_byte'] for r in rows])} |",
+        f"| pod bound to the node -> first byte | {quantiles([r['bound_first_byte'] for r in rows])} |",
         f"| last byte -> runner finished (result stored) | {quantiles([r['finished'] for r in rows])} |",
         f"| last byte -> pod Succeeded | {quantiles([r['succeeded'] for r in rows])} |",
         f"| last byte -> pod gone (pod GC waits 5 s) | {quantiles([r['gone'] for r in rows])} |",
-        f"| pod lifetime - flow time | {quantiles([r['lifetime'] - r['flow'] for r in rows])} |",
+        f"| bound -> Succeeded, minus flow time (a slot's overhead) | "
+        f"{quantiles([r['slot'] - r['flow'] for r in rows])} |",
         "",
     ]
     if rows and cells:
-        overhead = statistics.median(r["lifetime"] - r["flow"] for r in rows)
-        lines += projection(cells, overhead, fixed, args.node_cores, args.cell_cpu_full, args.nodes)
+        overhead = statistics.median(r["slot"] - r["flow"] for r in rows)
+        lines += projection(overhead, fixed, args.node_cores, args.cell_cpu_full, args.nodes)
     lines += ["", "**Checks** (every cell stored, every experiment's figures, the report): "
               + ("all hold." if not problems else f"{len(problems)} failed:")]
     lines += [f"- {p}" for p in problems[:40]]
@@ -303,7 +310,7 @@ def main() -> int:
     p.add_argument("--spec", default="full-sweep", help="preset to run (default full-sweep; quick for a check)")
     p.add_argument("--time-scale", type=float, default=DEFAULT_SCALE,
                    help=f"flow time factor (default {DEFAULT_SCALE:g}; 0.034 is the full sweep's floor)")
-    p.add_argument("--sweep", help="sweep name (default SPEC-xSCALE)")
+    p.add_argument("--sweep", help="sweep name (default SPEC-xSCALE, '.' as '-': quick-x0-1)")
     p.add_argument("--cell-cpu", default="500m", help="CPU request (= limit) of each cell pod here")
     p.add_argument("--node-cores", type=int, default=8, help="cores of each node in the projection")
     p.add_argument("--cell-cpu-full", default="1", help="CPU per cell in the projection")

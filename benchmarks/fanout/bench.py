@@ -55,7 +55,7 @@ from procstat import ProcSampler, machine  # noqa: E402
 
 from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from versions import ARGO_WORKFLOWS_VERSION, KUBERNETES_VERSION  # noqa: E402
+from versions import ARGO_WORKFLOWS_VERSION  # noqa: E402
 
 BIN = Path(os.environ.get("CCSWEEP_BIN", REPO / "bin"))
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
@@ -127,18 +127,16 @@ phase: Succeeded
     ]
 
 
-def fake_node(name: str, cores: int, kernel: str) -> dict:
-    """A Node as a kubelet would register it, with the labels the chart's node probe writes."""
+def fake_node(name: str, cores: int, kernel: str, algorithms: list[str]) -> dict:
+    """A Node as a kubelet would register it, with the labels the chart's node probe writes for a
+    kernel offering `algorithms`."""
     resources = {"cpu": str(cores), "memory": f"{cores * 4}Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "type": "kwok", f"{CC_LABEL_PREFIX}bbr": "true", f"{CC_LABEL_PREFIX}cubic": "true",
-              KERNEL_LABEL: kernel}
+              "type": "kwok", KERNEL_LABEL: kernel, **{f"{CC_LABEL_PREFIX}{cc}": "true" for cc in algorithms}}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels,
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"}},
-            "status": {"allocatable": resources, "capacity": resources,
-                       "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                                    "kubeletVersion": f"fake-{KUBERNETES_VERSION}", "kernelVersion": kernel}}}
+            "status": {"allocatable": resources, "capacity": resources}}   # KWOK fills in nodeInfo
 
 
 def plan_items(cells: int, workdir: Path) -> list[dict]:
@@ -367,19 +365,22 @@ class ControlPlane:
         if "operator" in self.procs:
             return
         self.kubectl("apply", "--server-side", "-f", str(REPO / "charts/ccsweep/files/crds/sweeps.ccsweep.io.yaml"))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/sweeps.ccsweep.io")
+        established = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
+        self._wait("the Sweep CRD", lambda: self.kubectl("get", "crd/sweeps.ccsweep.io", "-o", established,
+                                                        check=False).stdout == "True")
         self._spawn("operator", [str(REPO / ".venv/bin/kopf"), "run", "--standalone", f"--namespace={NAMESPACE}",
                                  "-m", "ccsweep_operator.handlers"],
                     env={"KUBECONFIG": str(self.kubeconfig), "CCSWEEP_STORE": f"file://{self.workdir / 'store'}"})
         time.sleep(5)
         self._wait("operator", lambda: True)   # still running after 5 s: logged in, handlers registered
 
-    def grow_nodes(self, total: int, cores: int, kernel: str) -> float:
+    def grow_nodes(self, total: int, cores: int, kernel: str, algorithms: list[str]) -> float:
         """Fake nodes kwok-0000 ... up to `total`; the seconds until all of them are Ready."""
         have = len(self.kubectl("get", "nodes", "-o", "name").stdout.split())
         start = time.monotonic()
         for first in range(have, total, 100):
-            batch = [fake_node(f"kwok-{n:04d}", cores, kernel) for n in range(first, min(first + 100, total))]
+            batch = [fake_node(f"kwok-{n:04d}", cores, kernel, algorithms)
+                     for n in range(first, min(first + 100, total))]
             self.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": batch}))
         query = '{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
         self._wait(f"{total} nodes", lambda: self.kubectl("get", "nodes", "-o", f"jsonpath={query}")
@@ -666,7 +667,7 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
                          f"{operator['peak_rss_mb']:.0f} MB.")
     for r in runs:
         if r.results.get("message") or r.results.get("too_large_logs"):
-            lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: {r.results['message']} "
+            lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: {r.results['message'][:160]} "
                          f"({r.results['too_large_logs']} 'maximum allowed size' lines in the controller's log)")
     return "\n".join(lines) + "\n"
 
@@ -721,6 +722,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         items_all = plan_items(max(r.cells for r in runs), plan_dir)
+        # Every algorithm the plan asks for (the algorithms experiment goes beyond BBR and CUBIC): a
+        # cluster whose kernels offer them, as the node probe would label it.
+        algorithms = sorted({key.removeprefix(CC_LABEL_PREFIX) for item in items_all for key in item["node_selector"]})
         # A plan too long for a step's result cannot fan out through the sweep template: measure that,
         # then the control plane at the same size with the items fed from a parameter.
         runs = [twin for r in runs for twin in
@@ -735,11 +739,11 @@ def main() -> int:
             if run.mode == "operator":
                 plane.start_operator()
             if run.nodes not in node_ready:
-                node_ready[run.nodes] = plane.grow_nodes(run.nodes, args.node_cores, kernel)
+                node_ready[run.nodes] = plane.grow_nodes(run.nodes, args.node_cores, kernel, algorithms)
             print(f"[fanout] {run.nodes} nodes, {run.cells} cells ({run.mode}), parallelism {run.parallelism}, "
                   f"qps {run.qps:g}/{run.burst}", file=sys.stderr, flush=True)
             measure(plane, run, items_all[: run.cells], args.timeout)
-            print(f"[fanout]   {json.dumps({k: v for k, v in run.results.items() if k != 'usage'})}",
+            print(f"[fanout]   {json.dumps(run.results)}",   # kept even if a later run is interrupted
                   file=sys.stderr, flush=True)
     finally:
         plane.stop()

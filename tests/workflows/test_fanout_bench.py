@@ -64,6 +64,6 @@ def test_the_plan_of_390_cells_fits_a_step_result_and_of_3900_does_not(bench, it
 
 
 def test_fake_nodes_carry_the_node_probes_labels(bench):
-    labels = bench.fake_node("kwok-0000", 16, "6.1.0")["metadata"]["labels"]
+    labels = bench.fake_node("kwok-0000", 16, "6.1.0", ["bbr", "cubic"])["metadata"]["labels"]
     assert labels["ccsweep.io/cc-bbr"] == labels["ccsweep.io/cc-cubic"] == "true"
     assert labels["ccsweep.io/kernel"] == "6.1.0"
