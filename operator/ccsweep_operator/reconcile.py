@@ -9,7 +9,10 @@ plan (nothing is expanded again) and fans out one pod per cell still to run.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
+import gzip
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,10 +229,18 @@ def owner_of(workflow: Mapping[str, Any]) -> str | None:
     return None
 
 
+def workflow_nodes(status: Mapping[str, Any]) -> dict[str, Any]:
+    """A Workflow's nodes, also when Argo keeps them compressed (`status.compressedNodes`: gzip and
+    base64 of the nodes' JSON), as it does once the status grows large (a 390-cell sweep)."""
+    if status.get("compressedNodes"):
+        return dict(json.loads(gzip.decompress(base64.b64decode(status["compressedNodes"]))))
+    return dict(status.get("nodes") or {})
+
+
 def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
     """Each cell's Argo phase, by cell id: its Retry node's (the outcome after retries), else its Pod's."""
     best: dict[str, tuple[int, str]] = {}
-    for node in (workflow.get("status") or {}).get("nodes", {}).values():
+    for node in workflow_nodes(workflow.get("status") or {}).values():
         if (node.get("templateRef") or {}).get("template") != "cell" and node.get("templateName") != "cell":
             continue
         params = {p.get("name"): p.get("value") for p in (node.get("inputs") or {}).get("parameters") or []}

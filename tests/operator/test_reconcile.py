@@ -7,6 +7,8 @@ the sweep WorkflowTemplate it references, so a renamed template parameter breaks
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from pathlib import Path
 
@@ -198,6 +200,15 @@ def test_cell_phase_is_the_retry_nodes_outcome():
     nodes = [cell_node("a", "Retry", "Failed"), cell_node("a", "Pod", "Succeeded"), cell_node("b", "Pod", "Running"),
              {"id": "plan", "type": "Pod", "phase": "Succeeded", "templateName": "plan"}]
     assert cell_phases(workflow("Running", nodes)) == {"a": "Failed", "b": "Running"}
+
+
+def test_cell_phases_are_read_from_compressed_nodes_too():
+    """Argo compresses a large workflow's nodes (gzip + base64) into status.compressedNodes."""
+    nodes = [cell_node("a", "Pod", "Succeeded"), cell_node("b", "Pod", "Running")]
+    packed = base64.b64encode(gzip.compress(json.dumps({n["id"]: n for n in nodes}).encode())).decode()
+    compressed = workflow("Running", [], compressedNodes=packed)
+    del compressed["status"]["nodes"]
+    assert cell_phases(compressed) == {"a": "Succeeded", "b": "Running"}
 
 
 def test_running_workflow_counts_cells(tmp_path: Path):
