@@ -32,6 +32,11 @@ SECONDS = float(os.environ.get("CCSWEEP_CROSSCHECK_SECONDS", "30"))
 REPETITIONS = int(os.environ.get("CCSWEEP_CROSSCHECK_REPETITIONS", "1"))
 #: BBR's margin for this test's single short runs (the bench holds the issue's 5 % on means of 3).
 BBR_RELATIVE_SINGLE_RUN = 0.10
+#: The loss rates compared on single runs. At 5 % loss one BBR run scatters too much for any single
+#: pair to say which link is off: alone on this VM its goodput spread 48-63 Mbit/s over 3 runs
+#: (benchmarks/results/2026-11-23-density.md), and single pairs here differed by 14 % and 38 %
+#: under load; the bench (means of 3) keeps 5 % in the grid and agreed within 0.7 %.
+SINGLE_RUN_LOSS_PERCENT = [0.0, 1.0]
 MISSING = mahimahi_missing()
 
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"Mahimahi is not built ({MISSING})")
@@ -40,12 +45,13 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"Mahimahi is not bu
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[CellResult]:
     with mahimahi_host():
-        return run_grid(grid(SECONDS, REPETITIONS), Path(tmp_path_factory.mktemp("crosscheck")))
+        return run_grid(grid(SECONDS, REPETITIONS, SINGLE_RUN_LOSS_PERCENT),
+                        Path(tmp_path_factory.mktemp("crosscheck")))
 
 
 def test_both_links_give_the_same_goodput(results: list[CellResult]):
     comparisons = compare(results, bbr_relative=BBR_RELATIVE_SINGLE_RUN)
-    assert len(comparisons) == 8
+    assert len(comparisons) == 6
     disagree = [c.line() for c in comparisons if not c.agrees]
     assert not disagree, "\n".join(disagree)
 
