@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
 from ccsweep.result import CellResult, TimeSeries
+from ccsweep.spec import SLUG
 
 
 class StoreError(RuntimeError):
@@ -290,7 +291,7 @@ def manifest_key(sweep: str) -> str:
 
 def sweep_prefix(sweep: str) -> str:
     """Where a sweep's files live; a name that is not a slug could leave it (`..`), so it is refused here too."""
-    if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", sweep):
+    if not re.fullmatch(SLUG, sweep):
         raise StoreError(f"sweep name {sweep[:64]!r}: not a sweep name (lowercase letters, digits and '-')")
     return f"sweeps/{sweep}"
 
