@@ -15,26 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ccsweep.exitcodes import EXIT_RETRY
 from ccsweep.expand import expand
 from ccsweep.spec import parse_spec
+from tinyspec import tiny_spec
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-name: down
-experiments:
-  - name: down
-    cc: [cubic]
-    loss_percent: [0]
-    rtt_ms: [20]
-    bandwidth_mbps: [10]
-    queue: [{kind: droptail, bdp: 2, min_bytes: 30000}]
-    duration_s: 3
-    warmup_s: 1
-"""
 
 
 def refused_port() -> int:
@@ -47,7 +35,7 @@ def refused_port() -> int:
 @pytest.mark.parametrize("executor, exit_status", [("local", 0), ("argo", EXIT_RETRY)])
 def test_a_result_the_store_cannot_take_is_spooled_and_only_a_pod_asks_to_run_again(
         tmp_path: Path, executor: str, exit_status: int):
-    (cell,) = expand(parse_spec(yaml.safe_load(SPEC)))
+    (cell,) = expand(parse_spec(tiny_spec("down", cc=["cubic"])))
     cell_file = tmp_path / "cell.json"
     cell_file.write_text(cell.model_dump_json())
     spool = tmp_path / "spool"

@@ -14,26 +14,14 @@ from pathlib import Path
 import pytest
 
 from ccsweep.store import open_store
+from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-name: budget
-experiments:
-  - name: budget
-    cc: [bbr, cubic]
-    loss_percent: [0, 1]
-    rtt_ms: [20]
-    bandwidth_mbps: [10]
-    queue: [{kind: droptail, bdp: 2, min_bytes: 30000}]
-    duration_s: 3
-    warmup_s: 1
-"""
 
 
 def test_cells_past_the_budget_are_not_started_and_the_run_says_why(tmp_path: Path):
-    spec = tmp_path / "budget.yaml"
-    spec.write_text(SPEC)
+    spec = write_tiny_spec(tmp_path / "budget.yaml", "budget", cc=["bbr", "cubic"], loss_percent=[0, 1])
     store_dir = tmp_path / "store"
     env = {**os.environ, "CCSWEEP_LINK": shutil.which("false") or "/bin/false"}  # an emulator that never starts
     done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir), "--jobs", "1",

@@ -16,20 +16,10 @@ from pathlib import Path
 import pytest
 
 from ccsweep.store import open_store
+from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-name: late
-experiments:
-  - name: late
-    cc: [bbr]
-    loss_percent: [0]
-    rtt_ms: [20]
-    bandwidth_mbps: [10]
-    duration_s: 3
-    warmup_s: 1
-"""
 INJECT = "fixed:5ms,p=0.05"
 
 
@@ -41,9 +31,7 @@ def ccsweep_run(spec: Path, store: Path, *args: str, inject_attempts: str) -> su
 
 @pytest.fixture
 def spec_file(tmp_path: Path) -> Path:
-    path = tmp_path / "late.yaml"
-    path.write_text(SPEC)
-    return path
+    return write_tiny_spec(tmp_path / "late.yaml", "late", queue=None)
 
 
 def test_a_late_attempt_is_kept_and_the_cell_runs_again(spec_file: Path, tmp_path: Path):

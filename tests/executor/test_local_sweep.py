@@ -17,21 +17,11 @@ from pathlib import Path
 import pytest
 
 from ccsweep.store import open_store
+from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-name: tiny
-experiments:
-  - name: tiny
-    cc: [bbr, cubic, vegas]
-    loss_percent: [0, 1]
-    rtt_ms: [20]
-    bandwidth_mbps: [10]
-    queue: [{kind: droptail, bdp: 2, min_bytes: 30000}]
-    duration_s: 3
-    warmup_s: 1
-"""
+SPEC = {"cc": ["bbr", "cubic", "vegas"], "loss_percent": [0, 1]}
 
 
 def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -47,9 +37,7 @@ def namespaces(cell_ids: set[str]) -> set[str]:
 
 @pytest.fixture
 def spec_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.yaml"
-    path.write_text(SPEC)
-    return path
+    return write_tiny_spec(tmp_path / "tiny.yaml", "tiny", **SPEC)
 
 
 def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_path: Path):
@@ -78,10 +66,7 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
-    spec = tmp_path / "long.yaml"
-    spec.write_text(SPEC.replace("name: tiny\n", "name: long\n", 1).replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
-                    .replace("loss_percent: [0, 1]", "loss_percent: [0, 0.5, 1, 2]")
-                    .replace("duration_s: 3", "duration_s: 6"))
+    spec = write_tiny_spec(tmp_path / "long.yaml", "long", loss_percent=[0, 0.5, 1, 2], duration_s=6)
     store_dir = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                              "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -107,9 +92,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
 
 def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_finishes(spec_file: Path,
                                                                                        tmp_path: Path):
-    spec = tmp_path / "killed.yaml"
-    spec.write_text(SPEC.replace("name: tiny\n", "name: killed\n", 1).replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
-                    .replace("loss_percent: [0, 1]", "loss_percent: [0]").replace("duration_s: 3", "duration_s: 8"))
+    spec = write_tiny_spec(tmp_path / "killed.yaml", "killed", duration_s=8)
     store_dir = tmp_path / "store"
     planned = run("plan", str(spec), "--store", str(store_dir))
     (cell,) = json.loads(planned.stdout)
@@ -136,11 +119,7 @@ def test_the_executor_killed_with_sigkill_then_a_second_run_finishes_the_sweep(t
     """SIGKILL of `ccsweep run` and its cells (the whole process group, as an OOM killer or a
     closed laptop would): their namespaces are left behind; the next run removes them and runs
     what is not stored, and nothing is stored twice."""
-    spec = tmp_path / "killed-run.yaml"
-    spec.write_text(SPEC.replace("name: tiny\n", "name: killed-run\n", 1)
-                    .replace("cc: [bbr, cubic, vegas]", "cc: [bbr]")
-                    .replace("loss_percent: [0, 1]", "loss_percent: [0, 1, 2]")
-                    .replace("duration_s: 3", "duration_s: 6"))
+    spec = write_tiny_spec(tmp_path / "killed-run.yaml", "killed-run", loss_percent=[0, 1, 2], duration_s=6)
     store_dir = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                              "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
