@@ -92,17 +92,31 @@ def _single(params: CellParams, *ccs: str) -> bool:
             and not params.uplink.rate_schedule)
 
 
-def _bbr_ideal(data: ExperimentData) -> list[Verdict]:
+def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
+               metric: Callable[[CellResult], float | None],
+               judge: Callable[[Point, float], tuple[bool, str]]) -> list[Verdict]:
+    """One verdict per point of the claim's scope: `judge` weighs the mean of `metric` over its repetitions.
+
+    The shape most claims share (a bound per parameter point); the claims that compare two points
+    (a loss against its baseline, one algorithm against another) walk their series themselves.
+    """
     verdicts = []
     for point in group_points(data.results):
-        p = point.params
-        stat = point.mean_ci(steady_goodput)
-        if not _single(p, "bbr") or p.loss > 0.05 or stat is None:
+        if not applies(point.params):
             continue
-        bound = 0.9 * (1 - p.loss) * (p.bandwidth_mbps or 0)
-        verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] >= bound,
-                                f"{stat[0]:.3g} Mbit/s vs bound {bound:.3g}"))
+        stat = point.mean_ci(metric)
+        if stat is None:
+            continue
+        ok, detail = judge(point, stat[0])
+        verdicts.append(Verdict(cell_summary(point.params, repetition=False), ok, detail))
     return verdicts
+
+
+def _bbr_ideal(data: ExperimentData) -> list[Verdict]:
+    def judge(point: Point, goodput: float) -> tuple[bool, str]:
+        bound = 0.9 * (1 - point.params.loss) * (point.params.bandwidth_mbps or 0)
+        return goodput >= bound, f"{goodput:.3g} Mbit/s vs bound {bound:.3g}"
+    return _per_point(data, lambda p: _single(p, "bbr") and p.loss <= 0.05, steady_goodput, judge)
 
 
 def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
@@ -134,18 +148,13 @@ def mathis_mbps(rtt_ms: float, loss: float, link_mbps: float) -> float:
 
 
 def _mathis(data: ExperimentData) -> list[Verdict]:
-    verdicts = []
-    for point in group_points(data.results):
+    def judge(point: Point, goodput: float) -> tuple[bool, str]:
         p = point.params
-        stat = point.mean_ci(steady_goodput)
-        if not _single(p, "cubic", "reno") or p.loss < 0.01 or stat is None:
-            continue
         rtts = point.values(lambda r: r.flows[0].rtt_mean_ms if r.flows else None)
         rtt = float(np.mean(rtts)) if rtts else p.rtt_ms
         model = mathis_mbps(rtt, p.loss, p.bandwidth_mbps or 0)
-        verdicts.append(Verdict(cell_summary(p, repetition=False), model / 2 <= stat[0] <= model * 2,
-                                f"{stat[0]:.3g} Mbit/s vs model {model:.3g} (RTT {rtt:.0f} ms)"))
-    return verdicts
+        return model / 2 <= goodput <= model * 2, f"{goodput:.3g} Mbit/s vs model {model:.3g} (RTT {rtt:.0f} ms)"
+    return _per_point(data, lambda p: _single(p, "cubic", "reno") and p.loss >= 0.01, steady_goodput, judge)
 
 
 def _bbr_step(data: ExperimentData) -> list[Verdict]:
@@ -200,29 +209,19 @@ def _bbr_low_delay(data: ExperimentData) -> list[Verdict]:
     # stays near the propagation delay while CUBIC fills the buffer); with a buffer of at least
     # 4 BDP, half its drain time is at least 2 BDP of queue, twice what BBR's cap allows, so the
     # check separates the two behaviours with a margin and fails only if BBR fills the buffer.
-    verdicts = []
-    for point in group_points(data.results):
-        p = point.params
-        stat = point.mean_ci(lambda r: r.flows[0].rtt_p50_ms if r.flows else None)
-        if _single(p, "bbr") and _deep_buffer(p) and stat is not None:
-            bound = half_buffer_rtt_ms(p)
-            verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] <= bound,
-                                    f"median RTT {stat[0]:.0f} ms vs bound {bound:.0f} "
-                                    f"(propagation {p.rtt_ms:g} ms)"))
-    return verdicts
+    def judge(point: Point, rtt: float) -> tuple[bool, str]:
+        bound = half_buffer_rtt_ms(point.params)
+        return rtt <= bound, f"median RTT {rtt:.0f} ms vs bound {bound:.0f} (propagation {point.params.rtt_ms:g} ms)"
+    return _per_point(data, lambda p: _single(p, "bbr") and _deep_buffer(p),
+                      lambda r: r.flows[0].rtt_p50_ms if r.flows else None, judge)
 
 
 def _cubic_fills(data: ExperimentData) -> list[Verdict]:
-    verdicts = []
-    for point in group_points(data.results):
-        p = point.params
-        stat = point.mean_ci(lambda r: r.flows[0].rtt_p95_ms if r.flows else None)
-        if not (_single(p, "cubic") and _deep_buffer(p)) or stat is None:
-            continue
-        bound = half_buffer_rtt_ms(p)
-        verdicts.append(Verdict(cell_summary(p, repetition=False), stat[0] >= bound,
-                                f"95th-percentile RTT {stat[0]:.0f} ms vs bound {bound:.0f}"))
-    return verdicts
+    def judge(point: Point, rtt: float) -> tuple[bool, str]:
+        bound = half_buffer_rtt_ms(point.params)
+        return rtt >= bound, f"95th-percentile RTT {rtt:.0f} ms vs bound {bound:.0f}"
+    return _per_point(data, lambda p: _single(p, "cubic") and _deep_buffer(p),
+                      lambda r: r.flows[0].rtt_p95_ms if r.flows else None, judge)
 
 
 def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
@@ -262,23 +261,22 @@ def _thousandeyes(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
+def _several_bbr_in_a_shallow_buffer(p: CellParams) -> bool:
+    buffer = buffer_bdp(p)
+    return (len(p.flows) >= 2 and {f.cc for f in p.flows} == {"bbr"} and p.loss == 0
+            and p.uplink.queue.kind == "droptail" and buffer is not None
+            and not math.isclose(buffer, SHALLOW_EDGE_BDP))
+
+
 def _shallow_loss(data: ExperimentData) -> list[Verdict]:
-    verdicts = []
-    for point in group_points(data.results):
-        p = point.params
-        buffer = buffer_bdp(p)
-        if (len(p.flows) < 2 or {f.cc for f in p.flows} != {"bbr"} or p.loss > 0 or p.uplink.queue.kind != "droptail"
-                or buffer is None or math.isclose(buffer, SHALLOW_EDGE_BDP)):
-            continue
-        stat = point.mean_ci(lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)))
-        if stat is None:
-            continue
+    def judge(point: Point, loss: float) -> tuple[bool, str]:
+        buffer = buffer_bdp(point.params) or 0.0
         shallow = buffer < SHALLOW_EDGE_BDP
-        ok = stat[0] >= SHALLOW_HIGH_PERCENT if shallow else stat[0] <= SHALLOW_LOW_PERCENT
+        ok = loss >= SHALLOW_HIGH_PERCENT if shallow else loss <= SHALLOW_LOW_PERCENT
         bound = f"≥ {SHALLOW_HIGH_PERCENT:g} %" if shallow else f"≤ {SHALLOW_LOW_PERCENT:g} %"
-        verdicts.append(Verdict(cell_summary(p, repetition=False), ok,
-                                f"loss after start-up {stat[0]:.3g} % at {buffer:g} BDP (bound {bound})"))
-    return verdicts
+        return ok, f"loss after start-up {loss:.3g} % at {buffer:g} BDP (bound {bound})"
+    return _per_point(data, _several_bbr_in_a_shallow_buffer,
+                      lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)), judge)
 
 
 CLAIMS = [
