@@ -76,6 +76,11 @@ class SelfCheck(Record):
     threshold_us: float | None
     sched: str | None = Field(default=None, description="the emulator loop's priority: fifo:N, nice:N or normal")
     injected_lateness: str | None = Field(default=None, description="debug: release delays injected on purpose")
+    #: None in records written before it was kept (their emulator ran at its default, 100 us) and
+    #: for Mahimahi (its own 1 ms timer).
+    release_window_us: float | None = Field(
+        default=None, description="the emulator's release window (--coalesce, as its summary echoes it), "
+                                  "counted in the lateness")
 
 
 class LinkSummary(Record):

@@ -217,3 +217,20 @@ def test_missing_trace_cells_are_described_from_the_manifest_without_the_traces(
     (missing,) = load_sweep(store, sweep).experiments[0].missing
     assert (missing.cell_id, missing.summary) == (gone.cell.id, cell_summary(gone.cell.params))
     assert missing.reason == "no result stored: not run yet, or interrupted"
+
+
+def test_report_self_check_shows_each_release_window_and_old_records_as_the_default(tmp_path: Path):
+    import json
+
+    root, sweep = copy_store("goodput-vs-loss", tmp_path)
+    records = sorted((root / "cells").glob("*/result.json"))
+    first = json.loads(records[0].read_text())
+    first["link"]["selfcheck"]["release_window_us"] = 500.0
+    records[0].write_text(json.dumps(first))
+    report = (ccsweep_figures(root, sweep) / "report.html").read_text()
+    section = html.unescape(report[report.index('id="selfcheck"'):report.index('id="environment"')])
+    rows = re.findall(r'<tr><td class="num">([^<]*)</td><td class="num">([^<]*)</td><td class="num">(\d+)</td>',
+                      section)
+    by_window = {window: int(cells) for window, _, cells in rows}
+    assert by_window["500"] == 1
+    assert by_window["100 (emulator default; not recorded by this version)"] == len(records) - 1

@@ -110,3 +110,54 @@ def test_lateness_threshold_is_one_percent_of_the_rtt_within_400_us_and_1_ms(rtt
     params = base.params.model_copy(update={"uplink": base.params.uplink.model_copy(update={"delay_ms": half}),
                                             "downlink": base.params.downlink.model_copy(update={"delay_ms": half})})
     assert lateness_threshold_us(Cell.build("s", "e", params)) == pytest.approx(expected_us)
+
+
+def with_rtt(rtt_ms: float) -> Cell:
+    base = cell()
+    half = rtt_ms / 2
+    params = base.params.model_copy(update={"uplink": base.params.uplink.model_copy(update={"delay_ms": half}),
+                                            "downlink": base.params.downlink.model_copy(update={"delay_ms": half})})
+    return Cell.build("s", "e", params)
+
+
+@pytest.mark.parametrize("rtt_ms, expected_us", [(2, 100), (10, 100), (40, 100), (50, 200), (60, 300), (80, 400),
+                                                 (100, 500), (200, 500), (500, 500)])
+def test_the_release_window_is_half_a_percent_of_the_rtt_leaving_room_under_the_threshold(rtt_ms, expected_us):
+    from ccsweep.runner.link import MACHINE_LATENESS_ROOM_US, lateness_threshold_us, release_window_us
+
+    window = release_window_us(with_rtt(rtt_ms))
+    assert window == expected_us
+    threshold = lateness_threshold_us(with_rtt(rtt_ms))
+    # The window counts in the lateness: what it may add leaves the machine its room, or is the old 100 us.
+    assert window == 100 or window <= min(threshold / 2, threshold - MACHINE_LATENESS_ROOM_US)
+
+
+def test_a_tighter_threshold_given_to_the_runner_shrinks_the_window_to_the_floor():
+    from ccsweep.runner.link import release_window_us
+
+    assert release_window_us(with_rtt(100), threshold_us=600) == 300
+    assert release_window_us(with_rtt(100), threshold_us=200) == 100
+
+
+def test_the_window_goes_to_the_emulator_and_an_override_replaces_it(tmp_path: Path, monkeypatch):
+    from ccsweep.runner.link import RELEASE_WINDOW_ENV, release_window_for
+
+    argv = link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30, release_window=release_window_for(cell()))
+    assert option(argv, "--coalesce") == "500us"
+    assert "--coalesce" not in link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30)
+    monkeypatch.setenv(RELEASE_WINDOW_ENV, "100")
+    assert release_window_for(cell()) == 100
+    monkeypatch.setenv(RELEASE_WINDOW_ENV, "0")
+    with pytest.raises(LinkError, match=RELEASE_WINDOW_ENV):
+        release_window_for(cell())
+
+
+def test_the_record_keeps_the_window_the_emulator_reports_and_old_records_still_load():
+    from ccsweep.result import SelfCheck
+
+    check = link_summary({**SUMMARY, "config": {"coalesce_us": 500.0}}, threshold_us=1000).selfcheck
+    assert check.release_window_us == 500.0
+    assert SelfCheck.model_validate_json(check.model_dump_json()).release_window_us == 500.0
+    assert link_summary(SUMMARY, threshold_us=1000).selfcheck.release_window_us is None
+    old = {k: v for k, v in check.model_dump().items() if k != "release_window_us"}
+    assert SelfCheck.model_validate(old).release_window_us is None

@@ -51,6 +51,31 @@ def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]
     return rows
 
 
+def _selfcheck_summary(results: list[CellResult]) -> list[dict[str, object]]:
+    """One row per release window and lateness threshold the stored cells ran with: how many
+    cells, how many late, the range of their p99 lateness and their emulators' mean CPU share."""
+    groups: dict[tuple[str, str], list[CellResult]] = {}
+    for result in results:
+        check = result.link.selfcheck if result.link else None
+        if check is None or check.lateness_p99_us is None:
+            window, threshold = "not measured (backend without a self-check)", "–"
+        else:
+            window = (f"{check.release_window_us:,.0f}" if check.release_window_us is not None
+                      else "100 (emulator default; not recorded by this version)")
+            threshold = "–" if check.threshold_us is None else f"{check.threshold_us:,.0f}"
+        groups.setdefault((window, threshold), []).append(result)
+    rows = []
+    for (window, threshold), group in sorted(groups.items()):
+        checks = [r.link.selfcheck for r in group if r.link]
+        p99 = sorted(c.lateness_p99_us for c in checks if c.lateness_p99_us is not None)
+        cpu = [c.cpu_share for c in checks if c.cpu_share is not None]
+        rows.append({"window": window, "threshold": threshold, "cells": len(group),
+                     "late": sum(bool(c.late) for c in checks),
+                     "p99": f"{p99[0]:,.0f}–{p99[-1]:,.0f}" if p99 else "–",
+                     "cpu_share": sum(cpu) / len(cpu) if cpu else None})
+    return rows
+
+
 def _text(value: object) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
@@ -70,6 +95,7 @@ def _cell_row(result: CellResult) -> dict[str, object]:
         "late": bool(check and check.late),
         "attempt": result.attempt,
         "threshold": check.threshold_us if check else None,
+        "window": check.release_window_us if check else None,
         "lateness_p99": check.lateness_p99_us if check else None,
         "cpu_share": check.cpu_share if check else None,
         "params": json.dumps(result.cell.params.model_dump(mode="json"), indent=1),
@@ -104,6 +130,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
         environment=_environment_summary(results),
+        selfchecks=_selfcheck_summary([*results, *late]),
         sections=[{
             "data": data,
             "spec": yaml.safe_dump(data.experiment.model_dump(mode="json", exclude_defaults=True), sort_keys=False),

@@ -50,6 +50,7 @@ from ccsweep.runner.link import (
     link_summary,
     prepare_traces,
     realtime_priority,
+    release_window_for,
 )
 from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
@@ -144,13 +145,14 @@ def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us:
     link_limit_s = lead_s + READY_TIMEOUT_S * 2 + p.duration_s + END_GRACE_S
     traces = prepare_traces(cell, workdir, lead_s, link_limit_s)
     priority, inject = realtime_priority(), injected_lateness(attempt)
+    window = release_window_for(cell, threshold_us)
     live = LiveFeed(cell, observer)
     children = _Children()
 
     with cell_namespaces(cell.id, p.buffers) as ns:
         try:
             argv = link_command(cell, binary, ns.sender, ns.receiver, workdir, traces, link_limit_s,
-                                priority=priority, inject_lateness=inject)
+                                priority=priority, inject_lateness=inject, release_window=window)
             link = children.start(Child("ccsweep-link", argv,
                                         workdir / "link.stderr", on_event=live.on_link))
             origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
