@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
-from ccsweep.plan import CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
+from ccsweep.plan import plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 from ccsweep_operator.placement import Node, unplaceable
@@ -165,7 +165,7 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         return Decision(status={**base, "phase": "Failed", "cells": cells, "message": unrunnable, "conditions":
                                 with_condition(conditions, "Planned", False, "NoNodeOffers", unrunnable,
                                                sweep.generation)})
-    workflow = desired_workflow(sweep, spec, run, settings, store_url, plan)
+    workflow = desired_workflow(sweep, spec, run, settings, store_url)
     name = workflow["metadata"]["name"]
     return Decision(
         status={**base, "phase": "Pending", "cells": cells, "workflow": name, "message": f"{planned}: workflow {name}",
@@ -180,13 +180,11 @@ def _invalid(sweep: SweepObject, base: dict[str, Any], conditions: list[Any], me
 
 
 def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, settings: OperatorSettings,
-                     store_url: str, plan: SweepPlan | None = None) -> dict[str, Any]:
+                     store_url: str) -> dict[str, Any]:
     """The Argo Workflow running `spec`: the chart's sweep template, owned by the Sweep.
 
     The spec travels resolved (includes and defaults already merged), so the plan step in the
     pod needs no preset files; it finds the operator's stored plan for that spec and reads it.
-    A sweep with more cells to run than a chunk runs one Workflow per chunk (the template's
-    `chunk` step, all at once): run.parallelism is then shared out among them.
     """
     parameters = {"spec-yaml": yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False),
                   "sweep": spec.name, "store": store_url}
@@ -211,10 +209,6 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     }
     if run.parallelism is not None:
         body["spec"]["parallelism"] = run.parallelism
-        chunks = pending_chunks(plan, CHUNK_SIZE) if plan and len(plan.pending) > CHUNK_SIZE else []
-        if chunks:
-            share = chunk_parallelism(run.parallelism, len(chunks))
-            body["spec"]["arguments"]["parameters"].append({"name": "chunk-parallelism", "value": str(share)})
     return body
 
 

@@ -74,6 +74,12 @@ FigureKind = Literal[
     "loss-table",
 ]
 
+#: Published numbers a figure can draw beside the measured ones (ccsweep.figures.published): ReBBR's
+#: CSVs of its official figures, one name per ReBBR experiment.
+PublishedName = Literal["rebbr-figure8", "rebbr-bandwidth", "rebbr-algorithms", "rebbr-rtt", "rebbr-cellular"]
+#: The figure kinds that draw published numbers: those with loss on the x axis, as ReBBR's.
+PUBLISHED_FIGURES: tuple[str, ...] = ("goodput-vs-loss", "capacity-share-vs-loss", "cellular")
+
 
 class SpecError(ValueError):
     """A spec that does not validate; str() is one line naming the field and the allowed values.
@@ -250,6 +256,10 @@ class Experiment(SpecModel):
                     "kernels are different results; without it a cell runs on any kernel")
     link: LinkBackend = Field(default="ccsweep-link",
                               description="the link emulator: ccsweep-link, or upstream Mahimahi's nested shells")
+    published: list[PublishedName] = Field(
+        default_factory=list, max_length=len(get_args(PublishedName)),
+        description="published numbers drawn beside the measured ones, in a figure of their own (e.g. "
+                    "rebbr-figure8); [] draws none")
 
     @model_validator(mode="after")
     def _exactly_one_of_each(self) -> Experiment:
@@ -260,6 +270,9 @@ class Experiment(SpecModel):
             raise ValueError("rate_schedule needs bandwidth_mbps, not a trace")
         if self.warmup_s is not None and self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
+        if self.published and self.figure not in PUBLISHED_FIGURES:
+            raise ValueError(f"published: figure {self.figure} draws no published numbers "
+                             f"(only {', '.join(PUBLISHED_FIGURES)} do)")
         return self
 
     @model_validator(mode="after")

@@ -112,25 +112,6 @@ def test_stored_cells_are_not_run_again(tmp_path: Path):
     assert status.conditions[-1].reason == "AllCellsCached"
 
 
-def test_a_sweep_larger_than_a_chunk_shares_its_parallelism_among_the_chunks(tmp_path: Path):
-    """More cells to run than one Workflow carries (ccsweep.plan.CHUNK_SIZE): the template runs a
-    Workflow per chunk, all at once, so each gets its share of run.parallelism."""
-    from ccsweep.plan import CHUNK_SIZE
-
-    body = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
-    losses = [round(0.001 * n, 3) for n in range(1, CHUNK_SIZE // 2 + 60)]   # 2 algorithms: CHUNK_SIZE + 118 cells
-    body["spec"]["experiments"][0]["loss_percent"] = losses
-    body["spec"]["run"]["parallelism"] = 301
-    body["metadata"] |= {"namespace": "lab", "uid": "u", "generation": 1}
-    big = decide(SweepObject.from_body(body), settings(tmp_path))
-    assert big.status["cells"]["total"] == 2 * len(losses) > CHUNK_SIZE
-    params = {p["name"]: p["value"] for p in big.workflow["spec"]["arguments"]["parameters"]}
-    assert big.workflow["spec"]["parallelism"] == 301 and params["chunk-parallelism"] == "151"   # 2 chunks
-    # Fewer than a chunk's worth: one Workflow as before, nothing to share.
-    small = decide(sweep_object("quick"), settings(tmp_path / "small"))
-    assert "chunk-parallelism" not in {p["name"] for p in small.workflow["spec"]["arguments"]["parameters"]}
-
-
 def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
     open_store(f"file://{tmp_path}").put_manifest(SweepManifest(
         name="quick-e2e", spec={"name": "quick-e2e", "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))

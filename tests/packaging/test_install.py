@@ -86,3 +86,13 @@ def test_emulator_found_through_ccsweep_link_or_path(installed: Path, tmp_path: 
     assert by_path.stdout.strip() == str(fake), by_path.stderr
     missing = run(installed, str(installed / "python"), "-c", find, cwd=tmp_path)
     assert "ccsweep-link not found" in missing.stderr and "CCSWEEP_LINK" in missing.stderr
+
+
+def test_published_numbers_ship_in_the_wheel_with_their_license(installed: Path, tmp_path: Path):
+    """ReBBR's CSVs load from the wheel (each checked against its pinned hash), beside its LICENSE."""
+    code = ("from ccsweep.figures.published import DATA, SETS, load; "
+            f"print(sum(len(load(s)) for s in SETS.values()), str(DATA).startswith({str(installed.parent)!r}), "
+            "(DATA / 'LICENSE').read_text().splitlines()[0])")
+    done = run(installed, str(installed / "python"), "-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(None, 2) == ["390", "True", "BSD 2-Clause License\n"], done.stdout

@@ -57,13 +57,13 @@ def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direct
     for label, (xs, ys) in ideals.items():
         order = np.argsort(xs)
         ax.plot(np.take(xs, order), np.take(ys, order), label=label, **IDEAL_STYLE)
-    _loss_axis(ax, sorted(losses))
+    loss_axis(ax, sorted(losses))
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.legend(loc="best")
 
 
-def _loss_axis(ax: Axes, losses: list[float]) -> None:
+def loss_axis(ax: Axes, losses: list[float]) -> None:
     """Log x (symlog when a cell has no loss) with a tick at each loss rate, as ReBBR drew it."""
     positive = [p * 100 for p in losses if p > 0]
     if len(positive) < len(losses):

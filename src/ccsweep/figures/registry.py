@@ -14,6 +14,7 @@ from ccsweep.figures import (
     step_response,
 )
 from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.published import published_section
 from ccsweep.figures.section import Section
 from ccsweep.figures.style import context
 
@@ -31,8 +32,16 @@ BUILDERS: dict[str, Builder] = {
 
 
 def build_section(data: ExperimentData) -> Section:
-    """The experiment's figures and tables, in the house style; an experiment without results gets a note."""
+    """The experiment's figures and tables, in the house style; an experiment without results gets a note.
+
+    An experiment naming `published` sets gets their figure after its own (figures.published).
+    """
     if not data.results:
         return Section(notes=["No stored results yet."])
     with context():
-        return BUILDERS[data.experiment.figure](data)
+        section = BUILDERS[data.experiment.figure](data)
+        if data.experiment.published:
+            beside = published_section(data)
+            section.figures += beside.figures
+            section.notes += beside.notes
+        return section

@@ -1,0 +1,207 @@
+"""Published numbers beside measured ones: ReBBR's CSVs of its official figures as labelled series.
+
+An experiment's `published:` names the sets to draw (the ReBBR presets name theirs; `[]` draws
+none).  They get a figure of their own, `<experiment>-published`, on the quantity ReBBR published:
+its "goodput" is the throughput out of the bottleneck (mm-throughput-graph of the uplink log, so
+IP headers, retransmissions and packets dropped after the bottleneck count), which ccsweep records
+per cell as `bottleneck_throughput_mbps`.  Beside ccsweep's receiver goodput it would look up to
+1 / (1 - p) too good, so the measured series of this figure are that same quantity.  The
+capacity-share kind divides both by the capacity, as ReBBR's bandwidth figure did.
+
+The files ship with the package (ccsweep/published/rebbr/, whose README gives the source
+repository, path, commit and license), each pinned by its SHA-256: a missing or changed file
+raises PublishedDataError naming it, never a different series under the same label.  Only the
+published series whose algorithm, RTT and bottleneck the experiment has are drawn; the caption
+cites the source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.data import ExperimentData
+from ccsweep.figures.lossplot import loss_axis, plot_vs_loss
+from ccsweep.figures.points import cc_name, group_points, loss_series, rate_label
+from ccsweep.figures.rebbr_csv import RebbrRow, read_csv
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.style import cc_marker, new_figure, series_colors
+from ccsweep.result import CellResult
+from ccsweep.spec import Experiment
+
+#: The series' label in every legend.
+LABEL = "ReBBR 2017, published"
+REPOSITORY = "https://github.com/jervisfm/rebbr"
+#: "Merge the results from 20170604_jmuindi run and make them official figures" (2017-06-04).
+COMMIT = "01001609b009fe07ced7b497aaf5b3d3bfba39c7"
+LICENSE = "BSD-2-Clause"
+KERNEL = "Linux 4.11.1"
+#: Where the files are: the package's copy (tests point it elsewhere to see a changed file refused).
+DATA: Traversable = files("ccsweep") / "published" / "rebbr"
+
+
+class PublishedDataError(RuntimeError):
+    """A published file that is missing or not the pinned one; str() is one line naming it."""
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    """One of ReBBR's CSVs: the spec's name for it, the file, its pinned hash and ReBBR's experiment."""
+
+    name: str
+    file: str
+    sha256: str
+    experiment: str
+    #: For a trace experiment, the uplink trace its runs used (its rate columns are then no bottleneck).
+    trace_uplink: str | None = None
+
+    @property
+    def source(self) -> str:
+        return f"{REPOSITORY}, mahimahi/data/{self.file} at {COMMIT[:7]} ({LICENSE})"
+
+
+SETS: dict[str, PublishedSet] = {s.name: s for s in (
+    PublishedSet("rebbr-figure8", "figure8.csv",
+                 "74f8dc829df48e26b664948c33025ba5faee9554db5977bdd2ee83f490e8cd3c", "Figure 8"),
+    PublishedSet("rebbr-bandwidth", "experiment1.csv",
+                 "730ac08b424e24fdc70bd0dfc7c29d98f4acc2274221f4cc0e35bdb18ff7e449", "experiment 1 (bandwidth)"),
+    PublishedSet("rebbr-algorithms", "experiment2.csv",
+                 "24fccd9b6a2de07f9117498060d3884b6d8e6c4637ecd5d7ff3aac984e7d74bb", "experiment 2 (algorithms)"),
+    PublishedSet("rebbr-rtt", "experiment3.csv",
+                 "d511b4df32ef2ecbdc683ea0948e0b137192342cc58dd19daceaca92e8c66382", "experiment 3 (RTT)"),
+    PublishedSet("rebbr-cellular", "experiment4.csv",
+                 "82d47cdd5053caa10eea5c75c41c5a939369c9988549248ac0ef357947ea9284", "experiment 4 (Verizon LTE)",
+                 trace_uplink="Verizon-LTE-short.up"),
+)}
+
+
+def load(published: PublishedSet, folder: Traversable | None = None) -> list[RebbrRow]:
+    """The set's rows, after checking its file against the pinned SHA-256."""
+    path = (folder or DATA) / published.file
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PublishedDataError(f"{published.name}: {path} is missing ({exc.strerror or exc}); it ships with "
+                                 "ccsweep (ccsweep/published/rebbr/)") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != published.sha256:
+        raise PublishedDataError(f"{published.name}: {path} is not ReBBR's file: sha256 {digest}, expected "
+                                 f"{published.sha256} ({published.source}; see the README beside it)")
+    try:
+        return read_csv(data.decode())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PublishedDataError(f"{published.name}: {path}: {exc}") from None
+
+
+def _close(value: float, choices: list[float]) -> bool:
+    return any(math.isclose(value, c, rel_tol=1e-9) for c in choices)
+
+
+def matching(published: PublishedSet, rows: list[RebbrRow], experiment: Experiment) -> list[RebbrRow]:
+    """The rows of the experiment's own settings: a single flow of one of its algorithms, one of its
+    RTTs, and its bottleneck (one of its rates, or the trace the set's runs used)."""
+    single = {mix[0].cc for mix in experiment.flow_mixes() if len(mix) == 1 and mix[0].count == 1}
+    if published.trace_uplink is not None:
+        if not any(t.uplink == published.trace_uplink for t in experiment.trace or []):
+            return []
+    elif experiment.bandwidth_mbps is None:
+        return []
+    return [row for row in rows if row.congestion_control in single and _close(row.rtt_ms, experiment.rtt_ms)
+            and (published.trace_uplink is not None or _close(row.specified_bw_Mbps, experiment.bandwidth_mbps or []))]
+
+
+SeriesKey = tuple[str, float, float | None]
+
+
+def _key(cc: str, rtt_ms: float, rate_mbps: float | None) -> SeriesKey:
+    """A series apart from loss, rounded so that the CSV's 0.01 and a cell's 0.01 meet."""
+    return cc, round(rtt_ms, 6), None if rate_mbps is None else round(rate_mbps, 6)
+
+
+def _key_of_params(params: CellParams) -> SeriesKey | None:
+    if len(params.flows) != 1:
+        return None
+    return _key(params.flows[0].cc, params.rtt_ms, params.uplink.rate_mbps)
+
+
+def _key_of_row(row: RebbrRow, published: PublishedSet) -> SeriesKey:
+    return _key(row.congestion_control, row.rtt_ms, None if published.trace_uplink else row.specified_bw_Mbps)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """What the figure's y axis is, for a measured cell and for a published row."""
+
+    ylabel: str
+    measured: Callable[[CellResult], float | None]
+    published: Callable[[RebbrRow], float]
+
+
+THROUGHPUT = Quantity("throughput out of the bottleneck (Mbit/s)",
+                      lambda r: r.bottleneck_throughput_mbps, lambda row: row.goodput_Mbps)
+
+
+def _share(result: CellResult) -> float | None:
+    capacity = result.capacity_mbps or result.cell.params.bandwidth_mbps
+    if result.bottleneck_throughput_mbps is None or not capacity:
+        return None
+    return result.bottleneck_throughput_mbps / capacity
+
+
+#: ReBBR's bandwidth figure: its "goodput" over the capacity offered (its normalized_goodput).
+SHARE = Quantity("throughput out of the bottleneck / capacity", _share,
+                 lambda row: row.goodput_Mbps / row.bandwidth_Mbps)
+
+QUANTITIES: dict[str, Quantity] = {"goodput-vs-loss": THROUGHPUT, "cellular": THROUGHPUT,
+                                   "capacity-share-vs-loss": SHARE}
+
+
+def published_section(data: ExperimentData, folder: Traversable | None = None) -> Section:
+    """The `<experiment>-published` figure (or a note saying why there is none) for an experiment
+    whose spec names published sets."""
+    experiment = data.experiment
+    quantity = QUANTITIES[experiment.figure]
+    sets = [SETS[name] for name in experiment.published]
+    drawn = [(s, rows) for s in sets if (rows := matching(s, load(s, folder), experiment))]
+    if not drawn:
+        return Section(notes=[f"Published numbers ({', '.join(experiment.published)}): no series has this "
+                              "experiment's algorithms, RTTs and bottleneck; none drawn."])
+    fig, (ax,) = new_figure()
+    points = group_points(data.results)
+    plot_vs_loss(ax, points, quantity.measured, loss_direction=experiment.loss_direction, ylabel=quantity.ylabel)
+    series = loss_series(points, experiment.loss_direction)
+    colors = {_key_of_params(s[0].params): c for s, c in
+              zip(series, series_colors([s[0].params for s in series]), strict=True)}
+    for published, rows in drawn:
+        by_series: dict[SeriesKey, list[RebbrRow]] = {}
+        for row in rows:
+            by_series.setdefault(_key_of_row(row, published), []).append(row)
+        rtts = {key[1] for key in by_series}
+        rates = {key[2] for key in by_series}
+        for (cc, rtt, rate), members in by_series.items():
+            facets = ([f"{rtt:g} ms"] if len(rtts) > 1 else []) + ([rate_label(rate)] if len(rates) > 1 and rate
+                                                                    else [])
+            label = f"{LABEL}: {cc_name(cc)}" + (f" ({', '.join(facets)})" if facets else "")
+            members = sorted(members, key=lambda row: row.loss_rate)
+            ax.plot([row.loss_rate * 100 for row in members], [quantity.published(row) for row in members],
+                    color=colors.get((cc, rtt, rate), "0.3"), marker=cc_marker(cc), markersize=5,
+                    markerfacecolor="none", linestyle="--", linewidth=1, label=label)
+    # The published losses join the axis's ticks, and the limits take in the published values.
+    losses = {p.params.loss for p in points} | {row.loss_rate for _, rows in drawn for row in rows}
+    loss_axis(ax, sorted(losses))
+    ax.relim()
+    ax.autoscale_view()
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="best")
+    title = f"{data.title}: beside ReBBR's published numbers"
+    ax.set_title(title)
+    sources = "; ".join(f"{s.experiment}: {s.source}" for s, _ in drawn)
+    caption = (f"Solid: measured here, the bottleneck's throughput over the flow (ReBBR's \"goodput\", which "
+               f"counts headers, retransmissions and packets lost after the bottleneck). Dashed, hollow: {LABEL}, "
+               f"numbers only, one run per point on {KERNEL} under Mahimahi, from {sources}.")
+    return Section(figures=[FigureOut(f"{data.name}-published", title, fig, caption)])
