@@ -13,18 +13,24 @@ measures how long a cell's success takes to show in the Sweep's status.
 
 What is submitted is workflows/full-sweep.yaml itself (the ccsweep-sweep and ccsweep-cell
 templates: plan, one pod per cell with its podSpecPatch, retries and pod GC, figures, verdict).
-One step has outputs: the plan's JSON, which the fan-out expands. No executor runs in a fake pod,
-so the bench reports that output as the plan pod's argoexec would (a WorkflowTaskResult), computed
-here with `ccsweep plan` on the full-sweep preset and repeated to the cell count, and cut to its
-last 256 KiB as argoexec cuts any step's result. When that cut breaks the plan's JSON (from about
-2,100 cells) the sweep cannot fan out, and the bench measures the same cells again with the `cell`
-step fed from a Workflow parameter, to see the control plane at that size. Fake nodes carry the
-node probe's labels (ccsweep.io/cc-bbr, -cubic, ccsweep.io/kernel), so the cells' node selectors
-are honoured as on a real cluster.
+No executor runs in a fake pod, so the bench does what argoexec would in the two kinds of pods
+whose work the workflow depends on (class StandIn):
+- a plan pod: report its outputs (a WorkflowTaskResult): the plan's JSON, computed here with
+  `ccsweep plan` on the full-sweep preset and repeated to the cell count, cut to its last 256 KiB
+  as argoexec cuts any step's result, and the chunks file. With more cells than `chunk-size`
+  (ccsweep.plan.CHUNK_SIZE) the plan prints [] and lists chunks, as `ccsweep plan --chunks-file`
+  does; a chunk Workflow's plan pod reports its chunk's items (`ccsweep plan --chunk I`);
+- a chunk pod (a resource template): create the chunk Workflow its template names (with the
+  owner reference the controller put in), read it every 5 s (argoexec's
+  RESOURCE_STATE_CHECK_INTERVAL) and finish when it has. KWOK leaves these pods Running.
+`@items` still feeds the `cell` step from a Workflow parameter: the old way past 2,100 cells, kept
+to compare. Fake nodes carry the node probe's labels (ccsweep.io/cc-bbr, -cubic,
+ccsweep.io/kernel), so the cells' node selectors are honoured as on a real cluster.
 
 Measured per run: submit -> first cell pod, -> every cell pod bound, -> workflow done; pods created
 per second (average and best second); CPU seconds, peak CPU and peak RSS of each daemon from
-/proc/PID; the Workflow object's size; the client-side throttling the controller logged.
+/proc/PID; the size of the Workflow object and of the largest chunk Workflow; the client-side
+throttling the controller logged.
 Everything is stopped by its PID and the namespace deleted, also on Ctrl-C.
 """
 
@@ -34,7 +40,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import statistics
@@ -43,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,7 +58,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "operator"), str(REPO / "tests"), str(REPO / "benchmarks")]
 from procstat import ProcSampler, machine  # noqa: E402
 
-from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL  # noqa: E402
+from ccsweep.plan import CC_LABEL_PREFIX, CHUNK_SIZE, KERNEL_LABEL, chunk_parallelism  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
 from versions import ARGO_WORKFLOWS_VERSION  # noqa: E402
 
@@ -63,7 +68,6 @@ NETNS = "ccsweep-fanout"
 NAMESPACE = "ccsweep-fanout"
 ARGO_NAMESPACE = "argo"
 PRESET = "full-sweep"
-PLAN_NODE = re.compile(r"\.plan(\(\d+\))?$")   # the plan step's pod (a retry's attempt: plan(0))
 RESULT_LIMIT = 256 * 1024   # argoexec keeps the last 256 KiB of a step's stdout as its result
 DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller", "kwok",
            "operator")
@@ -119,7 +123,9 @@ phase: Succeeded
 
     return [
         stage("pod-ready", [alive, {"key": ".status.podIP", "operator": "DoesNotExist"}], {"statusTemplate": ready}),
-        stage("pod-complete", [alive, {"key": ".status.phase", "operator": "In", "values": ["Running"]}],
+        # A chunk pod (label ccsweep.io/chunk) runs until its chunk Workflow is done: StandIn finishes it.
+        stage("pod-complete", [alive, {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                               {"key": '.metadata.labels["ccsweep.io/chunk"]', "operator": "DoesNotExist"}],
               {"statusTemplate": complete},
               {"durationMilliseconds": cell_ms, "jitterDurationMilliseconds": int(cell_ms * 1.2)}),
         stage("pod-delete", [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
@@ -431,32 +437,111 @@ class Run:
     results: dict = field(default_factory=dict)
 
 
-def stand_in_for_plan(plane: ControlPlane, workflow: str, result: str, timeout: float = 120) -> float:
-    """Report the plan pod's output as its argoexec would (a WorkflowTaskResult named after the
-    node, marked complete), as soon as the pod exists: KWOK runs no executor, and the plan's JSON
-    is what the fan-out expands. Returns when it was reported."""
-    query = ('{range .items[*]}{.metadata.annotations.workflows\\.argoproj\\.io/node-name}{" "}'
-             '{.metadata.annotations.workflows\\.argoproj\\.io/node-id}{"\\n"}{end}')
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        listed = plane.kubectl("get", "pods", "-n", NAMESPACE, "-l", f"workflows.argoproj.io/workflow={workflow}",
-                               "-o", f"jsonpath={query}").stdout.split("\n")
-        node_id = next((words[1] for words in map(str.split, listed)
-                        if len(words) == 2 and PLAN_NODE.search(words[0])), None)
-        if node_id:
-            uid = plane.kubectl("get", "workflow", "-n", NAMESPACE, workflow, "-o", "jsonpath={.metadata.uid}").stdout
-            task_result = {
-                "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTaskResult",
-                "metadata": {"name": node_id, "namespace": NAMESPACE,
-                             "labels": {"workflows.argoproj.io/workflow": workflow,
-                                        "workflows.argoproj.io/report-outputs-completed": "true"},
-                             "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-                                                  "name": workflow, "uid": uid}]},
-                "outputs": {"result": result}}
-            plane.kubectl("create", "-f", "-", input=json.dumps(task_result))
-            return time.time()
-        time.sleep(0.3)
-    raise RuntimeError(f"no plan pod of {workflow} after {timeout:.0f}s")
+def chunk_list(items: list[dict], size: int = CHUNK_SIZE) -> list[dict]:
+    """What `ccsweep plan --chunks-file` writes for these items, none stored: [] when they fit one
+    Workflow, else every chunk of `size` with its count."""
+    if len(items) <= size:
+        return []
+    return [{"chunk": n, "cells": len(items[start:start + size])} for n, start in enumerate(range(0, len(items), size))]
+
+
+class StandIn(threading.Thread):
+    """argoexec's part in the pods KWOK runs no executor in (module docstring): plan pods report
+    their outputs, chunk pods create their chunk Workflow and end when it does. Polls the few pods
+    labelled plan or chunk every 0.5 s; what it did, and when, is kept for the report."""
+
+    def __init__(self, plane: ControlPlane, items: list[dict]) -> None:
+        super().__init__(daemon=True)
+        self.plane, self.items = plane, items
+        self.plan_reported: dict[str, float] = {}          # plan pod -> when its outputs were reported
+        self.chunk_of_pod: dict[str, str] = {}             # chunk pod -> its chunk Workflow
+        self.chunk_done: dict[str, tuple[float, str]] = {}  # chunk pod -> (when, the Workflow's phase)
+        self.cut = False
+        self.errors: list[str] = []
+        self._stop_event = threading.Event()
+        self._last_check = 0.0
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.5):
+            try:
+                self._pass()
+            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as exc:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} {exc}"[:300])
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=30)
+
+    def _pass(self) -> None:
+        listed = self.plane.kubectl("get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component in (plan,chunk)",
+                                    "-o", "json", timeout=60).stdout
+        for pod in json.loads(listed)["items"]:
+            meta = pod["metadata"]
+            name, component = meta["name"], meta["labels"].get("app.kubernetes.io/component")
+            if component == "plan" and name not in self.plan_reported:
+                self._report_plan(pod)
+            elif component == "chunk" and name not in self.chunk_of_pod:
+                self._start_chunk(pod)
+        if time.monotonic() - self._last_check >= 5:   # argoexec's RESOURCE_STATE_CHECK_INTERVAL
+            self._last_check = time.monotonic()
+            for pod, workflow in self.chunk_of_pod.items():
+                if pod not in self.chunk_done:
+                    self._check_chunk(pod, workflow)
+
+    def _report_plan(self, pod: dict) -> None:
+        """The plan pod's WorkflowTaskResult (named after its node), marked complete, as argoexec's."""
+        meta = pod["metadata"]
+        workflow = meta["labels"]["workflows.argoproj.io/workflow"]
+        got = json.loads(self.plane.kubectl("get", "workflow", "-n", NAMESPACE, workflow, "-o", "json").stdout)
+        chunk = got["metadata"].get("labels", {}).get("ccsweep.io/chunk")
+        outputs: dict = {}
+        if chunk is None:   # the sweep's own plan step: ccsweep plan --chunks-file
+            chunks = chunk_list(self.items)
+            result, self.cut = plan_output([] if chunks else self.items)
+            outputs["parameters"] = [{"name": "chunks", "value": json.dumps(chunks),
+                                      "valueFrom": {"path": "/tmp/chunks.json"}}]
+        else:               # a chunk Workflow's: ccsweep plan --chunk I
+            start = int(chunk) * CHUNK_SIZE
+            result, _ = plan_output(self.items[start:start + CHUNK_SIZE])
+        outputs["result"] = result
+        task_result = {
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTaskResult",
+            "metadata": {"name": meta["annotations"]["workflows.argoproj.io/node-id"], "namespace": NAMESPACE,
+                         "labels": {"workflows.argoproj.io/workflow": workflow,
+                                    "workflows.argoproj.io/report-outputs-completed": "true"},
+                         "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                                              "name": workflow, "uid": got["metadata"]["uid"]}]},
+            "outputs": outputs}
+        self.plane.kubectl("create", "-f", "-", input=json.dumps(task_result))
+        self.plan_reported[meta["name"]] = time.time()
+
+    def _start_chunk(self, pod: dict) -> None:
+        """`argoexec resource create`: the manifest of the pod's template (ARGO_TEMPLATE, in which the
+        controller already set the owner reference to the sweep's Workflow)."""
+        env = {e["name"]: e.get("value") for c in pod["spec"].get("initContainers", []) for e in c.get("env", [])}
+        manifest = json.loads(env["ARGO_TEMPLATE"])["resource"]["manifest"]
+        created = self.plane.kubectl("create", "-n", NAMESPACE, "-o", "name", "-f", "-",
+                                     input=json.dumps(yaml.safe_load(manifest)))
+        self.chunk_of_pod[pod["metadata"]["name"]] = created.stdout.strip().split("/")[-1]
+
+    def _check_chunk(self, pod: str, workflow: str) -> None:
+        """The resource template's success/failure condition on status.phase; then the pod ends."""
+        phase = self.plane.kubectl("get", "workflow", "-n", NAMESPACE, workflow, "-o", "jsonpath={.status.phase}",
+                                   check=False).stdout.strip()
+        if phase not in ("Succeeded", "Failed", "Error"):
+            return
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        got = json.loads(self.plane.kubectl("get", "pod", "-n", NAMESPACE, pod, "-o", "json").stdout)
+        code = 0 if phase == "Succeeded" else 1
+        terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                      "startedAt": got["status"].get("startTime", now), "finishedAt": now}
+        status = {"phase": "Succeeded" if code == 0 else "Failed",
+                  "containerStatuses": [{"name": c["name"], "image": c["image"], "ready": False, "restartCount": 0,
+                                         "imageID": "", "started": False, "state": {"terminated": terminated}}
+                                        for c in got["spec"]["containers"]]}
+        self.plane.kubectl("patch", "pod", "-n", NAMESPACE, pod, "--subresource=status", "--type=merge",
+                           "-p", json.dumps({"status": status}))
+        self.chunk_done[pod] = (time.time(), phase)
 
 
 def submit(plane: ControlPlane, workflow: dict, *parameters: str) -> str:
@@ -531,38 +616,44 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
     time.sleep(1)   # the watch is established
     sampler.start()
     t0 = time.time()
-    plan_reported, truncated = None, False
-    sweep_status = None
+    sweep_status, stand_in = None, None
+    chunks = chunk_list(items)
+    share = chunk_parallelism(run.parallelism, len(chunks))
     if run.mode in ("sweep", "operator"):
-        if run.mode == "sweep":
+        stand_in = StandIn(plane, items)
+        stand_in.start()
+        if run.mode == "sweep":   # each chunk Workflow gets its share of the parallelism, as the operator gives it
             name = submit(plane, sweep_workflow(run.parallelism), "image=localhost/ccsweep/cell:local",
-                          "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout")
+                          "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout",
+                          f"chunk-parallelism={share}")
         else:
             sweep_name = f"fanout-{run.nodes}-{run.cells}"
             name = create_sweep(plane, sweep_name, run.parallelism)
             sweep_status = SweepStatus(plane, sweep_name)
             sweep_status.start()
-        result, truncated = plan_output(items)
-        plan_reported = stand_in_for_plan(plane, name, result)
     else:
         name = submit(plane, fanout_workflow(items, run.parallelism))
-    # Asking for completed workflows only (Argo's label) returns nothing until this one is done, so
-    # polling costs the API server little, unlike reading a Workflow of thousands of nodes each second.
+    # Asking for completed workflows only (Argo's label) returns nothing until one is done, so polling
+    # costs the API server little, unlike reading a Workflow of thousands of nodes each second.
     done_query = (f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/workflows"
                   "?labelSelector=workflows.argoproj.io%2Fcompleted%3Dtrue")
     end = t0 + timeout
     while time.time() < end:
         listed = plane.kubectl("get", "--raw", done_query, check=False).stdout
-        if listed and json.loads(listed).get("items"):
+        if listed and any(w["metadata"]["name"] == name for w in json.loads(listed).get("items", [])):
             break
         time.sleep(1)
     t_done = time.time()
     if sweep_status:
         time.sleep(5)   # the operator's last word on a finished Workflow
         sweep_status.stop()
+    if stand_in:
+        stand_in.stop()
     sampler.stop()
     time.sleep(1)
     watch.stop()
+    children = json.loads(plane.kubectl("get", "workflows", "-n", NAMESPACE, "-l", f"ccsweep.io/parent={name}",
+                                        "-o", "json", timeout=120).stdout)["items"]
     body = plane.kubectl("get", "workflow", "-n", NAMESPACE, name, "-o", "json").stdout
     status = json.loads(body).get("status", {})
     phase = status.get("phase", "")
@@ -577,8 +668,15 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
         log = f.read().decode(errors="replace")
     run.results = {
         "workflow": name, "mode": run.mode, "phase": phase or "(timeout)", "message": status.get("message", ""),
-        "plan_result_bytes": len(json.dumps(items)), "plan_result_cut": truncated,
-        "plan_reported_s": (plan_reported - t0) if plan_reported else None,
+        "plan_result_bytes": len(json.dumps(items)), "plan_result_cut": bool(stand_in and stand_in.cut),
+        "plan_reported_s": (min(stand_in.plan_reported.values()) - t0) if stand_in and stand_in.plan_reported
+        else None,
+        "chunks": len(chunks) if run.mode != "items" else 0, "chunk_parallelism": share if chunks else None,
+        "chunk_workflows": len(children),
+        "chunk_phases": sorted((w.get("status") or {}).get("phase", "") for w in children),
+        "chunk_bytes_max": max((len(json.dumps(w)) for w in children), default=0),
+        "chunk_compressed": any((w.get("status") or {}).get("compressedNodes") for w in children),
+        "stand_in_errors": stand_in.errors[:5] if stand_in else [],
         "pods_seen": len(created), "bound": len(watch.bound), "succeeded": len(watch.done),
         "first_pod_s": created[0] - t0 if created else None,
         "all_created_s": created[-1] - t0 if len(created) >= run.cells else None,
@@ -626,18 +724,20 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
         "",
         f"**How.** `benchmarks/fanout/bench.py` (`make bench-fanout`). Fake nodes of {args.node_cores} cores, "
         "labelled as the node probe labels them. Mode *sweep*: `workflows/full-sweep.yaml` as submitted "
-        f"(plan, fan-out, figures, verdict), the plan pod's output standing in for `ccsweep plan` on the {PRESET} "
-        "preset (repeated to the cell count) and cut to its last 256 KiB as argoexec cuts a result; mode "
+        "(plan, fan-out, figures, verdict; with more than "
+        f"{CHUNK_SIZE} cells one chunk Workflow per {CHUNK_SIZE} cells, each given its share of the parallelism), "
+        f"the plan pods' outputs standing in for `ccsweep plan` on the {PRESET} preset (repeated to the cell "
+        "count) and the chunk pods' work for argoexec's (create the chunk Workflow, wait for it); mode "
         "*operator*: the same Workflow made by the ccsweep operator from a Sweep of that preset; mode "
         "*items*: the same `cell` step fed the items from a Workflow parameter. KWOK finishes each pod "
-        f"{args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s after it starts (the plan pod too). Times in "
+        f"{args.cell_seconds:g}-{args.cell_seconds * 1.2:g} s after it starts (the plan pods too). Times in "
         "seconds from the submission; fan-out = first cell pod created -> every cell pod bound.",
         "",
-        "| nodes | cells | mode | parallelism | controller qps/burst | plan result | first cell pod | fan-out | "
-        "all bound | pods/s (avg, best 1 s) | workflow done | phase | Workflow object | "
-        "controller CPU s (peak cores) / RSS MB | apiserver CPU s / RSS MB | etcd CPU s / RSS MB | "
-        "scheduler CPU s | KWOK CPU s | throttled |",
-        "|" + "---|" * 19,
+        "| nodes | cells | mode | parallelism | controller qps/burst | plan result | chunk Workflows | "
+        "first cell pod | fan-out | all bound | pods/s (avg, best 1 s) | workflow done | phase | Workflow object | "
+        "largest chunk Workflow | controller CPU s (peak cores) / RSS MB | apiserver CPU s / RSS MB | "
+        "etcd CPU s / RSS MB | scheduler CPU s | KWOK CPU s | throttled |",
+        "|" + "---|" * 21,
     ]
     for r in runs:
         x = r.results
@@ -646,12 +746,18 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
         u = x["usage"]
         wc, api, etcd = u["workflow-controller"], u["kube-apiserver"], u["etcd"]
         size = f"{x['workflow_bytes'] / 1024:.0f} KiB" + (" (nodes compressed)" if x["compressed_nodes"] else "")
-        plan = f"{x['plan_result_bytes'] / 1024:.0f} KiB" + (" (cut)" if x["plan_result_cut"] else "")
+        plan = (f"{x['plan_result_bytes'] / 1024:.0f} KiB" if not x["chunks"] else "[] + chunks") + (
+            " (cut)" if x["plan_result_cut"] else "")
+        chunks = (f"{x['chunk_workflows']} of {x['chunks']} x {x['chunk_parallelism']} at once"
+                  f" ({', '.join(sorted(set(x['chunk_phases'])))})" if x["chunks"] else "-")
+        largest = (f"{x['chunk_bytes_max'] / 1024:.0f} KiB" + (" (compressed)" if x["chunk_compressed"] else "")
+                   if x["chunk_workflows"] else "-")
         lines.append(
             f"| {r.nodes} | {r.cells} | {r.mode} | {r.parallelism} | {r.qps:g}/{r.burst} | "
-            f"{plan if r.mode != 'items' else '-'} | {fmt(x['first_pod_s'])} | {fmt(x['fan_out_s'])} | "
+            f"{plan if r.mode != 'items' else '-'} | {chunks} | {fmt(x['first_pod_s'])} | {fmt(x['fan_out_s'])} | "
             f"{fmt(x['all_bound_s'])} | {fmt(x['pods_per_s'])}, {x['best_second']} | {fmt(x['done_s'])} | "
-            f"{x['phase']} | {size} | {wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) / {wc['peak_rss_mb']:.0f} | "
+            f"{x['phase']} | {size} | {largest} | "
+            f"{wc['cpu_s']:.0f} ({wc['peak_cpu']:.2f}) / {wc['peak_rss_mb']:.0f} | "
             f"{api['cpu_s']:.0f} / {api['peak_rss_mb']:.0f} | {etcd['cpu_s']:.0f} / {etcd['peak_rss_mb']:.0f} | "
             f"{u['kube-scheduler']['cpu_s']:.0f} | {u['kwok']['cpu_s']:.0f} | {x['throttled_logs']} |")
     lines += ["", "Nodes Ready (seconds after creating them): "
@@ -665,6 +771,10 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
                          f"phase {fmt(status['final_phase_lag_s'])} s after the Workflow's; operator CPU "
                          f"{operator['cpu_s']:.0f} s (peak {operator['peak_cpu']:.2f} cores), RSS "
                          f"{operator['peak_rss_mb']:.0f} MB.")
+    for r in runs:
+        if r.results.get("stand_in_errors"):
+            lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: the stand-in for argoexec failed: "
+                         + "; ".join(r.results["stand_in_errors"]))
     for r in runs:
         if r.results.get("message") or r.results.get("too_large_logs"):
             lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: {r.results['message'][:160]} "
@@ -690,7 +800,7 @@ def main() -> int:
                    help="a fan-out to measure, in order (nodes only grow; a new qps/burst restarts the "
                         "controller). MODE: sweep (argo submit workflows/full-sweep.yaml, the default), "
                         "operator (a Sweep object, through the ccsweep operator), items (the cell step fed "
-                        "from a parameter). Default: 50:390 400:390 400:390@operator 400:3900")
+                        "from a parameter). Default: 50:390 50:3900 400:390 400:390@operator 400:3900")
     p.add_argument("--node-cores", type=int, default=16, help="cores of each fake node")
     p.add_argument("--cell-seconds", type=float, default=20, help="simulated time a cell pod runs")
     p.add_argument("--parallelism", type=int, default=0,
@@ -701,7 +811,8 @@ def main() -> int:
     p.add_argument("--out", type=Path, help="write the report (markdown) here as well")
     args = p.parse_args()
     try:
-        runs = [parse_run(text, args) for text in (args.run or ["50:390", "400:390", "400:390@operator", "400:3900"])]
+        default = ["50:390", "50:3900", "400:390", "400:390@operator", "400:3900"]
+        runs = [parse_run(text, args) for text in (args.run or default)]
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
     if any(r.nodes < q.nodes for q, r in zip(runs, runs[1:], strict=False)):
@@ -725,11 +836,6 @@ def main() -> int:
         # Every algorithm the plan asks for (the algorithms experiment goes beyond BBR and CUBIC): a
         # cluster whose kernels offer them, as the node probe would label it.
         algorithms = sorted({key.removeprefix(CC_LABEL_PREFIX) for item in items_all for key in item["node_selector"]})
-        # A plan too long for a step's result cannot fan out through the sweep template: measure that,
-        # then the control plane at the same size with the items fed from a parameter.
-        runs = [twin for r in runs for twin in
-                ([r, replace(r, mode="items")] if r.mode != "items" and plan_output(items_all[: r.cells])[1]
-                 else [r])]
         plane.start()
         for run in runs:
             if (run.qps, run.burst) != (plane.controller_qps, plane.controller_burst):

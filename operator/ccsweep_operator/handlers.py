@@ -9,6 +9,8 @@ operator, and the garbage collector removes its Workflow through ownerReferences
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -16,12 +18,14 @@ import kopf
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
 from ccsweep_operator.reconcile import (
+    CHUNK_PARENT_LABEL,
     FINISHED,
     MANAGED_BY,
     OperatorSettings,
     SweepObject,
     decide,
     follow,
+    has_chunks,
     owner_of,
     stop_patch,
 )
@@ -64,17 +68,50 @@ def resume_sweep(body: kopf.Body, logger: kopf.Logger, **kwargs: Any) -> None:
 @kopf.on.event(kube.ARGO_GROUP, kube.ARGO_API_VERSION, kube.WORKFLOWS, labels=MANAGED_BY)
 def follow_workflow(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """Every change of a Workflow the operator made updates its Sweep's status."""
-    owner = owner_of(body)
+    update_sweep(body, event.get("type") == "DELETED", logger)
+
+
+#: When each sweep Workflow's chunks were last counted, by namespace/name (follow_chunk).
+_chunks_counted: dict[str, float] = {}
+CHUNK_COUNT_INTERVAL_S = 2.0
+
+
+@kopf.on.event(kube.ARGO_GROUP, kube.ARGO_API_VERSION, kube.WORKFLOWS, labels={CHUNK_PARENT_LABEL: kopf.PRESENT})
+def follow_chunk(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
+    """A chunk Workflow of a large sweep changed: its sweep's Sweep counts the cells again, at most
+    every CHUNK_COUNT_INTERVAL_S (a chunk of 500 pods changes many times a second) and whenever a
+    chunk has finished."""
+    if event.get("type") == "DELETED":
+        return
+    namespace, parent = body["metadata"]["namespace"], body["metadata"]["labels"][CHUNK_PARENT_LABEL]
+    key, now = f"{namespace}/{parent}", time.monotonic()
+    finished = (body.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error")
+    if not finished and now - _chunks_counted.get(key, 0.0) < CHUNK_COUNT_INTERVAL_S:
+        return
+    _chunks_counted[key] = now
+    workflow = kube.get_workflow(namespace, parent)
+    if workflow is not None and all(workflow["metadata"].get("labels", {}).get(k) == v for k, v in MANAGED_BY.items()):
+        update_sweep(workflow, False, logger)
+
+
+def update_sweep(workflow: Mapping[str, Any], deleted: bool, logger: kopf.Logger) -> None:
+    """The Sweep owning `workflow` gets its status from it (and from its chunk Workflows, if any), and
+    the Workflow is stopped once the Sweep's failure budget is spent."""
+    owner = owner_of(workflow)
     if owner is None:
         return
-    current = kube.get_sweep(body["metadata"]["namespace"], owner)
+    namespace, name = workflow["metadata"]["namespace"], workflow["metadata"]["name"]
+    current = kube.get_sweep(namespace, owner)
     if current is None:
         return  # the Sweep is being deleted: the garbage collector takes the Workflow with it
     sweep = SweepObject.from_body(current)
-    stop = None if event.get("type") == "DELETED" else stop_patch(sweep, body)
-    if stop is not None and kube.patch_workflow(sweep.namespace, body["metadata"]["name"], stop):
-        logger.warning(f"sweep {owner}: failure budget spent, workflow {body['metadata']['name']} stopped")
-    patch = follow(sweep, body, deleted=event.get("type") == "DELETED")
+    chunks = kube.list_workflows(namespace, f"{CHUNK_PARENT_LABEL}={name}") if has_chunks(workflow) else []
+    stop = None if deleted else stop_patch(sweep, workflow, chunks)
+    if stop is not None and kube.patch_workflow(namespace, name, stop):
+        for chunk in chunks:
+            kube.patch_workflow(namespace, chunk["metadata"]["name"], stop)
+        logger.warning(f"sweep {owner}: failure budget spent, workflow {name} stopped")
+    patch = follow(sweep, workflow, deleted=deleted, chunks=chunks)
     if patch is None or all(sweep.status.get(k) == v for k, v in patch.items()):
         return
     if kube.patch_status(sweep.namespace, owner, patch):

@@ -97,9 +97,24 @@ def list_nodes() -> list[Node] | None:
     return [Node(name=str(n.metadata.name), labels=dict(n.metadata.labels or {})) for n in listed.items if n.metadata]
 
 
+def get_workflow(namespace: str, name: str) -> dict[str, Any] | None:
+    return _get(ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS, namespace, name)
+
+
+def list_workflows(namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
+                                                  label_selector=label_selector)
+    return list(listed.get("items", []))
+
+
 def get_sweep(namespace: str, name: str) -> dict[str, Any] | None:
+    return _get(GROUP, VERSION, PLURAL, namespace, name)
+
+
+def _get(group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The object, or None when there is none (404)."""
     try:
-        return _api().get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        return _api().get_namespaced_custom_object(group, version, namespace, plural, name)
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -111,9 +126,7 @@ def apply(decision: Decision, namespace: str, name: str) -> None:
     if not patch_status(namespace, name, decision.status):
         return
     keep = decision.workflow["metadata"]["name"] if decision.workflow else None
-    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
-                                                  label_selector=f"{OWNER_LABEL}={name}")
-    for old in listed.get("items", []):
+    for old in list_workflows(namespace, f"{OWNER_LABEL}={name}"):
         if old["metadata"]["name"] != keep:
             try:
                 _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,

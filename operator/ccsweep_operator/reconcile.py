@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
-from ccsweep.plan import plan_sweep
+from ccsweep.plan import CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 from ccsweep_operator.placement import Node, unplaceable
@@ -32,6 +32,8 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
 #: Label naming the Sweep object that owns a Workflow (the store's sweep name is ccsweep.io/sweep).
 OWNER_LABEL = "ccsweep.io/owner"
 GENERATION_LABEL = "ccsweep.io/generation"
+#: Label on a large sweep's chunk Workflow naming the sweep's Workflow that created it (ccsweep-sweep.yaml).
+CHUNK_PARENT_LABEL = "ccsweep.io/parent"
 
 ARGO_API_VERSION = "argoproj.io/v1alpha1"
 #: Argo's phases of a Workflow (and of its nodes) and what they mean for a Sweep.
@@ -165,7 +167,7 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         return Decision(status={**base, "phase": "Failed", "cells": cells, "message": unrunnable, "conditions":
                                 with_condition(conditions, "Planned", False, "NoNodeOffers", unrunnable,
                                                sweep.generation)})
-    workflow = desired_workflow(sweep, spec, run, settings, store_url)
+    workflow = desired_workflow(sweep, spec, run, settings, store_url, plan)
     name = workflow["metadata"]["name"]
     return Decision(
         status={**base, "phase": "Pending", "cells": cells, "workflow": name, "message": f"{planned}: workflow {name}",
@@ -180,11 +182,13 @@ def _invalid(sweep: SweepObject, base: dict[str, Any], conditions: list[Any], me
 
 
 def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, settings: OperatorSettings,
-                     store_url: str) -> dict[str, Any]:
+                     store_url: str, plan: SweepPlan | None = None) -> dict[str, Any]:
     """The Argo Workflow running `spec`: the chart's sweep template, owned by the Sweep.
 
     The spec travels resolved (includes and defaults already merged), so the plan step in the
     pod needs no preset files; it finds the operator's stored plan for that spec and reads it.
+    A sweep with more cells to run than a chunk runs one Workflow per chunk (the template's
+    `chunk` step, all at once): run.parallelism is then shared out among them.
     """
     parameters = {"spec-yaml": yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False),
                   "sweep": spec.name, "store": store_url}
@@ -209,6 +213,10 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     }
     if run.parallelism is not None:
         body["spec"]["parallelism"] = run.parallelism
+        chunks = pending_chunks(plan, CHUNK_SIZE) if plan and len(plan.pending) > CHUNK_SIZE else []
+        if chunks:
+            share = chunk_parallelism(run.parallelism, len(chunks))
+            body["spec"]["arguments"]["parameters"].append({"name": "chunk-parallelism", "value": str(share)})
     return body
 
 
@@ -251,6 +259,17 @@ def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
     return {cell_id: phase for cell_id, (_, phase) in best.items()}
 
 
+def has_chunks(workflow: Mapping[str, Any]) -> bool:
+    """Whether a sweep's Workflow runs its cells in chunk Workflows (its `chunk` step made a pod)."""
+    return any(node.get("type") == "Pod" and node.get("templateName") == "chunk"
+               for node in workflow_nodes(workflow.get("status") or {}).values())
+
+
+def sweep_cell_phases(workflow: Mapping[str, Any], chunks: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The Argo phase of every cell of a sweep: in its Workflow, and in its chunk Workflows if any."""
+    return [phase for w in (workflow, *chunks) for phase in cell_phases(w).values()]
+
+
 def failure_budget(sweep: SweepObject) -> int | None:
     """The Sweep's run.max_failed_cells, or None (no budget, or a spec the API server let through unchecked)."""
     budget = (sweep.spec.get("run") or {}).get("max_failed_cells")
@@ -265,35 +284,41 @@ def over_budget(sweep: SweepObject, failed: int) -> str | None:
     return f"{failed} cells failed, more than run.max_failed_cells {budget}: the remaining cells were not run"
 
 
-def stop_patch(sweep: SweepObject, workflow: Mapping[str, Any]) -> dict[str, Any] | None:
+def stop_patch(sweep: SweepObject, workflow: Mapping[str, Any],
+               chunks: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
     """The Workflow merge patch that stops its fan-out once the failure budget is spent; else None.
 
     A broken image would otherwise fail every cell, each after its retries. `shutdown: Stop` makes
     Argo start no new pods, stop running ones and still run exit handlers; cells already stored stay.
+    A sweep run in chunk Workflows counts the cells of all of them (each gets the same patch).
     """
+
     if sweep.status.get("workflow") != workflow.get("metadata", {}).get("name"):
         return None
     if (workflow.get("spec") or {}).get("shutdown") or (workflow.get("status") or {}).get("phase") in (
             "Succeeded", "Failed", "Error"):
         return None
-    failed = sum(p in ("Failed", "Error") for p in cell_phases(workflow).values())
+    failed = sum(p in ("Failed", "Error") for p in sweep_cell_phases(workflow, chunks))
     return {"spec": {"shutdown": "Stop"}} if over_budget(sweep, failed) else None
 
 
 def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = False,
-           opener: Callable[[str], ResultStore] = open_store) -> dict[str, Any] | None:
+           opener: Callable[[str], ResultStore] = open_store,
+           chunks: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
     """The Sweep's status patch after a change of its Workflow, or None when there is nothing to say.
 
     Only the Workflow the status names counts: an older generation's Workflow being deleted
-    after a spec change says nothing about the new one.
+    after a spec change says nothing about the new one. A large sweep's cells run in chunk
+    Workflows (`chunks`, those labelled with the Workflow's name): their cells are counted too.
     """
+
     status = sweep.status
     name = workflow.get("metadata", {}).get("name")
     if not name or status.get("workflow") != name or status.get("phase") in ("Invalid",):
         return None
     wf_status = workflow.get("status") or {}
     phase = WORKFLOW_PHASES.get(wf_status.get("phase") or "", "Running")
-    phases = list(cell_phases(workflow).values())
+    phases = sweep_cell_phases(workflow, chunks)
     running = sum(p in ("Pending", "Running") for p in phases)
     if phase == "Pending" and running:
         phase = "Running"

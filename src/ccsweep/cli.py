@@ -21,6 +21,7 @@ from rich.console import Console
 from ccsweep import __version__
 from ccsweep.cell import Cell
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
+from ccsweep.plan import CHUNK_SIZE
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -117,7 +118,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("spec")
+@click.argument("spec", required=False)
 @store_option
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @pushgateway_option("Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
@@ -126,8 +127,18 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
                    "workflow's inline spec: an artifact that is empty when none was given).")
 @revise_option
 @time_scale_option
-def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | None,
-         spec_file: Path | None, revise: bool, time_scale: float | None) -> None:
+@click.option("--chunks-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="When more than --chunk-size cells are to run, write the chunks holding them here "
+                   "([{chunk, cells}], JSON) and print [] (an Argo sweep then runs one Workflow per chunk); "
+                   "else write [].")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=CHUNK_SIZE, show_default=True,
+              help="Cells per chunk: chunk I is the plan's distinct cells I*SIZE up to (I+1)*SIZE.")
+@click.option("--chunk", type=click.IntRange(min=0), metavar="I",
+              help="Print only the cells of chunk I not stored yet, read from the stored manifest of --sweep "
+                   "(nothing is planned or expanded; SPEC is not needed).")
+def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
+         spec_file: Path | None, revise: bool, time_scale: float | None, chunks_file: Path | None,
+         chunk_size: int, chunk: int | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -139,12 +150,27 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
     quotes of a string item twice (which broke the cell pod's podSpecPatch).
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
-    finds its cell again with `ccsweep cell --sweep NAME --id ID`.
+    finds its cell again with `ccsweep cell --sweep NAME --id ID`. A sweep with more cells to run
+    than one Workflow carries is cut into chunks (--chunks-file): each runs in a Workflow of its own,
+    whose first step prints its cells with --chunk.
     """
-    from ccsweep.plan import node_selector, plan_sweep, pod_deadline_s
+    from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep
 
+    if chunk is not None:
+        if sweep_name is None:
+            fail("--chunk reads a planned sweep's manifest: give --sweep")
+        try:
+            cells = plan_chunk(_open(store_url), _sweep(sweep_name), chunk, chunk_size)
+        except StoreError as exc:
+            fail(exc)
+        click.echo(f"sweep {sweep_name}: chunk {chunk} (cells {chunk * chunk_size}-{(chunk + 1) * chunk_size - 1}): "
+                   f"{len(cells)} to run", err=True)
+        click.echo(_plan_items(cells))
+        return
     inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-    sweep = _load(str(spec_file) if inline else spec, sweep_name, time_scale)
+    if not inline and spec is None:
+        fail("give SPEC (or --spec-file), or --sweep with --chunk")
+    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale)
     try:
         the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
     except (SpecError, StoreError) as exc:
@@ -157,9 +183,23 @@ def plan(spec: str, store_url: str, sweep_name: str | None, pushgateway: str | N
         metrics = SweepMetrics(pushgateway, sweep.name)
         metrics.update(total=len(the_plan.cells), cached=len(the_plan.cached))
         metrics.close()
-    click.echo(json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
-                            "deadline_s": pod_deadline_s(c)}
-                           for c in the_plan.pending]))
+    pending = the_plan.pending
+    if chunks_file is not None:
+        chunks = pending_chunks(the_plan, chunk_size) if len(pending) > chunk_size else []
+        chunks_file.write_text(json.dumps(chunks))
+        if chunks:
+            click.echo(f"sweep {sweep.name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "
+                       f"{chunk_size} cells", err=True)
+            pending = []
+    click.echo(_plan_items(pending))
+
+
+def _plan_items(cells: list[Cell]) -> str:
+    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s} each."""
+    from ccsweep.plan import node_selector, pod_deadline_s
+
+    return json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
+                        "deadline_s": pod_deadline_s(c)} for c in cells])
 
 
 @main.command()

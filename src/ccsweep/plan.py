@@ -89,12 +89,54 @@ def pod_deadline_s(cell: Cell) -> int:
     return int(cell.params.duration_s + POD_OVERHEAD_BUDGET_S)
 
 
-def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
-    """The cell `cell_id` of a planned sweep, read from its stored manifest (nothing is expanded)."""
+def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
+    """A planned sweep's manifest, or StoreError when it was never planned in `store`."""
     manifest = store.get_manifest(sweep)
     if manifest is None:
         raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (run `ccsweep plan` first)")
-    cell = manifest.find_cell(cell_id)
+    return manifest
+
+
+def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
+    """The cell `cell_id` of a planned sweep, read from its stored manifest (nothing is expanded)."""
+    cell = stored_manifest(store, sweep).find_cell(cell_id)
     if cell is None:
         raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
     return cell
+
+
+#: Cells one Workflow fans out at most (the `chunk-size` parameter of the ccsweep-sweep template).
+#: A plan item is about 120 bytes, so 500 stay far below the 256 KiB argoexec keeps of a step's
+#: result, and a Workflow of 500 cell pods keeps its compressed status far below Argo's 1 MiB
+#: (MAX_WORKFLOW_SIZE), which about 3,000 cells pass (docs/scaling.md).
+CHUNK_SIZE = 500
+
+
+def chunk_cells(cells: list[Cell], index: int, size: int) -> list[Cell]:
+    """Chunk `index` of a plan's distinct cells: positions index*size up to (index+1)*size.
+
+    Chunks are cut from the manifest's cells, all of them in plan order, not from the cells still
+    to run: a chunk names the same cells whenever it is read, however many are stored meanwhile.
+    """
+    if size < 1 or index < 0:
+        raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
+    return cells[index * size:(index + 1) * size]
+
+
+def pending_chunks(plan: SweepPlan, size: int) -> list[dict[str, int]]:
+    """The chunks of `plan` with cells still to run: [{chunk, cells}], `cells` counting those to run."""
+    todo = {c.id for c in plan.pending}
+    counts = [sum(c.id in todo for c in chunk_cells(plan.cells, i, size))
+              for i in range(-(-len(plan.cells) // size))]
+    return [{"chunk": i, "cells": n} for i, n in enumerate(counts) if n]
+
+
+def chunk_parallelism(parallelism: int, chunks: int) -> int:
+    """Each chunk Workflow's share of a sweep's cell pods at once (at least 1), chunks all running."""
+    return max(1, -(-parallelism // max(chunks, 1)))
+
+
+def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Cell]:
+    """The cells of chunk `index` of a planned sweep not stored yet, from its stored manifest."""
+    cells = stored_manifest(store, sweep).distinct_cells()
+    return [c for c in chunk_cells(cells, index, size) if not store.has_result(c.id)]

@@ -136,6 +136,8 @@ def test_workflow_templates_are_the_repositorys_own(tmp_path: Path):
         spec, want = json.loads(json.dumps(templates[name]["spec"])), json.loads(json.dumps(source["spec"]))
         for s in (spec, want):
             s.pop("serviceAccountName", None)
+            for t in s.get("templates") or []:
+                t.pop("serviceAccountName", None)
             for p in (s.get("arguments") or {}).get("parameters") or []:
                 p.pop("value", None)
         assert spec == want, name
@@ -200,6 +202,13 @@ def test_rbac_is_least_privilege():
     assert rules(docs, "ClusterRole", "rel-ccsweep-node-probe") == [("", "nodes", "get"), ("", "nodes", "patch")]
     assert rules(docs, "Role", "ccsweep-workflow") == [
         ("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")]
+    # Only a large sweep's chunk pods create Workflows (one per chunk) and read them, as their own identity.
+    assert rules(docs, "Role", "ccsweep-workflow-chunks") == [
+        ("argoproj.io", "workflows", "create"), ("argoproj.io", "workflows", "get"),
+        ("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")]
+    sweep = by_kind(docs, "WorkflowTemplate")["ccsweep-sweep"]["spec"]
+    assert {t["name"]: t.get("serviceAccountName") for t in sweep["templates"]
+            if t.get("serviceAccountName")} == {"chunk": "ccsweep-workflow-chunks"}
     # Each binding names the ServiceAccount its pods run as.
     deployment = by_kind(docs, "Deployment")["rel-ccsweep-operator"]["spec"]["template"]["spec"]
     binding = by_kind(docs, "RoleBinding")["rel-ccsweep-operator"]

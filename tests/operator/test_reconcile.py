@@ -112,6 +112,25 @@ def test_stored_cells_are_not_run_again(tmp_path: Path):
     assert status.conditions[-1].reason == "AllCellsCached"
 
 
+def test_a_sweep_larger_than_a_chunk_shares_its_parallelism_among_the_chunks(tmp_path: Path):
+    """More cells to run than one Workflow carries (ccsweep.plan.CHUNK_SIZE): the template runs a
+    Workflow per chunk, all at once, so each gets its share of run.parallelism."""
+    from ccsweep.plan import CHUNK_SIZE
+
+    body = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    losses = [round(0.001 * n, 3) for n in range(1, CHUNK_SIZE // 2 + 60)]   # 2 algorithms: CHUNK_SIZE + 118 cells
+    body["spec"]["experiments"][0]["loss_percent"] = losses
+    body["spec"]["run"]["parallelism"] = 301
+    body["metadata"] |= {"namespace": "lab", "uid": "u", "generation": 1}
+    big = decide(SweepObject.from_body(body), settings(tmp_path))
+    assert big.status["cells"]["total"] == 2 * len(losses) > CHUNK_SIZE
+    params = {p["name"]: p["value"] for p in big.workflow["spec"]["arguments"]["parameters"]}
+    assert big.workflow["spec"]["parallelism"] == 301 and params["chunk-parallelism"] == "151"   # 2 chunks
+    # Fewer than a chunk's worth: one Workflow as before, nothing to share.
+    small = decide(sweep_object("quick"), settings(tmp_path / "small"))
+    assert "chunk-parallelism" not in {p["name"] for p in small.workflow["spec"]["arguments"]["parameters"]}
+
+
 def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
     open_store(f"file://{tmp_path}").put_manifest(SweepManifest(
         name="quick-e2e", spec={"name": "quick-e2e", "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
@@ -219,6 +238,28 @@ def test_running_workflow_counts_cells(tmp_path: Path):
     assert patch["cells"] == {"total": 2, "cached": 0, "running": 1, "done": 1, "failed": 0}
     assert patch["startedAt"] == "2026-11-23T01:00:00Z" and patch["finishedAt"] is None
     SweepStatus.model_validate({**sweep.status, **patch})
+
+
+def test_a_sweep_run_in_chunks_counts_the_cells_of_every_chunk(tmp_path: Path):
+    """A large sweep's cells run in chunk Workflows (the sweep's Workflow has only chunk pods): the
+    Sweep counts them there, and a spent failure budget stops the chunks with the sweep's Workflow."""
+    from ccsweep_operator.reconcile import has_chunks
+
+    sweep = planned(tmp_path)
+    chunk_pod = {"id": "chunk-0", "type": "Pod", "phase": "Running", "templateName": "chunk"}
+    parent = workflow("Running", [chunk_pod, {"id": "plan", "type": "Pod", "phase": "Succeeded",
+                                              "templateName": "plan"}])
+    chunks = [workflow("Running", [cell_node("a", "Retry", "Running")], name="ccsweep-chunk-x1"),
+              workflow("Running", [cell_node("b", "Retry", "Failed")], name="ccsweep-chunk-x2")]
+    assert has_chunks(parent) and not has_chunks(chunks[0])
+    assert follow(sweep, parent)["cells"]["running"] == 0   # what the sweep's Workflow alone says
+    patch = follow(sweep, parent, chunks=chunks)
+    assert (patch["cells"]["running"], patch["cells"]["done"], patch["cells"]["failed"]) == (1, 0, 1)
+    budget = SweepObject.from_body({"metadata": {"name": sweep.name, "namespace": "lab", "uid": sweep.uid},
+                                    "spec": {**sweep.spec, "run": {**sweep.spec["run"], "max_failed_cells": 0}},
+                                    "status": dict(sweep.status)})
+    assert stop_patch(budget, parent) is None
+    assert stop_patch(budget, parent, chunks) == {"spec": {"shutdown": "Stop"}}
 
 
 def test_succeeded_workflow_names_the_report(tmp_path: Path):

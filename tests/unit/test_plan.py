@@ -71,3 +71,45 @@ def test_a_revised_spec_keeps_the_old_plan_and_runs_only_new_cells(tmp_path: Pat
     assert json.loads(store.read_bytes(old))["spec"] == parse_spec(SPEC).model_dump(mode="json")
     # Planning the revised spec again (the workflow's plan step after the operator's) reads it.
     assert plan_sweep(parse_spec(more), store).cells == revised.cells
+
+
+def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: Path):
+    """An Argo sweep too large for one Workflow runs a Workflow per chunk; each chunk's step reads
+    its cells from the stored manifest, so a chunk names the same cells however many are stored."""
+    from click.testing import CliRunner
+
+    from ccsweep.cli import main
+    from ccsweep.plan import chunk_parallelism, pending_chunks, plan_chunk
+
+    spec = {**SPEC, "experiments": [SPEC["experiments"][0] | {"loss": [0, 0.01, 0.02, 0.03, 0.04]}]}   # 10 cells
+    store = open_store(str(tmp_path / "store"))
+    planned = plan_sweep(parse_spec(spec), store)
+    assert [c["cells"] for c in pending_chunks(planned, 4)] == [4, 4, 2]
+    env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
+    for cell in planned.cells[:5]:   # chunk 0 is all stored, chunk 1 one cell of four
+        store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=env))
+    again = plan_sweep(parse_spec(spec), store)
+    assert pending_chunks(again, 4) == [{"chunk": 1, "cells": 3}, {"chunk": 2, "cells": 2}]
+    assert [c.id for c in plan_chunk(store, "p", 1, 4)] == [c.id for c in planned.cells[5:8]]
+    assert plan_chunk(store, "p", 0, 4) == [] and plan_chunk(store, "p", 3, 4) == []
+    assert chunk_parallelism(50, 2) == 25 and chunk_parallelism(5, 8) == 1
+
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec))
+    chunks = tmp_path / "chunks.json"
+
+    def plan(*args: str) -> list:
+        done = CliRunner().invoke(main, ["plan", f"--store={tmp_path / 'store'}", *args], prog_name="ccsweep")
+        assert done.exit_code == 0, done.output
+        return json.loads(done.stdout)
+
+    # More to run than a chunk holds: no cell in the output (the step result), the chunks in the file.
+    assert plan("--chunks-file", str(chunks), "--chunk-size=4", str(spec_file)) == []
+    assert json.loads(chunks.read_text()) == [{"chunk": 1, "cells": 3}, {"chunk": 2, "cells": 2}]
+    assert [i["id"] for i in plan("--sweep=p", "--chunk=2", "--chunk-size=4")] == [c.id for c in planned.cells[8:]]
+    # As many as a chunk holds or fewer: the cells themselves, as before, and no chunk.
+    items = plan("--chunks-file", str(chunks), "--chunk-size=5", str(spec_file))
+    assert [i["id"] for i in items] == [c.id for c in planned.cells[5:]] and json.loads(chunks.read_text()) == []
+    assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s"}
+    done = CliRunner().invoke(main, ["plan", f"--store={tmp_path / 'store'}", "--sweep=nope", "--chunk=0"])
+    assert done.exit_code == 2 and "has no manifest" in done.output

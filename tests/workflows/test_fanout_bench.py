@@ -67,3 +67,32 @@ def test_fake_nodes_carry_the_node_probes_labels(bench):
     labels = bench.fake_node("kwok-0000", 16, "6.1.0", ["bbr", "cubic"])["metadata"]["labels"]
     assert labels["ccsweep.io/cc-bbr"] == labels["ccsweep.io/cc-cubic"] == "true"
     assert labels["ccsweep.io/kernel"] == "6.1.0"
+
+
+def test_the_stand_in_lists_chunks_as_ccsweep_plan_does(bench, items, tmp_path: Path):
+    """Past CHUNK_SIZE cells the sweep fans out through chunk Workflows: the stand-in's chunk list is
+    the one `ccsweep plan --chunks-file` writes, and each chunk's items fit a step result."""
+    import subprocess
+
+    chunks_file = tmp_path / "chunks.json"
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", f"--store={tmp_path / 'store'}", "--chunk-size=100",
+                           f"--chunks-file={chunks_file}", bench.PRESET], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []
+    assert bench.chunk_list(items[:364], 100) == json.loads(chunks_file.read_text())
+    assert bench.chunk_list(items[:390]) == []   # the full sweep: one Workflow, as before
+    chunks = bench.chunk_list(items)
+    assert sum(c["cells"] for c in chunks) == 3900 and len(chunks) == -(-3900 // bench.CHUNK_SIZE)
+    for c in chunks:
+        start = c["chunk"] * bench.CHUNK_SIZE
+        result, cut = bench.plan_output(items[start:start + bench.CHUNK_SIZE])
+        assert not cut and len(json.loads(result)) == c["cells"]
+
+
+def test_kwok_leaves_chunk_pods_to_the_stand_in(bench):
+    """A chunk pod ends when its chunk Workflow does, not after the simulated cell time."""
+    complete = next(s for s in bench.pod_stages(20000) if s["metadata"]["name"] == "pod-complete")
+    assert {"key": '.metadata.labels["ccsweep.io/chunk"]', "operator": "DoesNotExist"} in \
+        complete["spec"]["selector"]["matchExpressions"]
+    chunk = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
+    template = next(t for t in chunk["spec"]["templates"] if t["name"] == "chunk")
+    assert "ccsweep.io/chunk" in template["metadata"]["labels"]

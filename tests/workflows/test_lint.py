@@ -87,7 +87,7 @@ def command_flags(template: dict) -> tuple[list[str], set[str]]:
     return [match.group(1)], set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
 
 
-@pytest.mark.parametrize("name", ["plan", "cell", "figures", "verdict"])
+@pytest.mark.parametrize("name", ["plan", "plan-chunk", "cell", "figures", "verdict"])
 def test_templates_call_ccsweep_with_flags_it_has(name: str):
     (subcommand,), flags = command_flags(all_templates()[name])
     command = cli.commands[subcommand]
@@ -155,3 +155,73 @@ def test_cells_retry_only_infrastructure_failures():
     assert retried("Failed", "75")         # measured with the emulator late: measure again
     for code in ("1", "2", "3"):           # failed cell, bad input, missing algorithm
         assert not retried("Failed", code)
+
+
+def chunk_manifest(**parameters: str) -> dict:
+    """The chunk step's child Workflow, its expressions evaluated as Argo does: toJson(x) is x as a JSON
+    string, asInt(x) the number, workflow.parameters['a-b'] the same as workflow.parameters.a-b."""
+    sweep = load(WORKFLOWS / "templates/ccsweep-sweep.yaml")
+    scope = {f"workflow.parameters.{p['name']}": p["value"] for p in sweep["spec"]["arguments"]["parameters"]}
+    scope |= {f"workflow.parameters.{k.replace('_', '-')}": v for k, v in parameters.items()}
+    scope |= {"workflow.name": "big-1", "inputs.parameters.chunk": "3"}
+
+    def evaluate(match: re.Match) -> str:
+        function, name = match.group(1), re.sub(r"\['([^']+)'\]", r".\1", match.group(2))
+        return json.dumps(scope[name]) if function == "toJson" else str(int(scope[name]))
+
+    text = all_templates()["chunk"]["resource"]["manifest"]
+    rendered = re.sub(r"\{\{=(toJson|asInt)\(([^)]+)\)\}\}", evaluate, text)
+    assert "{{" not in rendered, rendered
+    return yaml.safe_load(rendered)
+
+
+def test_a_chunk_workflow_runs_this_template_with_the_sweeps_own_parameters():
+    """A large sweep's chunk: a Workflow of the same template (its chunk-sweep entrypoint), valid for
+    Argo, given only parameters the template declares, the sweep's values passed through."""
+    import jsonschema
+
+    from versions import argo_module_dir
+
+    manifest = chunk_manifest(sweep="big", store="s3://b/p", chunk_parallelism="7")
+    schema = json.loads((argo_module_dir() / "api/jsonschema/schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "#/definitions/io.argoproj.workflow.v1alpha1.Workflow", "definitions": schema["definitions"]})
+    assert [e.message for e in validator.iter_errors(manifest)] == []
+    sweep = load(WORKFLOWS / "templates/ccsweep-sweep.yaml")
+    assert manifest["spec"]["workflowTemplateRef"] == {"name": sweep["metadata"]["name"]}
+    assert manifest["spec"]["entrypoint"] == "chunk-sweep" and manifest["spec"]["parallelism"] == 7
+    passed = {p["name"]: p["value"] for p in manifest["spec"]["arguments"]["parameters"]}
+    assert set(passed) <= {p["name"] for p in sweep["spec"]["arguments"]["parameters"]}
+    assert passed["chunk"] == "3" and passed["sweep"] == "big" and passed["store"] == "s3://b/p"
+    assert manifest["metadata"]["labels"]["ccsweep.io/parent"] == "big-1"
+    # What the chunk Workflow's plan step reads is all passed; the spec itself is not (the manifest in the
+    # store is the plan).
+    (_, flags) = command_flags(all_templates()["plan-chunk"])
+    assert {"--sweep", "--store", "--chunk", "--chunk-size"} <= flags
+    assert "spec-yaml" not in passed
+
+
+def test_a_chunk_workflow_takes_hostile_values_as_strings():
+    """A Sweep's strings reach the child's manifest as JSON strings: none adds a field to it."""
+    hostile = 'x"\n  serviceAccountName: admin\n  x: "'
+    manifest = chunk_manifest(store=hostile, image=hostile)
+    passed = {p["name"]: p["value"] for p in manifest["spec"]["arguments"]["parameters"]}
+    assert passed["store"] == passed["image"] == hostile
+    assert "serviceAccountName" not in manifest["spec"]
+
+
+def test_the_sweep_fans_out_cells_or_chunks_from_the_plans_two_outputs():
+    """The plan prints the cells (the cell step's items) or, for a large sweep, [] and the chunks in
+    a file read as an output parameter (the chunk step's items): the file `ccsweep plan` writes."""
+    steps = {s["name"]: s for group in all_templates()["sweep"]["steps"] for s in group}
+    plan = all_templates()["plan"]
+    (output,) = plan["outputs"]["parameters"]
+    assert steps["cell"]["withParam"] == "{{steps.plan.outputs.result}}"
+    assert steps["chunk"]["withParam"] == f"{{{{steps.plan.outputs.parameters.{output['name']}}}}}"
+    assert f"--chunks-file={output['valueFrom']['path']}" in plan["container"]["args"]
+    assert output["valueFrom"]["path"].startswith("/tmp/")   # the pod's one writable folder
+    used = set(re.findall(r"\{\{item\.(\w+)\}\}", json.dumps(steps["chunk"])))
+    assert used == {"chunk"}
+    # The chunk Workflow's own fan-out is the sweep's cell step itself.
+    chunk_steps = {s["name"]: s for group in all_templates()["chunk-sweep"]["steps"] for s in group}
+    assert chunk_steps["cell"] == steps["cell"] and chunk_steps["plan"]["template"] == "plan-chunk"
