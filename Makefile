@@ -166,6 +166,10 @@ bench-emulator: deps ## Emulator: max rate on one core, CPU per 100 Mbit/s, late
 bench-threshold: deps ## Lateness threshold: injected lateness against goodput's run-to-run spread (~30 min, root).
 	$(PY) benchmarks/lateness/threshold.py
 
+.PHONY: bench-window
+bench-window: deps ## Release window fidelity: Figure 8 grid (0.001-5% loss, 3 reps), 100 us vs each cell's window (~17 min, root).
+	$(PY) benchmarks/window/fidelity.py --out benchmarks/results/$$(date -u +%F)-window-fidelity.md
+
 .PHONY: bench-density
 bench-density: deps ## The quick preset at the default concurrency and alone (3x): goodput pairs, spread (~15 min, root).
 	$(PY) benchmarks/density/bench.py --out benchmarks/results/$$(date -u +%F)-density.md

@@ -19,7 +19,6 @@ Markdown and a figure. `--quick` runs a tiny grid to check that it works (not a 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -28,12 +27,15 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from stored_runs import measured_or_stored  # noqa: E402
+
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 RESULTS = REPO / "benchmarks" / "results"
 FIGURE = REPO / "docs" / "img" / "lateness-threshold.png"
@@ -361,27 +363,12 @@ def mark(change: Change) -> str:
 
 def main() -> None:
     options = arguments()
-    if options.from_json:
-        stored = json.loads(options.from_json.read_text())
-        runs, meta = [Run(**r) for r in stored["runs"]], stored["meta"]
-    else:
-        if os.geteuid() != 0:
-            sys.exit("run as root (network namespaces and TUN devices)")
-        load_before = round(os.getloadavg()[0], 2)
-        started = time.monotonic()
-        runs = measure(options)
-        meta = {"date": TODAY, "machine": machine(), "load_before": load_before,
-                "load_after": round(os.getloadavg()[0], 2), "wall_s": time.monotonic() - started,
-                "command": "python benchmarks/lateness/threshold.py " + " ".join(sys.argv[1:]),
-                "grid": (f"{options.ccs} x RTT {options.rtts} ms x loss {options.losses}% at {options.rate:g} Mbit/s, "
-                         f"droptail 1 BDP; {options.duration:g} s flows, goodput after {options.warmup:g} s; "
-                         f"{options.reps} undisturbed runs per cell and one per injected lateness "
-                         f"({options.levels.replace(';', '; ')}); one cell at a time, emulator at its default "
-                         f"real-time priority"),
-                "json": str(options.out.with_suffix(".json")), "note": os.environ.get("BENCH_NOTE", "")}
-        options.out.parent.mkdir(parents=True, exist_ok=True)
-        options.out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": [asdict(r) for r in runs]},
-                                                               indent=1) + "\n")
+    grid = (f"{options.ccs} x RTT {options.rtts} ms x loss {options.losses}% at {options.rate:g} Mbit/s, "
+            f"droptail 1 BDP; {options.duration:g} s flows, goodput after {options.warmup:g} s; "
+            f"{options.reps} undisturbed runs per cell and one per injected lateness "
+            f"({options.levels.replace(';', '; ')}); one cell at a time, emulator at its default real-time priority")
+    runs, meta = measured_or_stored(options.from_json, options.out, Run, lambda: measure(options),
+                                    "benchmarks/lateness/threshold.py", grid, machine())
     bands, points = analyse(runs)
     figure(bands, points, options.figure)
     options.out.write_text(report(options, runs, meta))
