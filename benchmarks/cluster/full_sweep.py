@@ -108,6 +108,16 @@ def daemon_pids(cluster: Cluster) -> dict[str, int]:
 
 
 # -- the checks: everything the sweep promises is in the store ------------------------------------
+def late_attempts(services: NodeServices, prefix: str) -> dict[str, int]:
+    """Attempts kept under cells/<id>/late/ (their emulator ran late; the cell was measured again), by cell."""
+    late: dict[str, int] = {}
+    for key in services.s3_keys(f"{prefix}/cells/"):
+        parts = key[len(prefix) + 1:].split("/")   # cells, <id>, late, <utc>.json
+        if len(parts) == 4 and parts[2] == "late" and parts[3].endswith(".json"):
+            late[parts[1]] = late.get(parts[1], 0) + 1
+    return late
+
+
 def check_store(services: NodeServices, prefix: str, sweep: str) -> tuple[list[str], dict, list[dict]]:
     """(problems, stored results by cell id, the manifest's distinct cells)."""
     manifest = services.s3_get(f"{prefix}/sweeps/{sweep}/manifest.json")
@@ -246,6 +256,7 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
     fixed = sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
                 if t in ("plan", "figures") and n.get("finishedAt"))
     problems, results, cells = check_store(services, prefix, sweep)
+    late = late_attempts(services, prefix)
     if phase != "Succeeded":
         problems.insert(0, f"workflow {name} {phase}: {workflow['status'].get('message', '')}")
     groups_after, scrape_after = pushgateway_size(cluster)
@@ -267,6 +278,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
         f"| wall time, submit -> done | {wall / 60:.1f} min |",
         f"| cells planned (distinct) / stored | {len(cells)} / {len(results)} |",
         f"| cells per minute | {len(results) / (wall / 60):.1f} |",
+        f"| attempts late (kept under late/, measured again) / cells with one | {sum(late.values())} / {len(late)} |",
+        f"| cells late on every attempt (no result) | {len(set(late) - set(results))} |",
         f"| plan + figures steps | {fixed:.0f} s |",
     ]
     for d in CHECKED_DAEMONS:
