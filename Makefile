@@ -159,7 +159,7 @@ images: tools emulator ## Cell and argoexec images as OCI archives, without Dock
 bench: bench-emulator bench-cluster ## All benchmarks (print tables of ratios and figures).
 
 .PHONY: bench-emulator
-bench-emulator: deps ## Emulator: max rate on one core, CPU per 100 Mbit/s, lateness p99.
+bench-emulator: deps mahimahi ## Emulator: max rate on one core, CPU per 100 Mbit/s (and Mahimahi's, same run), lateness p99.
 	$(PY) benchmarks/emulator/bench.py
 
 .PHONY: bench-threshold

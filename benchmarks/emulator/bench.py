@@ -9,7 +9,14 @@ write()), which any TUN emulator, Mahimahi included, pays too. Rates and CPU sha
 emulator's 100 ms stats lines over the steady part of each run (start-up and tail left out);
 lateness from its self-check (each packet's write time minus its scheduled release).
 
-`--only-priority --seconds 3` runs the priority comparison alone, briefly (a check that it works).
+Last, both link backends on one real cell each, back to back (`run_cell`, the cross-check's cell:
+one CUBIC flow, 100 Mbit/s, 100 ms RTT, infinite queue, no loss): ccsweep-link's process and
+Mahimahi's three shells are sampled from /proc by the same sampler over the same flow window, and
+their CPU per 100 Mbit/s and its ratio are printed. The host settings Mahimahi needs are set for
+those two cells and restored after (tests/integration/mahimahi_host.py).
+
+`--only-priority --seconds 3` runs the priority comparison alone, briefly (a check that it works);
+`--without-mahimahi` leaves the backend comparison out where Mahimahi is not built.
 """
 
 from __future__ import annotations
@@ -23,15 +30,25 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+from ccsweep.result import CellResult  # noqa: E402
+from ccsweep.runner.mahimahi_run import ShellsCpu  # noqa: E402
+from crosscheck import grid, run_grid  # noqa: E402
+from mahimahi_host import mahimahi_host, mahimahi_missing  # noqa: E402
+
 SECONDS = 10
 # Left out of the steady window: TCP start-up at the beginning, the flows' end at the close.
 WARMUP_S, TAIL_S = 1.0, 0.5
@@ -248,12 +265,85 @@ def priority_rows(table: Table, console: Console, seconds: int) -> list[str]:
             f"--realtime-priority {REALTIME_PRIORITY} ({realtime.summary['sched']})"]
 
 
+class LinkCpu(ShellsCpu):
+    """The runner's sampler of Mahimahi's shells, counting every link process under this benchmark
+    (ccsweep-link's one and Mahimahi's three) and keeping each sample with its wall time, so that
+    a cell's flow window can be cut out after it ran."""
+
+    INTERVAL_S = 0.2
+
+    def __init__(self) -> None:
+        self.trace: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+        super().__init__(os.getpid(), names=("ccsweep-link", "mm-"))
+
+    def _sample(self) -> float:
+        with self._lock:
+            seconds = super()._sample()
+            self.trace.append((time.time(), seconds))
+            return seconds
+
+    def between(self, start: float, end: float) -> float:
+        """CPU seconds the link processes used between two wall-clock times (linear between samples)."""
+        times, seconds = zip(*self.trace, strict=True)
+        if start < times[0] or end > times[-1]:
+            raise ValueError(f"window {start:.1f}-{end:.1f} outside the samples {times[0]:.1f}-{times[-1]:.1f}")
+        return float(np.interp(end, times, seconds) - np.interp(start, times, seconds))
+
+
+def backend_row(table: Table, result: CellResult, cpu: LinkCpu) -> float | None:
+    """One backend's CPU per 100 Mbit/s over its cell's flow window; None (and a row saying why) when unmeasured."""
+    p = result.cell.params
+    if result.status != "ok" or not result.flows_started_at or not result.bottleneck_throughput_mbps:
+        table.add_row("CPU per 100 Mbit/s", p.link, f"not measured: {result.status} {result.error or ''}", "", "no")
+        return None
+    start = datetime.fromisoformat(result.flows_started_at).timestamp()
+    share = cpu.between(start, start + p.duration_s) / p.duration_s
+    per_100 = share * 100 / result.bottleneck_throughput_mbps
+    setting = (f"{p.link}, one real cell: {result.bottleneck_throughput_mbps:.1f} Mbit/s of IP, "
+               f"{share:.1%} of a core over the {p.duration_s:g} s flow")
+    if p.link == "ccsweep-link":
+        cpu_row(table, "CPU per 100 Mbit/s", setting, per_100)
+    else:
+        table.add_row("CPU per 100 Mbit/s", setting + " (mm-delay + mm-loss + mm-link)", f"{per_100:.1%} of a core",
+                      "reference", "")
+    return per_100
+
+
+def backend_rows(table: Table, console: Console, seconds: int) -> list[str]:
+    """ccsweep-link and Mahimahi on the cross-check's 100 Mbit/s CUBIC cell without loss, back to back
+    in this run, sampled alike; returns the ratio of their CPU per 100 Mbit/s.
+
+    Neither is pinned: the cells run as the runner runs them. A ccsweep-link cell whose emulator
+    ran late is run again, as the executor would (crosscheck.run_grid).
+    """
+    cells = [c for c in grid(seconds, 1, loss_percent=[0])
+             if c.params.uplink.rate_mbps is not None and c.params.cc_label == "cubic"]
+    console.print(f"both links on one cell each: one CUBIC flow, 100 Mbit/s, 100 ms RTT, infinite queue, "
+                  f"{seconds} s ({', '.join(c.params.link for c in cells)})")
+    with tempfile.TemporaryDirectory(prefix="ccsweep-bench-links-") as scratch, mahimahi_host():
+        cpu = LinkCpu()
+        try:
+            results = run_grid(cells, Path(scratch))
+        finally:
+            cpu.stop()
+    per_100 = {r.cell.params.link: backend_row(table, r, cpu) for r in results}
+    ours, theirs = per_100.get("ccsweep-link"), per_100.get("mahimahi")
+    if ours is None or theirs is None:
+        return ["Mahimahi / ccsweep-link CPU per 100 Mbit/s: not measured (a cell above failed)"]
+    table.add_row("CPU ratio", "Mahimahi / ccsweep-link, the two cells above", f"{theirs / ours:.2f}", "", "")
+    return [f"CPU per 100 Mbit/s on the same cell: ccsweep-link {ours:.1%}, Mahimahi {theirs:.1%} of a core; "
+            f"Mahimahi / ccsweep-link = {theirs / ours:.2f}"]
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
     parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
                         help=f"length of each iperf3 run (default {SECONDS})")
     parser.add_argument("--only-priority", action="store_true",
                         help="run only the real-time priority comparison under load")
+    parser.add_argument("--without-mahimahi", action="store_true",
+                        help="leave out the CPU comparison with upstream Mahimahi (for a machine without it)")
     return parser.parse_args()
 
 
@@ -267,6 +357,11 @@ def main() -> None:
     table = Table(title=f"ccsweep-link benchmark ({pinning})")
     for column in ("measure", "setting", "result", "goal", "met"):
         table.add_column(column)
+    with_mahimahi = not (options.only_priority or options.without_mahimahi)
+    missing = mahimahi_missing() if with_mahimahi else None
+    if missing:
+        sys.exit(f"bench-emulator: {missing}\n(`make mahimahi` builds it; --without-mahimahi leaves the "
+                 "comparison out)")
     notes = []
     if not options.only_priority:
         console.print(f"max rate: 40 Gbit/s link, no delay, {options.seconds} s each of TCP (4 flows) and UDP")
@@ -274,13 +369,14 @@ def main() -> None:
         max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"], options.seconds)
         notes += paced_rows(table, console, options.seconds)
     notes += priority_rows(table, console, options.seconds)
+    if with_mahimahi:
+        notes += backend_rows(table, console, options.seconds)
     console.print(table)
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:
         console.print(note)
-    console.print("Rates are IP bytes out of the emulator over the steady part of each run. Real Mahimahi "
-                  "(mm-delay + mm-loss + mm-link) takes about 30% of a core per 100 Mbit/s "
-                  "(../shared/notes/mahimahi-and-rebbr.md).")
+    console.print("Rates are IP bytes out of the emulator over the steady part of each run; in the two rows per "
+                  "backend, IP bytes out of the bottleneck over the whole flow.")
 
 
 if __name__ == "__main__":

@@ -219,12 +219,15 @@ class ShellsCpu:
     """CPU time of the Mahimahi processes under one PID, sampled from /proc until stop().
 
     Sampled rather than read at exit: the shells' rusage at exit would include the sender's.
+    `names` are the process names (prefixes) counted; `make bench-emulator` counts ccsweep-link's
+    too, to measure both links the same way.
     """
 
     INTERVAL_S = 0.5
 
-    def __init__(self, root_pid: int) -> None:
+    def __init__(self, root_pid: int, names: tuple[str, ...] = ("mm-",)) -> None:
         self._root = root_pid
+        self._names = names
         self._ticks: dict[int, int] = {}
         self._start = time.monotonic()
         self._done = threading.Event()
@@ -235,7 +238,8 @@ class ShellsCpu:
         while not self._done.wait(self.INTERVAL_S):
             self._sample()
 
-    def _sample(self) -> None:
+    def _sample(self) -> float:
+        """Sample now; the counted processes' CPU seconds so far (an ended one keeps its last reading)."""
         stats: dict[int, tuple[int, str, int]] = {}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
@@ -253,13 +257,14 @@ class ShellsCpu:
             tree |= {pid for pid, (ppid, _, _) in stats.items() if ppid in tree}
             grew = len(tree) > before
         for pid in tree:
-            if pid in stats and stats[pid][1].startswith("mm-"):
+            if pid in stats and stats[pid][1].startswith(self._names):
                 self._ticks[pid] = max(self._ticks.get(pid, 0), stats[pid][2])
+        return sum(self._ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> float:
         """The shells' CPU seconds per wall second since the sampler started (with them), up to now."""
-        self._sample()
+        seconds = self._sample()
         self._done.set()
         self._thread.join()
         wall = time.monotonic() - self._start
-        return round(sum(self._ticks.values()) / os.sysconf("SC_CLK_TCK") / wall, 4) if wall > 0 else 0.0
+        return round(seconds / wall, 4) if wall > 0 else 0.0
