@@ -13,8 +13,14 @@ What differs from ccsweep-link, and why:
 - The innermost namespace starts with the host's socket-buffer sysctls, not the cell's: the
   sender waits (`--wait-setup`) while the runner names that namespace (`ip netns attach`) and
   sets the cell's buffers there, before any socket exists.
-- Trace and log files live in a folder owned by nobody: Mahimahi opens them after dropping
-  privileges. The logs then join the workdir under the names ccsweep-link uses.
+- Mahimahi opens trace and log files after dropping privileges, so nobody must reach them, and
+  the runner must too without CAP_DAC_OVERRIDE or CAP_CHOWN, which a cell pod does not hold: the
+  traces are world-readable files in the runner's own folder (mode 711), the logs are written in a
+  folder nobody makes itself, readable by all and writable only by nobody. Copies of the logs
+  join the workdir under the names ccsweep-link uses; nobody removes its folder after the cell.
+- The runner names the sender's namespace with nobody's file-system identity: /proc shows a
+  process's namespace to another user only with CAP_SYS_PTRACE, which a cell pod does not hold
+  either (docs/security.md lists what a `link: mahimahi` pod holds, and why).
 - Mahimahi measures no lateness: the record says so (SelfCheck's lateness None, `not_measured`).
   Its CPU share is the shells' CPU time sampled from /proc over the cell's wall time.
 """
@@ -53,6 +59,8 @@ from ccsweep.runner.procs import Child, ChildError
 #: The unprivileged user and group Mahimahi runs as.
 NOBODY = 65534
 ALLOWED_CC_PATH = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+#: Where `ip netns add` keeps the named namespaces (the cell's own two are there already).
+NETNS_RUN_DIR = Path("/run/netns")
 #: Where to look for an interpreter nobody may run when the runner's own is out of its reach.
 FALLBACK_PYTHON = Path("/usr/bin/python3")
 #: The shells end with their command; this long past the flows' end they are stopped instead.
@@ -71,12 +79,14 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
     _check_allowed(sorted({f.cc for f in p.flows}))
     live = LiveFeed(cell, observer)
     children = base._Children()
-    private = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
+    log_folder = scratch.with_name(f"{scratch.name}-logs")
     try:
-        os.chown(private, NOBODY, NOBODY)
-        traces = {name: _private_copy(_trace_text(cell, name, workdir), private / f"{name}.trace")
+        scratch.chmod(0o711)
+        traces = {name: _readable_copy(_trace_text(cell, name, workdir), scratch / f"{name}.trace")
                   for name in DIRECTIONS}
-        logs = {name: private / f"{name}.log" for name in DIRECTIONS}
+        _as_nobody("make the log folder", "mkdir", "-m", "755", "--", str(log_folder))
+        logs = {name: log_folder / f"{name}.log" for name in DIRECTIONS}
         with cell_namespaces(cell.id, p.buffers) as ns:
             inner = ns.sender.removesuffix("-s") + "-m"
             attached = False
@@ -91,7 +101,7 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
                 cpu = ShellsCpu(shells.process.pid)
                 receiver.wait_event("ready", base.READY_TIMEOUT_S)
                 pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
-                _ip_netns("attach", inner, str(pid))
+                _attach_netns(inner, pid)
                 attached = True
                 set_sysctls(inner, sysctl_settings(p.buffers))
                 sysctls = read_sysctls(inner)
@@ -115,9 +125,11 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
                 if attached:
                     subprocess.run(["ip", "netns", "delete", inner], capture_output=True)
         for name in DIRECTIONS:
-            shutil.move(logs[name], workdir / f"{name}.log")
+            shutil.copyfile(logs[name], workdir / f"{name}.log")
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if log_folder.exists():
+            _as_nobody("remove the log folder", "rm", "-rf", "--", str(log_folder), check=False)
 
     offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
     totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
@@ -138,17 +150,60 @@ def _trace_text(cell: Cell, name: str, workdir: Path) -> bytes:
     return constant_rate_trace(direction.rate_mbps).encode()
 
 
-def _private_copy(data: bytes, path: Path) -> Path:
-    """A file only nobody (and root) can read: Mahimahi opens traces after dropping privileges."""
+def _readable_copy(data: bytes, path: Path) -> Path:
+    """A file nobody can read: Mahimahi opens traces after dropping privileges (a trace is no secret)."""
     path.write_bytes(data)
-    os.chown(path, NOBODY, NOBODY)
-    path.chmod(0o600)
+    path.chmod(0o644)
     return path
 
 
+def _nobody(*argv: str) -> list[str]:
+    """argv run as nobody: user, group and no supplementary groups (CAP_SETUID, CAP_SETGID)."""
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+
+
+def _as_nobody(what: str, *argv: str, check: bool = True) -> None:
+    done = subprocess.run(_nobody(*argv), capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise LinkError(f"mahimahi: nobody (uid {NOBODY}) could not {what}: "
+                        f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
 def _shells_argv(ns: CellNamespaces, command: list[str]) -> list[str]:
-    return [*ns.exec_prefix(ns.sender), "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-            *command]
+    return [*ns.exec_prefix(ns.sender), *_nobody(*command)]
+
+
+#: `ip netns attach NAME PID` with nobody's file-system identity (argv: uid, /proc/PID/ns/net, the
+#: mount point). /proc hands a process's namespace to the same user, or to a holder of
+#: CAP_SYS_PTRACE; the sender runs as nobody, so with nobody's fsuid and fsgid (CAP_SETUID,
+#: CAP_SETGID) the bind mount needs only CAP_SYS_ADMIN. A process of its own: the runner's
+#: identity never changes.
+_ATTACH_AS = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+uid, source, target = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+libc.setfsgid(uid)
+libc.setfsuid(uid)
+if (libc.setfsgid(-1), libc.setfsuid(-1)) != (uid, uid):
+    sys.exit(f"setfsuid/setfsgid {uid}: not permitted")
+if libc.mount(source.encode(), target.encode(), None, 4096, None) != 0:  # MS_BIND
+    sys.exit(f"mount --bind {source} {target}: {os.strerror(ctypes.get_errno())}")
+"""
+
+
+def _attach_netns(name: str, pid: int) -> None:
+    """Name the network namespace of process `pid` (nobody's) `name`, as `ip netns attach` does."""
+    target = NETNS_RUN_DIR / name
+    try:
+        os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+    except OSError as exc:
+        raise LinkError(f"naming the sender's namespace {name}: {target}: {exc.strerror}") from None
+    done = subprocess.run([sys.executable, "-c", _ATTACH_AS, str(NOBODY), f"/proc/{pid}/ns/net", str(target)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        target.unlink(missing_ok=True)
+        raise LinkError(f"naming the sender's namespace {name}: "
+                        f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}")
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
@@ -207,12 +262,6 @@ def _check_forwarding(namespace: str) -> None:
         raise LinkError("mahimahi: new network namespaces get net.ipv4.ip_forward=0 from the host, and Mahimahi's "
                         "nested shells need 1: on the host, sysctl -w net.ipv4.ip_forward=1 (Kubernetes nodes have "
                         "it) or net.core.devconf_inherit_init_net=3")
-
-
-def _ip_netns(*args: str) -> None:
-    done = subprocess.run(["ip", "netns", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise LinkError(f"ip netns {' '.join(args)}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
 
 
 class ShellsCpu:
