@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
-from ccsweep.plan import CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
+from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 from ccsweep_operator.placement import Node, unplaceable
@@ -246,10 +246,13 @@ def workflow_nodes(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
-    """Each cell's Argo phase, by cell id: its Retry node's (the outcome after retries), else its Pod's."""
+    """Each cell's Argo phase, by cell id: its Retry node's (the outcome after retries), else its Pod's.
+
+    A cell runs from the template of its link backend (plan.CELL_TEMPLATES), so every one counts."""
     best: dict[str, tuple[int, str]] = {}
+    templates = set(CELL_TEMPLATES.values())
     for node in workflow_nodes(workflow.get("status") or {}).values():
-        if (node.get("templateRef") or {}).get("template") != "cell" and node.get("templateName") != "cell":
+        if ((node.get("templateRef") or {}).get("template") or node.get("templateName")) not in templates:
             continue
         params = {p.get("name"): p.get("value") for p in (node.get("inputs") or {}).get("parameters") or []}
         cell_id = params.get("id")

@@ -143,8 +143,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
 
-    Each item: {id, experiment, node_selector, deadline_s}; deadline_s bounds the cell pod (its
-    flows plus the overhead budget, see plan.pod_deadline_s); node_selector (an object of node labels) asks for
+    Each item: {id, experiment, node_selector, deadline_s, link}; deadline_s bounds the cell pod (its
+    flows plus the overhead budget, see plan.pod_deadline_s); link, the cell's link backend, picks the
+    cell pod's template (plan.CELL_TEMPLATES); node_selector (an object of node labels) asks for
     nodes whose kernel offers the cell's algorithms, as labelled by the chart's node probe. It is an
     object, not a JSON string, because Argo renders an object item as JSON once, while it escapes the
     quotes of a string item twice (which broke the cell pod's podSpecPatch).
@@ -195,11 +196,11 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
 
 
 def _plan_items(cells: list[Cell]) -> str:
-    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s} each."""
+    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} each."""
     from ccsweep.plan import node_selector, pod_deadline_s
 
     return json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
-                        "deadline_s": pod_deadline_s(c)} for c in cells])
+                        "deadline_s": pod_deadline_s(c), "link": c.params.link} for c in cells])
 
 
 @main.command()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ccsweep import __version__
-from ccsweep.cell import Cell
+from ccsweep.cell import Cell, LinkBackend
 from ccsweep.spec import SweepSpec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 
@@ -76,6 +76,13 @@ def node_selector(cell: Cell) -> dict[str, str]:
     if cell.params.kernel is not None:
         labels[KERNEL_LABEL] = cell.params.kernel
     return labels
+
+
+#: The template of workflows/templates/ccsweep-cell.yaml that runs a cell of each link backend. Its
+#: pod's privileges depend on the link: Mahimahi's setuid shells need some a ccsweep-link cell must
+#: not have (docs/security.md). The plan's items carry `link`, and ccsweep-sweep.yaml's fan-out
+#: sends each item to this template (tests/workflows/test_lint.py holds the two together).
+CELL_TEMPLATES: dict[LinkBackend, str] = {"ccsweep-link": "cell", "mahimahi": "cell-mahimahi"}
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

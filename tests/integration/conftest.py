@@ -76,10 +76,11 @@ class Cells:
     def of(spec: dict[str, Any]) -> list[Cell]:
         return expand(parse_spec(spec, origin="test"))
 
-    def start(self, cell: Cell) -> subprocess.Popen[str]:
+    def start(self, cell: Cell, prefix: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+        """`prefix`: what the process starts under (e.g. setpriv with a pod's capabilities)."""
         workdir = self.scratch / cell.id
         workdir.mkdir(parents=True, exist_ok=True)
-        return subprocess.Popen([sys.executable, "-m", "ccsweep", "cell", "--cell", cell.model_dump_json(),
+        return subprocess.Popen([*prefix, sys.executable, "-m", "ccsweep", "cell", "--cell", cell.model_dump_json(),
                                  "--store", str(self.store), "--workdir", str(workdir)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -95,8 +96,8 @@ class Cells:
         result = open_store(str(self.store)).get_result(cell.id)
         return CellRun(cell, process.pid, process.returncode, report, err, result)
 
-    def run(self, cell: Cell, timeout: float = 120) -> CellRun:
-        return self.finish(cell, self.start(cell), timeout)
+    def run(self, cell: Cell, timeout: float = 120, prefix: tuple[str, ...] = ()) -> CellRun:
+        return self.finish(cell, self.start(cell, prefix), timeout)
 
     @staticmethod
     def namespaces() -> set[str]:

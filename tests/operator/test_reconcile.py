@@ -221,6 +221,16 @@ def test_cell_phase_is_the_retry_nodes_outcome():
     assert cell_phases(workflow("Running", nodes)) == {"a": "Failed", "b": "Running"}
 
 
+def test_cells_of_every_link_backend_are_counted():
+    """A `link: mahimahi` cell runs from its own template (plan.CELL_TEMPLATES); it is a cell all the same."""
+    mahimahi = [{**cell_node("m", kind, phase), "templateRef": {"name": "ccsweep-cell", "template": "cell-mahimahi"}}
+                for kind, phase in (("Retry", "Succeeded"), ("Pod", "Succeeded"))]
+    skipped = {"id": "s", "type": "Skipped", "phase": "Skipped", "templateRef": {"name": "ccsweep-cell",
+                                                                                "template": "cell-mahimahi"}}
+    nodes = [cell_node("a", "Pod", "Running"), *mahimahi, skipped]
+    assert cell_phases(workflow("Running", nodes)) == {"a": "Running", "m": "Succeeded"}
+
+
 def test_cell_phases_are_read_from_compressed_nodes_too():
     """Argo compresses a large workflow's nodes (gzip + base64) into status.compressedNodes."""
     nodes = [cell_node("a", "Pod", "Succeeded"), cell_node("b", "Pod", "Running")]

@@ -109,7 +109,7 @@ def pod_parameters(name: str) -> list[str]:
     return sorted({m.group(2) for m in PARAMETER.finditer(json.dumps(templates()[name]["container"]))})
 
 
-@pytest.mark.parametrize("name", ["plan", "verdict", "cell", "figures"])
+@pytest.mark.parametrize("name", ["plan", "verdict", "cell", "cell-mahimahi", "figures"])
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_a_hostile_value_is_one_argv_item_of_ccsweep(name: str, hostile: str):
     template = templates()[name]
@@ -204,6 +204,9 @@ def test_cell_pods_use_the_runtime_default_seccomp_profile():
     security = templates()["cell"]["container"]["securityContext"]
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
     assert security["allowPrivilegeEscalation"] is False
+    # A `link: mahimahi` cell needs its setuid shells honoured, and is still not privileged.
+    mahimahi = templates()["cell-mahimahi"]["container"]["securityContext"]
+    assert mahimahi["seccompProfile"] == {"type": "RuntimeDefault"} and mahimahi["privileged"] is False
 
 
 def test_only_checked_values_reach_the_cell_pod_spec_patch():
@@ -215,13 +218,18 @@ def test_only_checked_values_reach_the_cell_pod_spec_patch():
 
     from ccsweep.crd import RunSettings
 
-    assert {m.group(2) for m in PARAMETER.finditer(templates()["cell"]["podSpecPatch"])} == {
-        "node-selector", "cpu", "memory"}
-    fan_out = next(step for group in templates()["sweep"]["steps"] for step in group if "withParam" in step)
-    fed = {p["name"]: p["value"] for p in fan_out["arguments"]["parameters"]}
-    assert fed["node-selector"] == "{{item.node_selector}}"
-    assert fan_out["withParam"] == "{{steps.plan.outputs.result}}"
-    assert (fed["cpu"], fed["memory"]) == ("{{workflow.parameters.cell-cpu}}", "{{workflow.parameters.cell-memory}}")
+    fan_outs = [step for group in templates()["sweep"]["steps"] for step in group
+                if step.get("templateRef", {}).get("name") == "ccsweep-cell"]
+    assert len(fan_outs) == 2   # one per cell template: ccsweep-link's and Mahimahi's
+    for fan_out in fan_outs:
+        cell = templates()[fan_out["templateRef"]["template"]]
+        assert {m.group(2) for m in PARAMETER.finditer(cell["podSpecPatch"])} == {"node-selector", "cpu", "memory"}
+        fed = {p["name"]: p["value"] for p in fan_out["arguments"]["parameters"]}
+        assert fed["node-selector"] == "{{item.node_selector}}"
+        # The plan's output, filtered by an item's link (tests/workflows/test_lint.py): still plan's own JSON.
+        assert fan_out["withParam"].startswith("{{=toJson(filter(jsonpath(steps.plan.outputs.result, '$'), ")
+        assert (fed["cpu"], fed["memory"]) == ("{{workflow.parameters.cell-cpu}}",
+                                               "{{workflow.parameters.cell-memory}}")
     assert "cell_memory" not in RunSettings.model_fields
     assert RunSettings(cell_cpu="500m").cell_cpu == "500m"
     with pytest.raises(ValidationError, match="cell_cpu"):

@@ -87,7 +87,7 @@ def command_flags(template: dict) -> tuple[list[str], set[str]]:
     return [match.group(1)], set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
 
 
-@pytest.mark.parametrize("name", ["plan", "plan-chunk", "cell", "figures", "verdict"])
+@pytest.mark.parametrize("name", ["plan", "plan-chunk", "cell", "cell-mahimahi", "figures", "verdict"])
 def test_templates_call_ccsweep_with_flags_it_has(name: str):
     (subcommand,), flags = command_flags(all_templates()[name])
     command = cli.commands[subcommand]
@@ -95,10 +95,29 @@ def test_templates_call_ccsweep_with_flags_it_has(name: str):
     assert flags <= known, f"ccsweep {subcommand} lacks {flags - known}"
 
 
+def cell_steps(template: str = "sweep") -> dict[str, dict]:
+    """The fan-out steps of a steps template that run cells (one per cell template), by name."""
+    return {step["name"]: step for group in all_templates()[template]["steps"] for step in group
+            if step.get("templateRef", {}).get("name") == "ccsweep-cell"}
+
+
+#: The one shape of a cell step's withParam: the plan's items whose `link` is (or is not) one backend.
+LINK_FILTER = re.compile(r"\{\{=toJson\(filter\(jsonpath\(steps\.plan\.outputs\.result, '\$'\), "
+                         r"\{#\.link (==|!=) '([a-z-]+)'\}\)\)\}\}")
+
+
+def takes(step: dict, item: dict) -> bool:
+    """Whether the cell step's filter takes `item`, evaluated as Argo's expr does (a missing key is nil)."""
+    match = LINK_FILTER.fullmatch(step["withParam"])
+    assert match, step["withParam"]
+    operator, link = match.groups()
+    return (item.get("link") == link) == (operator == "==")
+
+
 def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
-    sweep = all_templates()["sweep"]
-    fan_out = next(step for group in sweep["steps"] for step in group if "withParam" in step)
-    used = set(re.findall(r"\{\{item\.(\w+)\}\}", json.dumps(fan_out)))
+    steps = cell_steps()
+    used = set(re.findall(r"\{\{item\.(\w+)\}\}", json.dumps(steps)))
+    used |= {"link"} if all(LINK_FILTER.fullmatch(s["withParam"]) for s in steps.values()) else set()
     done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", "quick", "--store", str(tmp_path / "store")],
                           check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0, done.stderr
@@ -120,6 +139,68 @@ def cell_pod_patch(**values: str) -> dict:
         if value is not None:
             patch = patch.replace(f"{{{{inputs.parameters.{name}}}}}", value)
     return json.loads(patch)
+
+
+def test_each_link_backend_runs_from_its_own_cell_template():
+    """The plan item's `link` sends a cell to plan.CELL_TEMPLATES' template, in a sweep and in a
+    chunk Workflow alike; an item without `link` (an older image's plan) to the least-privilege one."""
+    from typing import get_args
+
+    from ccsweep.cell import LinkBackend
+    from ccsweep.plan import CELL_TEMPLATES
+
+    assert set(CELL_TEMPLATES) == set(get_args(LinkBackend))
+    for template in ("sweep", "chunk-sweep"):
+        steps = cell_steps(template)
+        assert {s["templateRef"]["template"] for s in steps.values()} == set(CELL_TEMPLATES.values())
+        for link, cell_template in CELL_TEMPLATES.items():
+            (taken,) = [s for s in steps.values() if takes(s, {"id": "x", "link": link})]
+            assert taken["templateRef"]["template"] == cell_template, (template, link)
+        (default,) = [s for s in steps.values() if takes(s, {"id": "x"})]
+        assert default["templateRef"]["template"] == CELL_TEMPLATES["ccsweep-link"]
+        # Apart from which items and which template, the steps are one: the same arguments and outcome.
+        strip = ("name", "templateRef", "withParam")
+        assert len({json.dumps({k: v for k, v in s.items() if k not in strip}) for s in steps.values()}) == 1
+    assert cell_steps("chunk-sweep") == cell_steps("sweep")
+
+
+def test_ccsweep_plans_items_route_each_cell_by_its_link(tmp_path: Path):
+    """`ccsweep plan`'s real output for a sweep of both links, through the fan-out's filters."""
+    from ccsweep.plan import CELL_TEMPLATES
+
+    experiment = {"cc": ["bbr"], "loss": [0], "rtt_ms": [100], "bandwidth_mbps": [10], "duration_s": 5}
+    spec = tmp_path / "both.json"
+    spec.write_text(json.dumps({"name": "both", "experiments": [
+        {"name": "emulated", **experiment}, {"name": "mahimahi", "link": "mahimahi", **experiment}]}))
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", str(spec), "--store", str(tmp_path / "store")],
+                          check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)
+    assert sorted(i["link"] for i in items) == ["ccsweep-link", "mahimahi"]
+    for item in items:
+        (step,) = [s for s in cell_steps().values() if takes(s, item)]
+        assert step["templateRef"]["template"] == CELL_TEMPLATES[item["link"]]
+        assert (step["templateRef"]["template"] == "cell-mahimahi") == (item["experiment"] == "mahimahi")
+
+
+def test_a_mahimahi_cell_pod_differs_only_in_what_mahimahi_needs():
+    """Same pod, inputs, retries and deadline; only the main container's privileges differ, and by
+    exactly what docs/security.md derives: allowPrivilegeEscalation for the setuid shells, SETUID and
+    SETGID, NET_BIND_SERVICE for their dnsmasq, and no SYS_NICE (no ccsweep-link to run)."""
+    cell, mahimahi = all_templates()["cell"], all_templates()["cell-mahimahi"]
+    assert {k for k in cell.keys() | mahimahi.keys() if cell.get(k) != mahimahi.get(k)} == {"name", "container"}
+    plain, other = cell["container"], mahimahi["container"]
+    assert {k for k in plain.keys() | other.keys() if plain.get(k) != other.get(k)} == {"securityContext"}
+    before, after = plain["securityContext"], other["securityContext"]
+    assert {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)} == {
+        "allowPrivilegeEscalation", "capabilities"}
+    assert before["allowPrivilegeEscalation"] is False and after["allowPrivilegeEscalation"] is True
+    assert after["privileged"] is False and after["runAsUser"] == 0
+    assert after["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert after["capabilities"]["drop"] == ["ALL"]
+    added = set(after["capabilities"]["add"])
+    assert added == set(before["capabilities"]["add"]) - {"SYS_NICE"} | {"SETUID", "SETGID", "NET_BIND_SERVICE"}
+    assert len(added) == len(after["capabilities"]["add"])
 
 
 def test_cell_template_is_least_privilege_and_requests_cpu_without_a_cpu_limit():
@@ -217,7 +298,7 @@ def test_the_sweep_fans_out_cells_or_chunks_from_the_plans_two_outputs():
     steps = {s["name"]: s for group in all_templates()["sweep"]["steps"] for s in group}
     plan = all_templates()["plan"]
     (output,) = plan["outputs"]["parameters"]
-    assert steps["cell"]["withParam"] == "{{steps.plan.outputs.result}}"
+    assert all("(steps.plan.outputs.result," in s["withParam"] for s in cell_steps().values())
     assert steps["chunk"]["withParam"] == f"{{{{steps.plan.outputs.parameters.{output['name']}}}}}"
     assert f"--chunks-file={output['valueFrom']['path']}" in plan["container"]["args"]
     assert output["valueFrom"]["path"].startswith("/tmp/")   # the pod's one writable folder
