@@ -137,7 +137,7 @@ cluster-up: deps tools ## Local single-node Kubernetes + Argo + MinIO/Prometheus
 	hack/cluster/up.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/argo.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/services.sh $(CLUSTER_BASE) $(CLUSTER_NS)
-	images/build-local.sh --import $(CLUSTER_BASE)/containerd/containerd.sock cell >/dev/null
+	hack/cluster/image.sh $(CLUSTER_BASE) $(CLUSTER_NS) cell
 	@echo "kubectl: $(CLUSTER_BASE)/kubectl   argo: $(CLUSTER_BASE)/argo   services: $(CLUSTER_BASE)/services.env"
 
 .PHONY: cluster-down
@@ -145,13 +145,14 @@ cluster-down: ## Stop the local cluster and everything beside it (by recorded PI
 	hack/cluster/down.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 
 .PHONY: image
-image: ## Build the cell image (images/cell/Dockerfile) with buildah; REGISTRY=host[:port] also pushes it there.
-	images/build.sh $(if $(REGISTRY),--push $(REGISTRY))
+image: ## Build the cell image (images/cell/Dockerfile) with buildah; REGISTRY=host[:port] pushes it, ARCHIVE=file writes an OCI archive.
+	images/build.sh $(if $(REGISTRY),--push $(REGISTRY)) $(if $(ARCHIVE),--archive $(ARCHIVE)) $(if $(LOCAL_BASE),--local-base)
 
 .PHONY: images
-images: tools emulator ## Cell and argoexec images as OCI archives, without Docker (images/build-local.sh).
-	images/build-local.sh cell
-	images/build-local.sh argoexec
+images: tools ## Every image the local cluster runs (cell, argoexec, pause) with buildah, base images made locally.
+	images/build.sh --local-base cell
+	images/build.sh --local-base argoexec
+	images/build.sh --local-base pause
 
 ##@ Benchmarks
 

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# images/build.sh [--push REGISTRY] [--local-base] [--archive FILE]
-# Builds the cell image from images/cell/Dockerfile with buildah, a standard OCI builder from
-# Debian's packages (`apt-get install buildah`), as anyone building ccsweep for their own cluster
-# does. The image is named REGISTRY/ccsweep/cell:VERSION (VERSION: the package's, which is the
-# chart's appVersion), or localhost/ccsweep/cell:VERSION without --push. Prints the image's name.
+# images/build.sh [--push REGISTRY] [--local-base] [--archive FILE] [cell|argoexec|pause]
+# Builds an image from its Dockerfile with buildah, a standard OCI builder from Debian's packages
+# (`apt-get install buildah`), as anyone building ccsweep for their own cluster does. Prints the
+# image's name, REGISTRY/ccsweep/NAME:TAG, or localhost/ccsweep/NAME:TAG without --push:
+#   cell      images/cell/Dockerfile (the default): cells, operator and node probe; TAG is the
+#             package's version, which is the chart's appVersion
+#   argoexec  images/argoexec/Dockerfile: Argo's executor, TAG its release (ARGO_WORKFLOWS_VERSION)
+#   pause     images/pause/Dockerfile: the test cluster's pod sandbox, TAG KUBERNETES_VERSION; its
+#             context is the static pause binary hack/tools/kubernetes.sh built (bin/pause)
 #   --push REGISTRY  push it there (`buildah login REGISTRY` first where the registry needs it)
 #   --local-base     no registry reachable: make the base images from a local root file system
 #                    (images/local-base.sh) and never pull
-#   --archive FILE   also write it as an OCI archive (what `ctr images import` takes)
-# Mahimahi is built from the pinned commit (versions.env): from MAHIMAHI_TARBALL (default
-# ../shared/vendor/mahimahi-COMMIT.tar.gz beside the clone) when that file exists, else the
-# Dockerfile clones the commit from GitHub.
+#   --archive FILE   also write it as an OCI archive (what `ctr -n k8s.io images import` takes)
+# The cell's Mahimahi is built from the pinned commit (versions.env): from MAHIMAHI_TARBALL
+# (default ../shared/vendor/mahimahi-COMMIT.tar.gz beside the clone) when that file exists, else
+# the Dockerfile clones the commit from GitHub.
 #   BUILDAH_ISOLATION  buildah's --isolation (default: chroot, which needs no user namespaces)
-# `make image REGISTRY=...` runs this.
+# Layers are cached in buildah's own storage (`buildah info`: /var/lib/containers/storage for
+# root), outside the clone and shared by every clone on the machine; an unchanged rebuild takes
+# seconds (buildah's CONTAINERS_STORAGE_CONF moves that storage, e.g. into a cache a CI keeps).
+# `make image REGISTRY=...` runs this for the cell image.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -21,35 +28,57 @@ REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$REPO_ROOT/hack/versions.sh"
 usage() { echo "images/build.sh: $*" >&2; exit 2; }
 
-registry="" archive="" pull=()
+registry="" archive="" pull=() name=cell
 while (($#)); do
   case $1 in
     --push) registry=${2:-}; [[ -n $registry ]] || usage "--push needs a registry host, e.g. registry.example.org"; shift 2 ;;
     --archive) archive=${2:-}; [[ -n $archive ]] || usage "--archive needs a file name"; shift 2 ;;
     --local-base) pull=(--pull=never); shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage "unknown argument $1 (allowed: --push REGISTRY, --local-base, --archive FILE)" ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    cell|argoexec|pause) name=$1; shift ;;
+    *) usage "unknown argument $1 (allowed: --push REGISTRY, --local-base, --archive FILE, cell|argoexec|pause)" ;;
   esac
 done
 if [[ -n $registry && ! $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]]; then
   usage "--push $registry: expected a registry host[:port], e.g. registry.example.org"
 fi
 command -v buildah >/dev/null || { echo "images/build.sh: buildah not found (apt-get install buildah)" >&2; exit 1; }
-version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO_ROOT/src/ccsweep/__init__.py")
-image=${registry:-localhost}/ccsweep/cell:$version
 
-((${#pull[@]} == 0)) || "$REPO_ROOT/images/local-base.sh"
-tarball=${MAHIMAHI_TARBALL:-$REPO_ROOT/../shared/vendor/mahimahi-$MAHIMAHI_COMMIT.tar.gz}
-vendored=$REPO_ROOT/images/cell/mahimahi/mahimahi-$MAHIMAHI_COMMIT.tar.gz
-if [[ -f $tarball ]]; then
-  cp "$tarball" "$vendored"
-  trap 'rm -f "$vendored"' EXIT
-  echo "images/build.sh: Mahimahi $MAHIMAHI_COMMIT from $tarball" >&2
+context=$REPO_ROOT
+case $name in
+  cell) tag=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO_ROOT/src/ccsweep/__init__.py") ;;
+  argoexec) tag=$ARGO_WORKFLOWS_VERSION ;;
+  pause)
+    tag=$KUBERNETES_VERSION
+    pause=$(readlink -f "${CCSWEEP_BIN:-$REPO_ROOT/bin}/pause") \
+      || usage "no static pause binary in ${CCSWEEP_BIN:-$REPO_ROOT/bin}: run hack/tools/kubernetes.sh"
+    [[ -x $pause ]] || usage "$pause missing: run hack/tools/kubernetes.sh"
+    context=$(dirname "$pause") ;;
+esac
+image=${registry:-localhost}/ccsweep/$name:$tag
+
+((${#pull[@]} == 0)) || "$REPO_ROOT/images/local-base.sh" "$name" >&2
+if [[ $name == cell ]]; then
+  tarball=${MAHIMAHI_TARBALL:-$REPO_ROOT/../shared/vendor/mahimahi-$MAHIMAHI_COMMIT.tar.gz}
+  vendored=$REPO_ROOT/images/cell/mahimahi/mahimahi-$MAHIMAHI_COMMIT.tar.gz
+  if [[ -f $tarball ]]; then
+    cp "$tarball" "$vendored"
+    trap 'rm -f "$vendored"' EXIT
+    echo "images/build.sh: Mahimahi $MAHIMAHI_COMMIT from $tarball" >&2
+  fi
 fi
 
 buildah bud --isolation "${BUILDAH_ISOLATION:-chroot}" --layers "${pull[@]}" \
-  --file "$REPO_ROOT/images/cell/Dockerfile" --ignorefile "$REPO_ROOT/images/cell/Dockerfile.dockerignore" \
-  --tag "$image" "$REPO_ROOT" >&2
+  --file "$REPO_ROOT/images/$name/Dockerfile" --ignorefile "$REPO_ROOT/images/$name/Dockerfile.dockerignore" \
+  --tag "$image" "$context" >&2
 [[ -z $registry ]] || buildah push "$image" "docker://$image" >&2
-[[ -z $archive ]] || { rm -f "$archive"; buildah push "$image" "oci-archive:$archive:$image" >&2; }
+if [[ -n $archive ]]; then
+  # An archive written from this very image (its ID beside it, in FILE.id) is kept as it is.
+  id=$(buildah inspect --type image --format '{{.FromImageID}}' "$image")
+  if [[ ! -s $archive || $(cat "$archive.id" 2>/dev/null) != "$id" ]]; then
+    rm -f "$archive" "$archive.id"
+    buildah push "$image" "oci-archive:$archive:$image" >&2
+    echo "$id" > "$archive.id"
+  fi
+fi
 echo "$image"

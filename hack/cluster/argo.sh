@@ -2,7 +2,7 @@
 # argo.sh [BASE] [NS]: Argo Workflows on the cluster that up.sh started at BASE:
 #   - the CRDs (the module's minimal ones, from hack/tools/argo.sh),
 #   - namespace `argo` with the controller's ConfigMap (executor image, metrics port),
-#   - the executor image (images/build-local.sh argoexec) imported into the node's containerd,
+#   - the executor image (images/argoexec/Dockerfile, built with buildah) in the node's containerd,
 #   - workflow-controller itself, on the node inside NS (like the control plane: recorded PID,
 #     stopped by down.sh), talking to the API server with the admin kubeconfig,
 #   - $BASE/argo: the argo CLI wired to this cluster.
@@ -65,8 +65,7 @@ EOT
 }
 
 import_executor_image() {
-  "$REPO_ROOT/images/build-local.sh" --import "$SOCK" argoexec >/dev/null
-  log "imported $ARGOEXEC_IMAGE"
+  [[ $(import_image argoexec) == "$ARGOEXEC_IMAGE" ]] || die "images/build.sh argoexec did not build $ARGOEXEC_IMAGE"
 }
 
 start_controller() {

@@ -13,7 +13,8 @@ CCSWEEP_CACHE=${CCSWEEP_CACHE:-$HOME/.cache/ccsweep}
 REPO_BIN=${CCSWEEP_BIN:-$REPO_ROOT/bin}
 # shellcheck source=../versions.sh
 source "$REPO_ROOT/hack/versions.sh"
-# Images the cluster runs, tagged with the release they carry (images/build-local.sh builds them).
+# Images the cluster runs, tagged with the release they carry: images/build.sh builds each from
+# its Dockerfile with buildah (import_image, below).
 PAUSE_IMAGE=localhost/ccsweep/pause:$KUBERNETES_VERSION
 ARGOEXEC_IMAGE=localhost/ccsweep/argoexec:$ARGO_WORKFLOWS_VERSION
 
@@ -45,6 +46,19 @@ guard_base() {
 }
 
 pidfile() { echo "$BASE/pids/$1.pid"; }
+
+# import_image cell|argoexec|pause: build it with buildah from its Dockerfile (images/build.sh,
+# base images made locally: no registry here), as an OCI archive in $CCSWEEP_CACHE/images, and
+# import that into the node's containerd (namespace k8s.io), where pods run it with
+# imagePullPolicy: Never. Prints the image's name.
+import_image() {
+  local archive=$CCSWEEP_CACHE/images/$1.oci image
+  mkdir -p "$CCSWEEP_CACHE/images"
+  image=$("$REPO_ROOT/images/build.sh" --local-base --archive "$archive" "$1")
+  ctr -a "$SOCK" -n k8s.io images import "$archive" >&2
+  log "imported $image"
+  echo "$image"
+}
 
 # pid_of DAEMON: its recorded PID if that process is still alive AND still that program.
 pid_of() {

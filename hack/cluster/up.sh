@@ -105,8 +105,7 @@ start_containerd() {
 }
 
 import_pause_image() {
-  CONTAINERD_ADDRESS='' "$REPO_ROOT/images/build-local.sh" --import "$SOCK" pause >/dev/null
-  log "imported $PAUSE_IMAGE"
+  [[ $(import_image pause) == "$PAUSE_IMAGE" ]] || die "images/build.sh pause did not build $PAUSE_IMAGE"
 }
 
 # sign NAME SUBJECT EXTENSIONS: a key and a CA-signed certificate in pki/, unless present.

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import yaml
 
+from ccsweep import __version__
 from versions import ARGO_WORKFLOWS_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
-CELL_IMAGE = "localhost/ccsweep/cell:local"
+#: What images/build.sh names the cell image it builds without --push: the package's version.
+CELL_IMAGE = f"localhost/ccsweep/cell:{__version__}"
 EXECUTOR_IMAGE = f"localhost/ccsweep/argoexec:{ARGO_WORKFLOWS_VERSION}"
 NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 
@@ -121,9 +123,9 @@ class Cluster:
         return NodeServices.load(self)
 
     def import_image(self, name: str) -> None:
-        """images/build-local.sh NAME, imported into the node's containerd."""
-        self._timed(f"image/{name}", [str(REPO / "images/build-local.sh"), "--import",
-                                      str(self.base / "containerd/containerd.sock"), name], 1200)
+        """The image NAME built from its Dockerfile with buildah and imported into the node's containerd
+        (hack/cluster/image.sh). A cold cell image build takes minutes; buildah's layer cache, seconds."""
+        self._timed(f"image/{name}", [str(REPO / "hack/cluster/image.sh"), str(self.base), self.ns, name], 3600)
 
     def down(self) -> None:
         if self._down:

@@ -4,7 +4,7 @@ The session fixture `cluster` builds (or reuses) the pinned tools, brings the cl
 own network namespace with hack/cluster/up.sh, and ALWAYS tears it down with down.sh (which stops
 every daemon and add-on by its recorded PID): as a fixture finalizer, at interpreter exit, and on
 SIGTERM/SIGHUP, also after a failed bring-up. Further session fixtures add, once each:
-`cell_image` (images/build-local.sh, imported), `argo` (CRDs + the real workflow-controller),
+`cell_image` (images/cell/Dockerfile built with buildah, imported), `argo` (CRDs + the real workflow-controller),
 `node_services` (MinIO, Pushgateway, Prometheus on the node) and `sweep_namespace` (RBAC,
 WorkflowTemplates and the S3 Secret in the test namespace). Needs root and Linux.
 Environment knobs:
@@ -114,7 +114,8 @@ def cluster(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def cell_image(cluster: TestCluster) -> str:
-    """The cell image built with images/build-local.sh and imported into the cluster."""
+    """The cell image built from images/cell/Dockerfile with buildah (images/build.sh, as users build
+    it) and imported into the node's containerd."""
     cluster.import_image("cell")
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEST_NAMESPACE}})
     cluster.kubectl("wait", "-n", TEST_NAMESPACE, "--for=create", "serviceaccount/default", "--timeout=60s")
