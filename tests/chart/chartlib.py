@@ -66,12 +66,19 @@ class InstallDoc:
     monitoring_values: str        # the optional monitoring values block
     label_namespace: list[str]    # the `kubectl label namespace` command's arguments after `kubectl`
     commands: list[list[str]]     # every command line of its sh blocks, split as a shell would
+    sections: dict[str, list[list[str]]]  # those command lines under each `## ` heading, in order
+
+
+def _sh_commands(text: str) -> list[list[str]]:
+    return [shlex.split(line, comments=True) for m in _BLOCK.finditer(text) if m["lang"] == "sh"
+            for line in m["body"].splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
 def install_doc() -> InstallDoc:
-    blocks = [(m["lang"], m["body"]) for m in _BLOCK.finditer(INSTALL_DOC.read_text())]
-    commands = [shlex.split(line, comments=True) for lang, body in blocks if lang == "sh"
-                for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    text = INSTALL_DOC.read_text()
+    blocks = [(m["lang"], m["body"]) for m in _BLOCK.finditer(text)]
+    commands = _sh_commands(text)
+    sections = {part.split("\n", 1)[0].strip(): _sh_commands(part) for part in re.split(r"^## ", text, flags=re.M)[1:]}
 
     def command(*start: str) -> list[str]:
         """The one command line starting with these words, without the program's name."""
@@ -84,4 +91,5 @@ def install_doc() -> InstallDoc:
 
     return InstallDoc(helm_install=command("helm", "install", "ccsweep"), values=yaml_block("# ccsweep-values.yaml"),
                       monitoring_values=yaml_block("serviceMonitor:"),
-                      label_namespace=command("kubectl", "label", "namespace"), commands=commands)
+                      label_namespace=command("kubectl", "label", "namespace"), commands=commands,
+                      sections=sections)

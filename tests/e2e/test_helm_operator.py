@@ -1,16 +1,27 @@
-"""The chart installed with the real Helm on the real cluster, and a Sweep run by its operator.
+"""docs/install.md's commands, from a fresh `git clone` to a finished sweep and its report in MinIO.
 
-`helm install` as docs/install.md says (its command and values read from the page, with
-ci/e2e-values.yaml and a store prefix of this session's own laid over them) brings the CRD, the
-operator, the node probe and the WorkflowTemplates; Argo's real controller, MinIO and the
-Pushgateway come from the session fixtures. Then, as a user would: `kubectl apply` the quick
-example, wait for Succeeded, find the results in MinIO; apply it again and see no cell run;
-delete a running Sweep and see its Workflow and pods go (ownerReferences, garbage collector).
+The `release` fixture clones this repository into an empty folder (no ../shared beside it), then
+runs the page's commands in order, read from the page: `make image ARCHIVE=...` builds the cell
+image from images/cell/Dockerfile with buildah and `ctr images import` puts it into the node's
+containerd; the namespace, its Pod Security label, the S3 Secret from an env file, `helm install`
+of the clone's chart with the page's values. A command the page gains that this file does not know
+fails the test, so the page and the test cannot drift. Not run, as the issue allows: pushing to a
+registry (there is none; the page's archive path instead) and installing Argo (the session runs
+Argo's controller itself); nor MinIO's chart (MinIO runs on the node and the chart is on the
+network) or the optional node setup (a privileged DaemonSet changing the host's kernel). Laid over
+the page's values: ci/e2e-values.yaml (the image's `registry: localhost`, the node's Pushgateway)
+and a store prefix of this session's own. Then the page's step 6 (test_the_documented_sweep_...),
+and the operator as the chart deploys it: a Sweep no node can run fails within 60 s in one line;
+applying again runs no cell; deleting a running Sweep removes its Workflow and pods.
 """
 
 from __future__ import annotations
 
+import calendar
 import json
+import os
+import re
+import subprocess
 import sys
 import time
 import uuid
@@ -21,29 +32,107 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from clusterlib import CELL_IMAGE, NODE_IP, REPO, NodeServices
+from clusterlib import CELL_IMAGE, REPO, NodeServices
+from versions import read_versions
 
 sys.path.insert(0, str(REPO / "tests/chart"))
+from ccsweep.spec import KNOWN_CONGESTION_CONTROLS  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from chartlib import CHART, helm, install_doc  # noqa: E402
+from chartlib import helm, install_doc  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
 
 pytestmark = pytest.mark.e2e
 
-NAMESPACE = "ccsweep-helm"
+NAMESPACE = "ccsweep"  # the page's
 RELEASE = "ccsweep"
-EXAMPLE = REPO / "operator/examples/quick/sweep.yaml"
+EXAMPLE = "operator/examples/quick/sweep.yaml"  # in the clone
 NODE = "ccsweep-node"
 SWEEP_TIMEOUT_S = 600
+#: The issue's bound: a Sweep no node can run ends within this many seconds of its creation.
+FAIL_FAST_S = 60
+#: docs/install.md's steps the test runs: the fixture the first three, the sweep test the last.
+RUN_SECTIONS = ("1. The clone and the image", "4. The namespace and the S3 Secret", "5. The chart",
+                "6. A sweep and its report")
+#: docs/install.md's steps the test does not run, and why.
+ASIDE_SECTIONS = {
+    "2. Argo Workflows": "the session runs Argo's controller itself (hack/cluster/argo.sh)",
+    "3. The S3 store": "MinIO runs on the node (hack/cluster/services.sh); its chart is on the network",
+}
+ASIDE_COMMANDS = {
+    ("make", "image", "REGISTRY=registry.example.org"): "no registry here: the page's archive path instead",
+    ("helm", "upgrade"): "the optional node setup: a privileged DaemonSet changing the host's kernel",
+}
+
+
+class DocRunner:
+    """Runs docs/install.md's command lines as a user types them, on the session's cluster: kubectl,
+    argo and helm with its kubeconfig inside its network namespace, ctr at its containerd."""
+
+    def __init__(self, cluster: TestCluster, workdir: Path, overlays: list[str]) -> None:
+        self.cluster, self.cwd, self.overlays = cluster, workdir, overlays
+        self.clone: Path | None = None
+
+    def aside(self, argv: list[str]) -> str | None:
+        return next((why for start, why in ASIDE_COMMANDS.items() if tuple(argv[:len(start)]) == start), None)
+
+    def run(self, argv: list[str], timeout: float = 900) -> str:
+        """One command line; its standard output. Fails the test with its output when it fails."""
+        cmd, env = self.translate(argv)
+        if cmd is None:
+            return ""
+        started = time.monotonic()
+        done = subprocess.run(cmd, cwd=self.cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        sys.stderr.write(f"[install.md] {' '.join(argv)[:100]}: exit {done.returncode} in "
+                         f"{time.monotonic() - started:.0f}s\n")
+        assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        return done.stdout
+
+    def translate(self, argv: list[str]) -> tuple[list[str] | None, dict[str, str] | None]:
+        base, env = self.cluster.base, None
+        match argv:
+            case ["git", "clone", url]:
+                self.clone = self.cwd / url.rstrip("/").rsplit("/", 1)[-1]
+                return ["git", "clone", "-q", "--no-hardlinks", str(REPO), str(self.clone)], None
+            case ["cd", folder]:
+                self.cwd = self.cwd / folder
+                return None, None
+            case ["make", "image", *_]:
+                # No registry here, Docker Hub's base images neither (made from a local root file
+                # system), nor GitHub: Mahimahi's pinned source is the vendored tarball.
+                tarball = REPO.parent / "shared/vendor" / f"mahimahi-{read_versions()['MAHIMAHI_COMMIT']}.tar.gz"
+                env = {**os.environ, "MAHIMAHI_TARBALL": str(tarball)}
+                return ["make", *argv[1:], "LOCAL_BASE=1"], env
+            case ["ctr", *rest]:
+                return ["ctr", "-a", str(base / "containerd/containerd.sock"), *rest], None
+            case ["kubectl", *rest]:
+                return [str(base / "kubectl"), *rest], None
+            case ["argo", *rest]:
+                # The shell's $(cat FILE), as the page writes a spec file's content into a parameter.
+                rest = [re.sub(r"\$\(cat (\S+)\)", lambda m: (self.cwd / m[1]).read_text(), a) for a in rest]
+                return [str(base / "argo"), *rest], None
+            case ["helm", "install", *rest]:
+                return ["nsenter", f"--net=/run/netns/{self.cluster.ns}", str(helm()),
+                        f"--kubeconfig={base / 'admin.kubeconfig'}", "install", *rest, *self.overlays], None
+        raise AssertionError(f"docs/install.md has a command this test does not run: {argv}; "
+                             "run it in DocRunner.translate, or say in ASIDE_COMMANDS why not")
+
+    def section(self, title: str) -> None:
+        """Every command of one of the page's steps, in order."""
+        for argv in install_doc().sections[title]:
+            why = self.aside(argv)
+            if why:
+                sys.stderr.write(f"[install.md] not run: {' '.join(argv)}: {why}\n")
+            else:
+                self.run(argv)
 
 
 class Release:
     """The installed chart and how to look at what it runs."""
 
-    def __init__(self, cluster: TestCluster, services: NodeServices, prefix: str) -> None:
-        self.cluster, self.services, self.prefix = cluster, services, prefix
+    def __init__(self, cluster: TestCluster, services: NodeServices, prefix: str, doc: DocRunner) -> None:
+        self.cluster, self.services, self.prefix, self.doc = cluster, services, prefix, doc
 
     def kubectl(self, *args: str, **kwargs) -> str:
         return self.cluster.kubectl("-n", NAMESPACE, *args, **kwargs).stdout
@@ -61,13 +150,13 @@ class Release:
         assert done.returncode == 0, f"helm {' '.join(args)}: {done.stderr}"
         return done.stdout
 
-    def wait_for(self, what: str, probe: Callable[[], object], timeout: float = 120) -> object:
+    def wait_for(self, what: str, probe: Callable[[], object], timeout: float = 120, every: float = 2) -> object:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             value = probe()
             if value:
                 return value
-            time.sleep(2)
+            time.sleep(every)
         logs = self.cluster.kubectl("-n", NAMESPACE, "logs", f"deployment/{RELEASE}-operator", "--tail=40",
                                     check=False).stdout
         raise AssertionError(f"{what}: not reached in {timeout:.0f}s\noperator log tail:\n{logs}")
@@ -76,61 +165,57 @@ class Release:
         sweep = self.get("sweep", name)
         return sweep if sweep and (sweep.get("status") or {}).get("phase") in phases else None
 
-
-def with_namespace(argv: list[str], after: str) -> list[str]:
-    """A documented command with this test's namespace in place of the page's (the word after `after`)."""
-    i = argv.index(after) + 1
-    return [*argv[:i], NAMESPACE, *argv[i + 1:]]
-
-
-def image_has_the_operator(cluster: TestCluster) -> str | None:
-    """None when the cell image can run the operator; else why not (its import error)."""
-    name = f"probe-{uuid.uuid4().hex[:6]}"
-    done = cluster.kubectl("run", name, "-n", NAMESPACE, "--rm", "-i", "--restart=Never", f"--image={CELL_IMAGE}",
-                           "--image-pull-policy=Never", "--command", "--", "python3", "-c",
-                           "import kopf, ccsweep_operator.handlers", check=False, timeout=180)
-    return None if done.returncode == 0 else (done.stderr or done.stdout).strip().splitlines()[-1]
+    def node_labels(self) -> dict | None:
+        """The node's labels once the node probe has put its own there."""
+        found = self.cluster.get_json("node", NODE)["metadata"]["labels"]
+        return found if "ccsweep.io/kernel" in found else None
 
 
 @pytest.fixture(scope="module")
-def release(argo: TestCluster, cell_image: str, node_services: NodeServices, tmp_path_factory) -> Release:
+def release(argo: TestCluster, node_services: NodeServices, tmp_path_factory) -> Release:
     cluster = argo
-    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    cluster.kubectl("wait", "-n", NAMESPACE, "--for=create", "serviceaccount/default", "--timeout=60s")
-    missing = image_has_the_operator(cluster)
-    if missing:
-        pytest.skip(f"the cell image cannot run the operator ({missing}): images/build-local.sh must install "
-                    "ccsweep[operator] including operator/")
+    workdir = tmp_path_factory.mktemp("install")
+    assert not (workdir.parent / "shared").exists()  # a clone as a new user has it
     # The probe must put its labels back: the kernel's and the algorithms' (which the sweep
     # fixtures set by hand, as the probe would).
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    cc_labels = [f"ccsweep.io/cc-{cc}-" for cc in available]
-    cluster.kubectl("label", "node", NODE, "ccsweep.io/kernel-", *cc_labels)
+    cluster.kubectl("label", "node", NODE, "ccsweep.io/kernel-", *[f"ccsweep.io/cc-{cc}-" for cc in available])
     prefix = f"helm-e2e-{uuid.uuid4().hex[:8]}"
     env = node_services.env
-    rel = Release(cluster, node_services, prefix)
-    chart = CHART
-    # The keys go to helm in a values file only this user may read, never on its command line.
-    keys = tmp_path_factory.mktemp("helm-values") / "s3-values.yaml"
-    keys.touch(mode=0o600)
-    keys.write_text(yaml.safe_dump({"store": {"s3": {"accessKey": env["CCSWEEP_S3_ACCESS_KEY"],
-                                                     "secretKey": env["CCSWEEP_S3_SECRET_KEY"],
-                                                     "endpoint": env["CCSWEEP_S3_ENDPOINT"]}}}))
-    # docs/install.md's own commands: its namespace label, its helm install with its values, this
-    # cluster's image, store and Pushgateway laid over them (the registry host aside).
-    doc = install_doc()
-    cluster.kubectl(*with_namespace(doc.label_namespace, "namespace"))
-    values = keys.parent / "ccsweep-values.yaml"
-    values.write_text(doc.values)
-    install = [str(values) if a == "ccsweep-values.yaml" else str(chart) if a == "charts/ccsweep" else a
-               for a in with_namespace(doc.helm_install, "-n")]
-    assert install[:3] == ["install", RELEASE, str(chart)], install
-    rel.helm(*install, "-f", str(chart / "ci/e2e-values.yaml"), "-f", str(keys),
-             "--set", f"store.url=s3://{node_services.bucket}/{prefix}",
-             "--set", f"workflows.pushgateway={NODE_IP}:9091")
+    with_commands = {title for title, commands in install_doc().sections.items() if commands}
+    assert with_commands == {*RUN_SECTIONS, *ASIDE_SECTIONS}, "a step of the page this test neither runs nor sets aside"
+    doc = DocRunner(cluster, workdir, [])
+    doc.section("1. The clone and the image")
+    assert doc.clone is not None and doc.cwd == doc.clone, "the page clones, then works in the clone"
+    for title, why in ASIDE_SECTIONS.items():
+        sys.stderr.write(f"[install.md] not run: {title}: {why}\n")
+    # The page's s3.env (mode 600, keys never on a command line), for this cluster's MinIO.
+    s3_env = doc.cwd / "s3.env"
+    s3_env.touch(mode=0o600)
+    s3_env.write_text(f"endpoint={env['CCSWEEP_S3_ENDPOINT']}\naccessKey={env['CCSWEEP_S3_ACCESS_KEY']}\n"
+                      f"secretKey={env['CCSWEEP_S3_SECRET_KEY']}\n")
+    doc.section("4. The namespace and the S3 Secret")
+    (doc.cwd / "ccsweep-values.yaml").write_text(install_doc().values)
+    doc.overlays = ["-f", str(doc.cwd / "charts/ccsweep/ci/e2e-values.yaml"),
+                    "--set", f"store.url=s3://{node_services.bucket}/{prefix}"]
+    doc.section("5. The chart")
+    rel = Release(cluster, node_services, prefix, doc)
     yield rel
     rel.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=2m")
     cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+
+
+def test_the_chart_runs_the_image_the_clone_built(release: Release):
+    """`make image` built images/cell/Dockerfile (Mahimahi's setuid shells are in no other image) and
+    the chart's pods run it from the node's containerd."""
+    sock = str(release.cluster.base / "containerd/containerd.sock")
+    images = release.cluster.in_ns("ctr", "-a", sock, "-n", "k8s.io", "images", "ls", "-q").stdout.split()
+    assert CELL_IMAGE in images, images
+    operator = release.get("deployment", f"{RELEASE}-operator")["spec"]["template"]["spec"]["containers"][0]
+    assert operator["image"] == CELL_IMAGE
+    shell = release.cluster.kubectl("-n", NAMESPACE, "exec", f"deployment/{RELEASE}-operator", "--", "stat", "-c",
+                                    "%U %A", "/opt/ccsweep/mahimahi/bin/mm-link", check=False)
+    assert shell.returncode == 0 and shell.stdout.split()[0] == "root" and shell.stdout.split()[1][3] == "s", shell
 
 
 def test_chart_components_run(release: Release):
@@ -148,24 +233,73 @@ def test_chart_components_run(release: Release):
 def test_node_probe_labels_the_node(release: Release):
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
 
-    def labels() -> dict | None:
-        found = release.cluster.get_json("node", NODE)["metadata"]["labels"]
-        return found if "ccsweep.io/kernel" in found else None
-
-    found = release.wait_for("node probe labels", labels, timeout=90)
+    found = release.wait_for("node probe labels", release.node_labels, timeout=90)
     assert found["ccsweep.io/kernel"] == label_value(Path("/proc/sys/kernel/osrelease").read_text().strip())
     assert {f"ccsweep.io/cc-{cc}" for cc in available} <= {k for k, v in found.items() if v == "true"}
 
 
-def test_applied_sweep_succeeds_with_results_in_minio(release: Release):
-    release.kubectl("apply", "-f", str(EXAMPLE))
-    sweep = release.wait_for("Sweep quick-e2e Succeeded or Failed",
-                             lambda: release.sweep_phase("quick-e2e", "Succeeded", "Failed", "Invalid"),
-                             timeout=SWEEP_TIMEOUT_S)
+def test_a_sweep_no_node_can_run_fails_within_60_s_in_one_line(release: Release):
+    """The issue's bound, on the real cluster with the operator the chart deploys: a Sweep asking for an
+    algorithm no labelled node offers is Failed within 60 s of its creation, in one line naming the
+    algorithm and the node's kernel, and no Workflow or cell pod is ever made for it.
+
+    Without the check its cell pods would sit Pending until their deadline (minutes). 60 s is the
+    requirement, not what the check costs: the operator decides on the Sweep's create event from
+    the node labels it lists, after one plan against the store, so a few seconds here. Measured
+    from before `kubectl apply` (so it includes the creation) to the first poll (every 0.5 s) that
+    sees the phase, and also on the server's clock (creation to the condition's transition)."""
+    labels = release.wait_for("node probe labels", release.node_labels, timeout=90)  # before the clock starts
+    offered = {k.removeprefix("ccsweep.io/cc-") for k, v in labels.items() if k.startswith("ccsweep.io/cc-")
+               and v == "true"}
+    missing = next(cc for cc in ("vegas", "westwood", "bic", "htcp", "illinois") if cc not in offered)
+    assert missing in KNOWN_CONGESTION_CONTROLS
+    body = yaml.safe_load((release.doc.cwd / EXAMPLE).read_text())
+    name = body["metadata"]["name"] = "no-node-offers"
+    body["spec"]["experiments"][0]["cc"] = [missing]
+    started = time.monotonic()
+    release.kubectl("apply", "-f", "-", input=json.dumps(body))
+    sweep = release.wait_for(f"Sweep {name} finished", lambda: release.sweep_phase(name, "Failed", "Succeeded",
+                                                                                  "Invalid"),
+                             timeout=FAIL_FAST_S + 30, every=0.5)
+    elapsed = time.monotonic() - started
+    sys.stderr.write(f"\n[fail-fast] {name} ({missing}) Failed {elapsed:.1f}s after kubectl apply\n")
+    status = sweep["status"]
+    assert status["phase"] == "Failed", json.dumps(status, indent=1)
+    assert elapsed <= FAIL_FAST_S, f"{elapsed:.1f}s"
+    message = status["message"]
+    assert "\n" not in message and message.startswith(
+        f"no node offers congestion control {missing}; nodes: {NODE} {labels['ccsweep.io/kernel']}"), message
+    (planned,) = [c for c in status["conditions"] if c["type"] == "Planned"]
+    assert (planned["status"], planned["reason"], planned["message"]) == ("False", "NoNodeOffers", message)
+    created = calendar.timegm(time.strptime(sweep["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ"))
+    decided = calendar.timegm(time.strptime(planned["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ"))
+    assert 0 <= decided - created <= FAIL_FAST_S, (sweep["metadata"]["creationTimestamp"], planned)
+    assert status.get("workflow") is None
+    assert release.items("workflows", f"ccsweep.io/owner={name}") == []
+    assert release.items("pods", f"ccsweep.io/sweep={name}") == []
+    pods = json.loads(release.kubectl("get", "pods", "-o", "json"))["items"]
+    since = sweep["metadata"]["creationTimestamp"]
+    assert [p["metadata"]["name"] for p in pods if p["metadata"]["creationTimestamp"] >= since] == []
+    row = [line.split() for line in release.kubectl("get", "sweeps").splitlines() if line.startswith(name)]
+    assert row and row[0][1] == "Failed", row
+    release.kubectl("delete", "sweep", name, "--wait=true", "--timeout=60s")
+
+
+def test_the_documented_sweep_finishes_with_results_and_report_in_minio(release: Release):
+    """The page's step 6 as written: apply the quick example, wait for Succeeded, read the report's
+    place; then the same spec as an Argo workflow from a spec file of one's own."""
+    doc = release.doc
+    commands = install_doc().sections[RUN_SECTIONS[-1]]
+    apply, wait, report, submit = commands
+    assert apply[-1] == EXAMPLE and wait[3] == "sweep/quick-e2e" and submit[:2] == ["argo", "submit"]
+    doc.run(apply)
+    doc.run(wait, timeout=15 * 60 + 60)  # the page's --timeout=15m, and kubectl's own exit
+    location = doc.run(report).strip()
+    sweep = release.get("sweep", "quick-e2e")
     status = sweep["status"]
     assert status["phase"] == "Succeeded", json.dumps(status, indent=1)
     assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
-    assert status["report"] == f"s3://{release.services.bucket}/{release.prefix}/sweeps/quick-e2e/report.html"
+    assert location == status["report"] == f"s3://{release.services.bucket}/{release.prefix}/sweeps/quick-e2e/report.html"
     assert status["startedAt"] <= status["finishedAt"]
     manifest = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/quick-e2e/manifest.json"))
     keys = set(release.services.s3_keys(f"{release.prefix}/"))
@@ -174,20 +308,31 @@ def test_applied_sweep_succeeds_with_results_in_minio(release: Release):
     assert f"{release.prefix}/sweeps/quick-e2e/report.html" in keys
     table = release.kubectl("get", "sweeps").splitlines()
     assert table[1].split()[:7] == ["quick-e2e", "Succeeded", "2", "0", "0", "2", "0"], table
+    # The page's `my-sweep.yaml`: the quick example's spec as a spec file (a name, no `run`).
+    example = yaml.safe_load((doc.cwd / EXAMPLE).read_text())["spec"]
+    spec = {"name": "my-sweep", **{k: v for k, v in example.items() if k != "run"}}
+    (doc.cwd / "my-sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    doc.run(submit, timeout=SWEEP_TIMEOUT_S)
+    keys = set(release.services.s3_keys(f"{release.prefix}/"))
+    assert f"{release.prefix}/sweeps/my-sweep/report.html" in keys, sorted(keys)
+    mine = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/my-sweep/manifest.json"))
+    assert {c["id"] for c in mine["cells"]} == {c["id"] for c in manifest["cells"]}  # the same cells, stored once
+    for cell in mine["cells"]:
+        assert f"{release.prefix}/cells/{cell['id']}/result.json" in keys
 
 
 def test_applying_again_runs_no_cell(release: Release):
     first = release.get("sweep", "quick-e2e")
-    assert first and first["status"]["phase"] == "Succeeded", "needs test_applied_sweep_succeeds_with_results_in_minio"
+    assert first and first["status"]["phase"] == "Succeeded", "needs test_the_documented_sweep_finishes_..."
     # The same object again: nothing changes, not even the generation.
-    release.kubectl("apply", "-f", str(EXAMPLE))
+    release.kubectl("apply", "-f", str(release.doc.cwd / EXAMPLE))
     assert release.get("sweep", "quick-e2e")["metadata"]["generation"] == first["metadata"]["generation"]
     # A new Sweep object with the same spec: planned against the store, every cell is there.
     release.kubectl("delete", "sweep", "quick-e2e", "--wait=true", "--timeout=60s")
     release.wait_for("quick-e2e's Workflow deleted with it",
                      lambda: release.items("workflows", "ccsweep.io/owner=quick-e2e") == [], timeout=60)
     started = time.time()
-    release.kubectl("apply", "-f", str(EXAMPLE))
+    release.kubectl("apply", "-f", str(release.doc.cwd / EXAMPLE))
     sweep = release.wait_for("cached Sweep Succeeded", lambda: release.sweep_phase("quick-e2e", "Succeeded"),
                              timeout=60)
     status = sweep["status"]
@@ -201,7 +346,7 @@ def test_applying_again_runs_no_cell(release: Release):
 
 
 def test_deleting_a_running_sweep_removes_its_workflow_and_pods(release: Release):
-    body = yaml.safe_load(EXAMPLE.read_text())
+    body = yaml.safe_load((release.doc.cwd / EXAMPLE).read_text())
     body["metadata"]["name"] = "delete-me"
     body["spec"]["experiments"][0] |= {"cc": ["bbr"], "duration_s": 300}
     release.kubectl("apply", "-f", "-", input=json.dumps(body))
