@@ -258,7 +258,7 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
             workflow = cluster.get_json("workflow", "-n", NAMESPACE, name)
             phase = workflow["status"].get("phase", "?")
             passes.append((name, phase, time.time() - began))
-            if phase == "Succeeded":
+            if phase != "Failed":   # Succeeded, or the wait ended early (timeout, interrupted): no new pass
                 break
     finally:
         end = time.time()
