@@ -291,7 +291,7 @@ def test_the_documented_sweep_finishes_with_results_and_report_in_minio(release:
     doc = release.doc
     commands = install_doc().sections[RUN_SECTIONS[-1]]
     apply, wait, report, submit = commands
-    assert apply[-1] == EXAMPLE and wait[3] == "sweep/quick-e2e" and submit[:2] == ["argo", "submit"]
+    assert apply[-1] == EXAMPLE and wait[3:5] == ["wait", "sweep/quick-e2e"] and submit[:2] == ["argo", "submit"]
     doc.run(apply)
     doc.run(wait, timeout=15 * 60 + 60)  # the page's --timeout=15m, and kubectl's own exit
     location = doc.run(report).strip()
