@@ -358,3 +358,40 @@ def test_a_cell_that_finishes_while_the_store_is_down_keeps_its_result(argo: Tes
     assert "store unreachable" in logs, logs[-2000:]
     record = sweep.services.s3_get(f"{sweep.store_prefix}/cells/{cell_id}/result.json")
     assert record is not None and json.loads(record)["status"] == "ok"
+
+
+def test_a_sweep_larger_than_a_chunk_runs_one_workflow_per_chunk(argo: TestCluster, sweep_namespace: str,
+                                                                   node_services: NodeServices):
+    """The same four cells with chunk-size 2 (a 3,900-cell sweep's path with 500): the plan prints no
+    cell but two chunks; the sweep's chunk step creates a chunk Workflow for each (a resource
+    template, as ccsweep-workflow-chunks), which plans its two cells from the stored manifest and runs
+    them; the sweep then draws the figures and checks every cell, as before."""
+    name = f"e2e-chunks-{uuid.uuid4().hex[:6]}"
+    prefix = f"runs/{name}"
+    workflow_name = argo.submit_sweep(sweep_namespace, node_services, spec_yaml=SPEC, sweep=name, store_prefix=prefix,
+                                      parallelism=2, chunk_size="2", chunk_parallelism="1")
+    argo.argo("wait", "-n", sweep_namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
+    parent = argo.get_json("workflow", "-n", sweep_namespace, workflow_name)
+    nodes = list(parent["status"]["nodes"].values())
+    assert parent["status"]["phase"] == "Succeeded", [(n["displayName"], n.get("message")) for n in nodes
+                                                      if n["phase"] not in ("Succeeded", "Skipped")]
+    (plan,) = [n for n in nodes if template_of(n) == "plan" and n["type"] == "Pod"]
+    assert json.loads(plan["outputs"]["result"]) == []
+    chunks = json.loads(next(p["value"] for p in plan["outputs"]["parameters"] if p["name"] == "chunks"))
+    assert chunks == [{"chunk": 0, "cells": 2}, {"chunk": 1, "cells": 2}]
+    children = argo.get_json("workflows", "-n", sweep_namespace, "-l", f"ccsweep.io/parent={workflow_name}")["items"]
+    assert sorted(w["metadata"]["labels"]["ccsweep.io/chunk"] for w in children) == ["0", "1"]
+    ran: set[str] = set()
+    for child in children:
+        assert child["status"]["phase"] == "Succeeded"
+        assert child["spec"]["parallelism"] == 1
+        assert [r["name"] for r in child["metadata"]["ownerReferences"]] == [workflow_name]
+        child_nodes = list(child["status"]["nodes"].values())
+        (chunk_plan,) = [n for n in child_nodes if template_of(n) == "plan-chunk" and n["type"] == "Pod"]
+        assert len(json.loads(chunk_plan["outputs"]["result"])) == 2
+        ran |= {param(n, "id") for n in child_nodes
+                if template_of(n) == "cell" and n["type"] == "Pod" and n["phase"] == "Succeeded"}
+    assert len(ran) == CELLS
+    keys = set(node_services.s3_keys(prefix + "/"))
+    assert {f"{prefix}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
+    assert any(k.endswith("report.html") for k in keys), sorted(keys)[:20]
