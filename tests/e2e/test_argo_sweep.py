@@ -15,6 +15,8 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -90,25 +92,34 @@ class SweepRun:
         return "\n".join(failed) + "\n--- argo logs (tail) ---\n" + logs.stdout[-4000:]
 
 
-@pytest.fixture(scope="module")
-def sweep(argo: TestCluster, sweep_namespace: str, node_services: NodeServices) -> SweepRun:
-    name = f"e2e-{uuid.uuid4().hex[:6]}"
+def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec_yaml: str, name: str, *,
+              parallelism: int, cell_cpu: str, around: Callable[[], AbstractContextManager[object]] = nullcontext,
+              ) -> SweepRun:
+    """Submit a sweep of `spec_yaml` into a fresh store, wait for it (inside `around()`), and keep
+    every pod event of the namespace meanwhile."""
     prefix = f"runs/{name}"  # a fresh store per run: cells are content-addressed and would be cached
-    watch = PodWatch(argo, sweep_namespace)
+    watch = PodWatch(cluster, namespace)
     try:
-        submitted_at = time.time()
-        # 2 cores on this node: 2 cells of 500m (+100m each for Argo's wait container) at once,
-        # so the emulators keep time (see SPEC's description).
-        workflow_name = argo.submit_sweep(sweep_namespace, node_services, spec_yaml=SPEC, sweep=name,
-                                          store_prefix=prefix, parallelism=2, cell_cpu="500m")
-        # `argo wait` exits 1 for a failed workflow: the tests below judge the phase themselves.
-        argo.argo("wait", "-n", sweep_namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
-        finished_at = time.time()
+        with around():
+            submitted_at = time.time()
+            workflow_name = cluster.submit_sweep(namespace, services, spec_yaml=spec_yaml, sweep=name,
+                                                 store_prefix=prefix, parallelism=parallelism, cell_cpu=cell_cpu)
+            # `argo wait` exits 1 for a failed workflow: the tests judge the phase themselves.
+            cluster.argo("wait", "-n", namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
+            finished_at = time.time()
         time.sleep(1)  # the watch's last events
     finally:
         watch.stop()
-    workflow = argo.get_json("workflow", "-n", sweep_namespace, workflow_name)
-    run = SweepRun(name, sweep_namespace, prefix, workflow, watch.pods(), submitted_at, finished_at, node_services)
+    workflow = cluster.get_json("workflow", "-n", namespace, workflow_name)
+    return SweepRun(name, namespace, prefix, workflow, watch.pods(), submitted_at, finished_at, services)
+
+
+@pytest.fixture(scope="module")
+def sweep(argo: TestCluster, sweep_namespace: str, node_services: NodeServices) -> SweepRun:
+    # 2 cores on this node: 2 cells of 500m (+100m each for Argo's wait container) at once,
+    # so the emulators keep time (see SPEC's description).
+    run = run_sweep(argo, sweep_namespace, node_services, SPEC, f"e2e-{uuid.uuid4().hex[:6]}",
+                    parallelism=2, cell_cpu="500m")
     _record(argo, run)
     return run
 
