@@ -11,6 +11,16 @@ ran late (each kept under cells/<id>/late/ in the store), and how many cells ran
 
 Goodput is the figure's number: all application bytes over the flow time. `--quick` runs a
 two-cell spec of short flows instead, to check the bench works (not a measurement).
+
+`--cells-per-core` measures instead how many cells at 100 Mbit/s this machine carries with none
+late, with the emulator's old fixed 100 us release window and with each cell's own (500 us at
+100 ms), in one run: 1, 2, 3, ... identical saturating cells (BBR, 100 Mbit/s, 100 ms RTT, 0.001%
+loss, one BDP of droptail queue, 15 s flows, `--seconds`) started 1 s apart as the executor staggers them,
+each a `ccsweep cell` process, until one comes back late (or the cap). Per step it records each
+cell's CPU in total (os.wait4's rusage of the cell's process tree: the runner, the emulator with
+the receiving TCP stack its writes run, the endpoints with the sending one) over its wall time,
+the machine's busy cores from /proc/stat (softirq work included), and the cells' lateness.
+`make bench-emulator` prints the result next to its own figures (`cells_per_core_rows`).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +39,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -166,13 +178,242 @@ def report(concurrent: Mode, alone: list[Mode], spec_name: str, load: tuple[floa
     return "\n".join(lines) + "\n"
 
 
+#: The cell of the cells-per-core measurement: a saturating 100 Mbit/s BBR flow on ReBBR's path.
+DENSITY_SPEC = """name: cells-per-core
+experiments:
+  - name: cells-per-core
+    cc: [bbr]
+    loss_percent: [0.001]
+    rtt_ms: [100]
+    bandwidth_mbps: [100]
+    queue:
+      - {kind: droptail, bdp: 1, min_bytes: 30000}
+    duration_s: {seconds}
+    warmup_s: 1
+    repetitions: {n}
+"""
+#: The arms by default: the emulator's old fixed window for every cell, and each cell's own.
+DEFAULT_WINDOWS = "100,cell"
+WINDOW_ENV = "CCSWEEP_LINK_RELEASE_WINDOW_US"
+STAGGER_S = 1.0
+
+
+@dataclass
+class Step:
+    """N cells started together (1 s apart): how they fared and what they cost."""
+
+    arm: str
+    cells: int
+    late: int
+    failed: int
+    lateness_p99_us: list[float]
+    threshold_us: float | None
+    window_us: float | None
+    cpu_per_cell: float  # cores: each cell's process-tree CPU over its wall time, averaged
+    emulator_share: float  # cores: the emulators' own CPU share, averaged
+    machine_busy: float  # cores busy on the whole machine over the step, less the idle baseline
+    wall_s: float
+
+
+def busy_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat (busy: all but idle and iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def density_cells(n: int, seconds: float) -> list[dict[str, object]]:
+    import yaml
+
+    from ccsweep.expand import expand
+    from ccsweep.spec import parse_spec
+
+    spec = yaml.safe_load(DENSITY_SPEC.replace("{n}", str(n)).replace("{seconds}", f"{seconds:g}"))
+    return [c.model_dump(mode="json") for c in expand(parse_spec(spec))]
+
+
+def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: float, seconds: float) -> Step:
+    """n cells, each a `ccsweep cell` process started STAGGER_S after the last, into one fresh store."""
+    ccsweep = str(Path(sys.executable).with_name("ccsweep"))
+    env = {k: v for k, v in os.environ.items() if k != WINDOW_ENV}
+    if window is not None:
+        env[WINDOW_ENV] = window
+    step_dir = Path(tempfile.mkdtemp(dir=scratch))
+    busy0, total0 = busy_jiffies()
+    started = time.monotonic()
+    processes = []
+    for i, cell in enumerate(density_cells(n, seconds)):
+        if i:
+            time.sleep(STAGGER_S)
+        path = step_dir / f"cell-{i}.json"
+        path.write_text(json.dumps(cell))
+        processes.append((subprocess.Popen([ccsweep, "cell", "--cell", f"@{path}", "--store", str(step_dir / "store")],
+                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env),
+                          time.monotonic()))
+    shares: dict[int, float] = {}
+    while len(shares) < len(processes):  # reaped as each ends, so each cell's wall time is its own
+        time.sleep(0.1)
+        for process, began in processes:
+            if process.pid in shares:
+                continue
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                process.returncode = os.waitstatus_to_exitcode(status)
+                shares[pid] = (usage.ru_utime + usage.ru_stime) / max(time.monotonic() - began, 1e-3)
+    reports = []
+    for process, _ in processes:
+        assert process.stdout is not None
+        lines = [line for line in process.stdout.read().splitlines() if line.startswith("{")]
+        reports.append(json.loads(lines[-1]) if lines else {"status": "failed"})
+    wall = time.monotonic() - started
+    busy1, total1 = busy_jiffies()
+    cores = os.cpu_count() or 1
+    machine = (busy1 - busy0) / max(total1 - total0, 1) * cores - baseline
+    records = [json.loads(p.read_text()) for p in sorted((step_dir / "store").glob("cells/*/**/*.json"))
+               if p.name != "timeseries.json" and '"selfcheck"' in p.read_text()]
+    checks = [((r.get("link") or {}).get("selfcheck") or {}) for r in records]
+    windows = {c.get("release_window_us") for c in checks}
+    thresholds = {c.get("threshold_us") for c in checks}
+    shutil.rmtree(step_dir, ignore_errors=True)
+    return Step(arm=arm, cells=n, late=sum(r.get("status") == "late" for r in reports),
+                failed=sum(r.get("status") not in ("ok", "late") for r in reports),
+                lateness_p99_us=[float(r["lateness_p99_us"]) for r in reports if r.get("lateness_p99_us") is not None],
+                threshold_us=next(iter(thresholds)) if len(thresholds) == 1 else None,
+                window_us=next(iter(windows)) if len(windows) == 1 else None,
+                cpu_per_cell=statistics.fmean(shares.values()),
+                emulator_share=statistics.fmean([float(r["cpu_share"]) for r in reports if r.get("cpu_share")] or [0]),
+                machine_busy=machine, wall_s=wall)
+
+
+def idle_baseline(seconds: float = 3.0) -> float:
+    """Cores busy on the machine with no cell running (other work, the system)."""
+    busy0, total0 = busy_jiffies()
+    time.sleep(seconds)
+    busy1, total1 = busy_jiffies()
+    return (busy1 - busy0) / max(total1 - total0, 1) * (os.cpu_count() or 1)
+
+
+def window_arms(windows: str) -> list[tuple[str, str | None]]:
+    """(label, fixed window or None for the cell's own) from "100,cell,500" (us)."""
+    from ccsweep.runner.link import release_window_us
+
+    arms: list[tuple[str, str | None]] = []
+    for item in windows.split(","):
+        if item.strip() == "cell":
+            own = release_window_us(parse_cell(density_cells(1, 15)[0]))
+            arms.append((f"per cell ({own:g} us at 100 ms)", None))
+        else:
+            window = float(item)
+            arms.append((f"{window:g} us{' (old, fixed)' if window == 100 else ', fixed'}", f"{window:g}"))
+    return arms
+
+
+def parse_cell(data: dict[str, object]) -> Any:
+    from ccsweep.cell import Cell
+
+    return Cell.model_validate(data)
+
+
+def cells_per_core(max_cells: int = 8, seconds: float = 15.0, log: Any = print,
+                   windows: str = DEFAULT_WINDOWS) -> list[Step]:
+    """Each arm, 1, 2, ... cells at once until one is late or fails (or max_cells); every step run."""
+    steps: list[Step] = []
+    with tempfile.TemporaryDirectory(prefix="ccsweep-cpc-") as tmp:
+        for arm, window in window_arms(windows):
+            baseline = idle_baseline()
+            log(f"== {arm}: idle baseline {baseline:.2f} cores busy")
+            for n in range(1, max_cells + 1):
+                step = run_step(arm, window, n, Path(tmp), baseline, seconds)
+                steps.append(step)
+                log(f"{n} cell(s): {step.late} late, {step.failed} failed, p99 "
+                    f"{', '.join(f'{v:.0f}' for v in step.lateness_p99_us)} us (threshold {step.threshold_us}), "
+                    f"window {step.window_us} us, {step.cpu_per_cell:.3f} cores per cell (emulator "
+                    f"{step.emulator_share:.3f}), machine {step.machine_busy:.2f} cores busy, load "
+                    f"{os.getloadavg()[0]:.2f}")
+                if step.late or step.failed:
+                    break
+    return steps
+
+
+def best_steps(steps: list[Step]) -> dict[str, Step | None]:
+    """Per arm, the largest step with every cell on time (None: not even one cell)."""
+    out: dict[str, Step | None] = {}
+    for arm in dict.fromkeys(s.arm for s in steps):
+        good = [s for s in steps if s.arm == arm and not s.late and not s.failed]
+        out[arm] = max(good, key=lambda s: s.cells) if good else None
+    return out
+
+
+def cells_per_core_rows(steps: list[Step]) -> list[tuple[str, str, str]]:
+    """(measure, setting, result) rows for a table: cells per core with none late, and CPU per cell."""
+    cores = os.cpu_count() or 1
+    rows = []
+    for arm, best in best_steps(steps).items():
+        capped = best is not None and best.cells == max(s.cells for s in steps if s.arm == arm) and not any(
+            s.late or s.failed for s in steps if s.arm == arm)
+        if best is None:
+            rows.append(("cells per core at 100 Mbit/s, none late", arm, "none: one cell alone came back late"))
+            continue
+        rows.append(("cells per core at 100 Mbit/s, none late", arm,
+                     f"{best.cells / cores:.1f} ({best.cells} cells on {cores} cores"
+                     f"{', the cap: more may fit' if capped else ''}; p99 up to {max(best.lateness_p99_us):.0f} us "
+                     f"of {best.threshold_us:.0f})"))
+        rows.append(("CPU per cell at 100 Mbit/s in total", arm,
+                     f"{best.cpu_per_cell:.2f} cores (emulator {best.emulator_share:.2f}); machine "
+                     f"{best.machine_busy / best.cells:.2f} cores per cell incl. softirq, at {best.cells} at once"))
+    return rows
+
+
+def cells_per_core_report(steps: list[Step], load: tuple[float, float]) -> str:
+    cores = os.cpu_count() or 1
+    lines = [f"# Cells per core at 100 Mbit/s by release window, {TODAY}", "",
+             f"**Machine.** {cores}-vCPU KVM guest (Firecracker), Linux {platform.release()}, running as "
+             f"{'root' if os.geteuid() == 0 else 'a user'}. Load average (1 min) before {load[0]:.2f}, after "
+             f"{load[1]:.2f}. {os.environ.get('BENCH_NOTE', '')}".rstrip(), "",
+             f"**How.** `python benchmarks/density/bench.py --cells-per-core {' '.join(sys.argv[2:])}`".rstrip()
+             + " (also printed by `make bench-emulator`): "
+             "N identical cells (BBR, 100 Mbit/s, 100 ms RTT, 0.001% loss, droptail 1 BDP, 15 s flows unless "
+             "`--seconds` said otherwise), each a "
+             "`ccsweep cell` process, started 1 s apart; N = 1, 2, ... until one is late. CPU per cell: the cell's "
+             "process tree (rusage) over its wall time; machine: busy cores from /proc/stat over the step, less the "
+             "idle baseline before the arm.", "",
+             "| window | cells at once | late | failed | lateness p99 (us) | threshold (us) | window (us) | "
+             "CPU per cell (cores) | emulator (cores) | machine busy (cores) | wall (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in steps:
+        lines.append(f"| {s.arm} | {s.cells} | {s.late} | {s.failed} | "
+                     f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} | {s.threshold_us} | {s.window_us} | "
+                     f"{s.cpu_per_cell:.3f} | {s.emulator_share:.3f} | {s.machine_busy:.2f} | {s.wall_s:.0f} |")
+    lines += ["", "| measure | window | result |", "|---|---|---|"]
+    lines += [f"| {m} | {w} | {r} |" for m, w, r in cells_per_core_rows(steps)]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="quick", help="preset or spec file (default: quick)")
     parser.add_argument("--reps", type=int, default=3, help="runs alone (2 to 5)")
     parser.add_argument("--quick", action="store_true", help="a two-cell spec of 4 s flows: checks the bench works")
     parser.add_argument("--out", type=Path, help="also write the table here (Markdown)")
+    parser.add_argument("--cells-per-core", action="store_true",
+                        help="measure cells per core at 100 Mbit/s with none late, 100 us vs per-cell window")
+    parser.add_argument("--max-cells", type=int, default=8, help="--cells-per-core: most cells at once")
+    parser.add_argument("--seconds", type=float, default=15.0, help="--cells-per-core: flow seconds of each cell")
+    parser.add_argument("--windows", default=DEFAULT_WINDOWS,
+                        help="--cells-per-core: release windows to compare, us or 'cell' (default: 100,cell)")
     options = parser.parse_args()
+    if options.cells_per_core:
+        if os.geteuid() != 0:
+            sys.exit("run as root (network namespaces and TUN devices)")
+        before = os.getloadavg()[0]
+        steps = cells_per_core(options.max_cells, options.seconds, windows=options.windows)
+        text = cells_per_core_report(steps, (before, os.getloadavg()[0]))
+        print("\n" + text)
+        if options.out:
+            options.out.parent.mkdir(parents=True, exist_ok=True)
+            options.out.write_text(text)
+            print(f"written: {options.out}")
+        return
     if not 2 <= options.reps <= 5:
         parser.error("--reps: give 2 to 5 (the spread needs at least two runs)")
     if os.geteuid() != 0:

@@ -336,12 +336,34 @@ def backend_rows(table: Table, console: Console, seconds: int) -> list[str]:
             f"Mahimahi / ccsweep-link = {theirs / ours:.2f}"]
 
 
+def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
+    """The density that matters, in the same run: cells per core at 100 Mbit/s with none late and
+    the CPU of a cell in total, with the old fixed 100 us window and each cell's own
+    (benchmarks/density/bench.py --cells-per-core)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("density_bench", REPO / "benchmarks" / "density" / "bench.py")
+    assert spec is not None and spec.loader is not None
+    density = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = density  # its dataclasses look their module up while it loads
+    spec.loader.exec_module(density)
+    steps = density.cells_per_core(max_cells, log=console.print)
+    for measure, setting, result in density.cells_per_core_rows(steps):
+        table.add_row(measure, setting, result, "", "")
+    return [f"density, {s.arm}: {s.cells} at once, {s.late} late, p99 "
+            f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} us, {s.cpu_per_cell:.2f} cores per cell"
+            for s in steps]
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
     parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
                         help=f"length of each iperf3 run (default {SECONDS})")
     parser.add_argument("--only-priority", action="store_true",
                         help="run only the real-time priority comparison under load")
+    parser.add_argument("--no-density", action="store_true",
+                        help="leave out cells per core at 100 Mbit/s (benchmarks/density/bench.py, ~8 min)")
+    parser.add_argument("--density-max-cells", type=int, default=8, help="most cells at once in the density rows")
     parser.add_argument("--without-mahimahi", action="store_true",
                         help="leave out the CPU comparison with upstream Mahimahi (for a machine without it)")
     return parser.parse_args()
@@ -369,6 +391,8 @@ def main() -> None:
         max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"], options.seconds)
         notes += paced_rows(table, console, options.seconds)
     notes += priority_rows(table, console, options.seconds)
+    if not (options.only_priority or options.no_density):
+        notes += density_rows(table, console, options.density_max_cells)
     if with_mahimahi:
         notes += backend_rows(table, console, options.seconds)
     console.print(table)

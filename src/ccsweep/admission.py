@@ -9,8 +9,10 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   decrease as TCP does: one more after each on-time cell, half as many after a late one; it
   starts at one cell (a clean first measurement), or at the user's --jobs, which also caps it;
 - what a cell costs comes from measurement: the CPU time the finished cells' processes used over
-  their wall time corrects the prior model (rate-proportional, see `prior_cost`), so the budget
-  fills with what cells cost on this machine rather than with a constant;
+  their wall time corrects the prior model (`prior_cost`: rate and the emulator's wake-ups, which
+  its release window sets), per kind of cell (rate and window) as soon as one of that kind has
+  finished, and for kinds not yet seen by the average over all, so the budget fills with what
+  cells cost on this machine rather than with a constant;
 - a cell running again after a late attempt runs alone, with the whole machine as headroom.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ccsweep.cell import Cell
+from ccsweep.runner.link import release_window_for
 
 #: Seconds between two cell starts: a cell's set-up and slow start should not share their second.
 START_STAGGER_S = 1.0
@@ -26,15 +29,45 @@ START_STAGGER_S = 1.0
 COST_EWMA_WEIGHT = 0.3
 
 
+#: The prior's parts, fitted to the cells-per-core bench on the 2-vCPU KVM guest
+#: (benchmarks/results/2026-11-23-cells-per-core.md: a 100 Mbit/s, 100 ms cell's process tree took
+#: 0.35 cores at 100 us windows, 0.26 at 250 us and 0.17-0.24 at 500 us; the model gives 0.35,
+#: 0.23 and 0.19): the runner and the endpoints' interpreters; kernel TCP, copies and writes per
+#: 100 Mbit/s; and the CPU of one timed wake-up of the emulator (15-30 us on a KVM guest,
+#: docs/emulator.md). The executor corrects all of it by what finished cells measured.
+BASE_CORES = 0.05
+TCP_CORES_PER_100MBIT = 0.1
+WAKEUP_CPU_S = 20e-6
+#: Packets the emulator releases per second and Mbit/s: 1500-byte data packets and about one
+#: ACK per two of them.
+RELEASES_PER_MBIT = 1e6 / 12_000 * 1.5
+#: Mahimahi's link shells wake on their own 1 ms timer.
+MAHIMAHI_TICK_US = 1000.0
+
+
+def release_window(cell: Cell) -> float:
+    """The window (us) the cell's emulator will serve its releases in: its wake-ups are at most one per window."""
+    if cell.params.link == "mahimahi":
+        return MAHIMAHI_TICK_US
+    return release_window_for(cell)
+
+
 def prior_cost(cell: Cell) -> float:
     """Cores a cell is expected to keep busy before anything is measured.
 
-    Kernel TCP through two TUN devices plus the emulator scale with the packet rate (about 0.4 of
-    a core at 100 Mbit/s on the machines this was first measured on), with a floor for the Python
-    endpoints and sampling. Measurements scale this shape (see Admission.observe).
+    Kernel TCP through two TUN devices scales with the rate; the emulator's timed wake-ups, its
+    largest cost at 100 Mbit/s, with the packet rate until the release window caps them at one
+    per window; the Python runner and endpoints add a floor. Measurements scale this shape per kind
+    of cell (see Admission.observe).
     """
-    rate = cell.params.uplink.rate_mbps or 50.0
-    return 0.1 + min(rate, 2000.0) / 330.0
+    rate = min(cell.params.uplink.rate_mbps or 50.0, 2000.0)
+    wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
+    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + wakeups * WAKEUP_CPU_S
+
+
+def cost_class(cell: Cell) -> tuple[float | None, float]:
+    """Cells that cost alike: the same bottleneck rate and release window."""
+    return (cell.params.uplink.rate_mbps, release_window(cell))
 
 
 @dataclass
@@ -48,9 +81,11 @@ class Admission:
     correction: float = 1.0  # measured cost / prior cost, averaged over finished cells
     measured: int = 0
     last_start: float = field(default=float("-inf"))
+    #: The same, per cost_class: a measured kind of cell is sized by its own measurements.
+    corrections: dict[tuple[float | None, float], float] = field(default_factory=dict)
 
     def cost(self, cell: Cell) -> float:
-        return prior_cost(cell) * self.correction
+        return prior_cost(cell) * self.corrections.get(cost_class(cell), self.correction)
 
     def may_start(self, cell: Cell, running: list[tuple[Cell, bool]], now: float, *, alone: bool = False) -> bool:
         """Whether `cell` may start at `now` beside `running` (each a cell and whether it runs alone)."""
@@ -74,6 +109,10 @@ class Admission:
             weight = 1.0 if self.measured == 0 else COST_EWMA_WEIGHT
             self.correction = (1 - weight) * self.correction + weight * ratio
             self.measured += 1
+            kind = cost_class(cell)
+            previous = self.corrections.get(kind)
+            self.corrections[kind] = ratio if previous is None else (
+                (1 - COST_EWMA_WEIGHT) * previous + COST_EWMA_WEIGHT * ratio)
         if late:
             self.limit = max(1, self.limit // 2)
         else:

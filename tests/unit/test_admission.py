@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ccsweep.admission import Admission, prior_cost
 from ccsweep.expand import expand
 from ccsweep.spec import parse_spec
@@ -9,6 +11,8 @@ from ccsweep.spec import parse_spec
 CELLS = expand(parse_spec({"name": "a", "experiments": [
     {"name": "a", "cc": ["bbr", "cubic"], "loss_percent": [0, 1, 2, 5], "rtt_ms": [100], "bandwidth_mbps": [100],
      "duration_s": 20}]}))
+SHORT_RTT = expand(parse_spec({"name": "b", "experiments": [
+    {"name": "b", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [20], "bandwidth_mbps": [100], "duration_s": 20}]}))[0]
 ONE = CELLS[0]
 
 
@@ -24,17 +28,20 @@ def test_on_time_cells_grow_the_limit_up_to_the_budget_and_a_late_one_halves_it(
     admission = Admission(budget=1.5)
     for _ in range(10):
         admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
-    assert admission.limit == int(1.5 / prior_cost(ONE)) == 3
-    running = [(c, False) for c in CELLS[:2]]
-    assert admission.may_start(CELLS[2], running, now=10.0)
-    assert not admission.may_start(CELLS[3], running + [(CELLS[2], False)], now=10.0)
+    assert admission.limit == int(1.5 / prior_cost(ONE)) == 6
+    running = [(c, False) for c in CELLS[:5]]
+    assert admission.may_start(CELLS[5], running, now=10.0)
+    assert not admission.may_start(CELLS[6], running + [(CELLS[5], False)], now=10.0)
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
+    assert admission.limit == 3
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
     admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
     assert admission.limit == 1
 
 
 def test_measured_cost_replaces_the_prior():
     admission = Admission(budget=1.5)
-    # A cell that kept 0.75 of a core busy: twice the prior at 100 Mbit/s, so half as many fit.
+    # A cell that kept 0.75 of a core busy: over three times the prior at 100 Mbit/s and 100 ms.
     admission.observe(ONE, cpu_seconds=0.75 * 20, wall_seconds=20, late=False)
     assert abs(admission.cost(ONE) - 0.75) < 1e-9
     for _ in range(5):
@@ -61,3 +68,22 @@ def test_jobs_is_where_the_limit_starts_too():
     assert admission.may_start(CELLS[1], [(ONE, False)], now=5.0)
     admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
     assert admission.limit == 1
+
+
+def test_the_prior_follows_the_release_window_the_cell_will_have():
+    from ccsweep.runner.link import release_window_us
+
+    # 100 ms: 250 us windows, one wake-up per window; 20 ms: 100 us windows, 2.5 times as many.
+    assert (release_window_us(ONE), release_window_us(SHORT_RTT)) == (250, 100)
+    assert prior_cost(SHORT_RTT) - prior_cost(ONE) == pytest.approx((10_000 - 4_000) * 20e-6)
+
+
+def test_each_kind_of_cell_is_sized_by_its_own_measurements():
+    admission = Admission(budget=1.5)
+    # The 100 ms cells measured at twice their prior; the 20 ms kind, not yet measured, follows the average.
+    admission.observe(ONE, cpu_seconds=2 * prior_cost(ONE) * 20, wall_seconds=20, late=False)
+    assert admission.cost(SHORT_RTT) == pytest.approx(2 * prior_cost(SHORT_RTT))
+    # Once measured (at its prior), the 20 ms kind keeps its own, and the 100 ms kind keeps twice its prior.
+    admission.observe(SHORT_RTT, cpu_seconds=prior_cost(SHORT_RTT) * 20, wall_seconds=20, late=False)
+    assert admission.cost(SHORT_RTT) == pytest.approx(prior_cost(SHORT_RTT))
+    assert admission.cost(ONE) == pytest.approx(2 * prior_cost(ONE))
