@@ -232,7 +232,7 @@ def release_window_us(cell: Cell, threshold_us: float | None = None) -> float:
     own) for what the machine adds: never closer to it than MACHINE_LATENESS_ROOM_US. The share
     is measured, not assumed (`make bench-window` on the Figure 8 grid): 250 us at 100 ms left
     goodput and mean RTT within the run-to-run variance, 500 us (0.5%) did not (BBR's mean RTT
-    +1%, CUBIC's at 2-5% loss -2 to -4%). Below 80 ms it stays 100 us.
+    +1%, CUBIC's at 2-5% loss -2 to -4%). Up to 40 ms it stays 100 us.
     """
     if threshold_us is None:
         threshold_us = lateness_threshold_us(cell)
