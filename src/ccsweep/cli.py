@@ -260,7 +260,7 @@ def presets() -> None:
 @pushgateway_option("Push live metrics to this Prometheus Pushgateway (host:port or URL).")
 @click.option("--lateness-threshold-us", type=click.FloatRange(min=1),
               help="Flag the result when the emulator's p99 lateness exceeds this "
-                   "(default: 1% of the cell's RTT, between 200 and 1000 us).")
+                   "(default: 1% of the cell's RTT, between 400 and 1000 us).")
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
 @click.option("--attempt", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Which run of this cell this is (recorded; the executor counts re-runs of late cells).")
