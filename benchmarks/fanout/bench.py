@@ -344,6 +344,9 @@ class ControlPlane:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ccsweep-workflow",
                                                                        "namespace": NAMESPACE}},
+            # The chunk pods' own identity (the chart's NAME-chunks), which creates the chunk Workflows.
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ccsweep-workflow-chunks",
+                                                                       "namespace": NAMESPACE}},
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ccsweep-s3", "namespace": NAMESPACE},
              "stringData": {"accessKey": "unused", "secretKey": "unused", "endpoint": "http://127.0.0.1:9"}},
         ]
