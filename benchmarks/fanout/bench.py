@@ -507,16 +507,23 @@ class StandIn(threading.Thread):
             start = int(chunk) * CHUNK_SIZE
             result, _ = plan_output(self.items[start:start + CHUNK_SIZE])
         outputs["result"] = result
+        self._task_result(pod, got["metadata"]["uid"], outputs)
+        self.plan_reported[meta["name"]] = time.time()
+
+    def _task_result(self, pod: dict, workflow_uid: str, outputs: dict) -> None:
+        """The pod's WorkflowTaskResult (named after its node), marked complete, as argoexec writes it:
+        the controller counts a pod's node done only once its task result is complete."""
+        meta = pod["metadata"]
+        workflow = meta["labels"]["workflows.argoproj.io/workflow"]
         task_result = {
             "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTaskResult",
             "metadata": {"name": meta["annotations"]["workflows.argoproj.io/node-id"], "namespace": NAMESPACE,
                          "labels": {"workflows.argoproj.io/workflow": workflow,
                                     "workflows.argoproj.io/report-outputs-completed": "true"},
                          "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-                                              "name": workflow, "uid": got["metadata"]["uid"]}]},
+                                              "name": workflow, "uid": workflow_uid}]},
             "outputs": outputs}
         self.plane.kubectl("create", "-f", "-", input=json.dumps(task_result))
-        self.plan_reported[meta["name"]] = time.time()
 
     def _start_chunk(self, pod: dict) -> None:
         """`argoexec resource create`: the manifest of the pod's template (ARGO_TEMPLATE, in which the
@@ -535,6 +542,10 @@ class StandIn(threading.Thread):
             return
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         got = json.loads(self.plane.kubectl("get", "pod", "-n", NAMESPACE, pod, "-o", "json").stdout)
+        owner = json.loads(self.plane.kubectl(
+            "get", "workflow", "-n", NAMESPACE, got["metadata"]["labels"]["workflows.argoproj.io/workflow"],
+            "-o", "json").stdout)
+        self._task_result(got, owner["metadata"]["uid"], {})
         code = 0 if phase == "Succeeded" else 1
         terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                       "startedAt": got["status"].get("startTime", now), "finishedAt": now}
