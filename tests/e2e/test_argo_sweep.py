@@ -77,11 +77,14 @@ class SweepRun:
         return json.loads(plan["outputs"]["result"])
 
     def cell_pods(self) -> dict[str, list[PodEvent]]:
-        """Events of every cell pod, by cell id (from the pod's ccsweep.io/cell label)."""
+        """Events of every cell pod of this sweep, by cell id (the pod's ccsweep.io/cell label).
+
+        The watch sees the whole namespace, where an earlier sweep's pods may still be listed (a
+        full make test once counted one in the Mahimahi test), so pods are matched by sweep too."""
         out: dict[str, list[PodEvent]] = {}
         for events in self.pods.values():
             labels = events[0].pod["metadata"].get("labels", {})
-            if labels.get("app.kubernetes.io/component") == "cell":
+            if labels.get("app.kubernetes.io/component") == "cell" and labels.get("ccsweep.io/sweep") == self.name:
                 out.setdefault(labels["ccsweep.io/cell"], []).extend(events)
         return out
 

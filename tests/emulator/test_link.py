@@ -126,7 +126,13 @@ def test_droptail_never_exceeds_its_limit(link, queue, limit_key, limit):
     # Seen from outside: no ping waited longer than a full queue plus one packet in service
     # (24-50 ms here), with 10 ms for scheduling on a loaded machine. An unbounded queue fed at
     # twice its rate would reach seconds.
-    max_rtt = float(re.search(r"= [\d.]+/[\d.]+/([\d.]+)/", ping).group(1))
+    summary = re.search(r"= [\d.]+/[\d.]+/([\d.]+)/", ping)
+    if summary is None:
+        # Every ping met a full queue: the flood refills it between departures, and a full make
+        # test once lost all 30. The emulator's own maxima above are then the whole check.
+        assert " 0 received" in ping, ping
+        return
+    max_rtt = float(summary.group(1))
     service_ms = (queue_bytes + OPPORTUNITY_BYTES) / OPPORTUNITY_BYTES * OPPORTUNITY_IP_BITS / rate * 1e3
     assert max_rtt <= 2 * delay_ms + service_ms + 10, ping
 
