@@ -213,7 +213,7 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     }
     if run.parallelism is not None:
         body["spec"]["parallelism"] = run.parallelism
-        chunks = pending_chunks(plan, CHUNK_SIZE) if plan and len(plan.pending) > CHUNK_SIZE else []
+        chunks = pending_chunks(plan, CHUNK_SIZE) if plan else []
         if chunks:
             share = chunk_parallelism(run.parallelism, len(chunks))
             body["spec"]["arguments"]["parameters"].append({"name": "chunk-parallelism", "value": str(share)})
@@ -295,7 +295,6 @@ def stop_patch(sweep: SweepObject, workflow: Mapping[str, Any],
     Argo start no new pods, stop running ones and still run exit handlers; cells already stored stay.
     A sweep run in chunk Workflows counts the cells of all of them (each gets the same patch).
     """
-
     if sweep.status.get("workflow") != workflow.get("metadata", {}).get("name"):
         return None
     if (workflow.get("spec") or {}).get("shutdown") or (workflow.get("status") or {}).get("phase") in (
@@ -314,7 +313,6 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
     after a spec change says nothing about the new one. A large sweep's cells run in chunk
     Workflows (`chunks`, those labelled with the Workflow's name): their cells are counted too.
     """
-
     status = sweep.status
     name = workflow.get("metadata", {}).get("name")
     if not name or status.get("workflow") != name or status.get("phase") in ("Invalid",):

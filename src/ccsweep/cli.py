@@ -186,7 +186,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         metrics.close()
     pending = the_plan.pending
     if chunks_file is not None:
-        chunks = pending_chunks(the_plan, chunk_size) if len(pending) > chunk_size else []
+        chunks = pending_chunks(the_plan, chunk_size)
         chunks_file.write_text(json.dumps(chunks))
         if chunks:
             click.echo(f"sweep {sweep.name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "

@@ -131,7 +131,12 @@ def chunk_cells(cells: list[Cell], index: int, size: int) -> list[Cell]:
 
 
 def pending_chunks(plan: SweepPlan, size: int) -> list[dict[str, int]]:
-    """The chunks of `plan` with cells still to run: [{chunk, cells}], `cells` counting those to run."""
+    """The chunks of `plan` with cells still to run: [{chunk, cells}], `cells` counting those to run.
+
+    [] when the cells to run fit one Workflow (at most `size`): the sweep then fans out directly.
+    """
+    if len(plan.pending) <= size:
+        return []
     todo = {c.id for c in plan.pending}
     counts = [sum(c.id in todo for c in chunk_cells(plan.cells, i, size))
               for i in range(-(-len(plan.cells) // size))]
