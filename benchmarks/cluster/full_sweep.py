@@ -113,17 +113,19 @@ def daemon_pids(cluster: Cluster) -> dict[str, int]:
 
 
 # -- the checks: everything the sweep promises is in the store ------------------------------------
-def late_attempts(services: NodeServices, prefix: str) -> dict[str, int]:
-    """Attempts kept under cells/<id>/late/ (their emulator ran late; the cell was measured again), by cell."""
+def late_attempts(cell_keys: list[str], prefix: str) -> dict[str, int]:
+    """Attempts kept under cells/<id>/late/ (their emulator ran late; the cell was measured again), by
+    cell, from the keys listed under PREFIX/cells/."""
     late: dict[str, int] = {}
-    for key in services.s3_keys(f"{prefix}/cells/"):
+    for key in cell_keys:
         parts = key[len(prefix) + 1:].split("/")   # cells, <id>, late, <utc>.json
         if len(parts) == 4 and parts[2] == "late" and parts[3].endswith(".json"):
             late[parts[1]] = late.get(parts[1], 0) + 1
     return late
 
 
-def check_store(services: NodeServices, prefix: str, sweep: str) -> tuple[list[str], dict, list[dict]]:
+def check_store(services: NodeServices, prefix: str, sweep: str,
+                cell_keys: list[str]) -> tuple[list[str], dict, list[dict]]:
     """(problems, stored results by cell id, the manifest's distinct cells)."""
     manifest = services.s3_get(f"{prefix}/sweeps/{sweep}/manifest.json")
     if manifest is None:
@@ -131,7 +133,7 @@ def check_store(services: NodeServices, prefix: str, sweep: str) -> tuple[list[s
     planned = json.loads(manifest)["cells"]   # an experiment may repeat another's cell: it runs once
     cells = list({c["id"]: c for c in planned}.values())
     results = {}
-    for key in services.s3_keys(f"{prefix}/cells/"):
+    for key in cell_keys:
         if key.endswith("/result.json"):
             cell_id = key.split("/")[-2]
             results[cell_id] = key
@@ -272,8 +274,9 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
              for n in workflow["status"].get("nodes", {}).values() if n["type"] == "Pod"}
     fixed = sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
                 if t in ("plan", "figures") and n.get("finishedAt"))
-    problems, results, cells = check_store(services, prefix, sweep)
-    late = late_attempts(services, prefix)
+    cell_keys = services.s3_keys(f"{prefix}/cells/")   # listed once: results and late attempts
+    problems, results, cells = check_store(services, prefix, sweep, cell_keys)
+    late = late_attempts(cell_keys, prefix)
     if phase != "Succeeded":
         problems.insert(0, f"workflow {name} {phase} after {len(passes)} passes: "
                            f"{workflow['status'].get('message', '')}")
