@@ -27,6 +27,7 @@ What differs from ccsweep-link, and why:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -123,7 +124,9 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
             finally:
                 children.stop_all()
                 if attached:
-                    subprocess.run(["ip", "netns", "delete", inner], capture_output=True)
+                    with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
+                        subprocess.run(["ip", "netns", "delete", inner], capture_output=True,
+                                       timeout=SETUP_COMMAND_TIMEOUT_S)
         for name in DIRECTIONS:
             shutil.copyfile(logs[name], workdir / f"{name}.log")
     finally:
@@ -157,13 +160,26 @@ def _readable_copy(data: bytes, path: Path) -> Path:
     return path
 
 
+#: Seconds a set-up command (mkdir, rm, a bind mount, a forwarding probe) may take: each is
+#: instant, so a hang means a broken node, and the cell fails with one line instead of waiting.
+SETUP_COMMAND_TIMEOUT_S = 30.0
+
+
+def _setup_run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    """One set-up command, bounded by SETUP_COMMAND_TIMEOUT_S (LinkError past it)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=SETUP_COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise LinkError(f"mahimahi: {what} took more than {SETUP_COMMAND_TIMEOUT_S:g} s") from None
+
+
 def _nobody(*argv: str) -> list[str]:
     """argv run as nobody: user, group and no supplementary groups (CAP_SETUID, CAP_SETGID)."""
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
 
 
 def _as_nobody(what: str, *argv: str, check: bool = True) -> None:
-    done = subprocess.run(_nobody(*argv), capture_output=True, text=True)
+    done = _setup_run(_nobody(*argv), what)
     if check and done.returncode != 0:
         raise LinkError(f"mahimahi: nobody (uid {NOBODY}) could not {what}: "
                         f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}")
@@ -198,8 +214,12 @@ def _attach_netns(name: str, pid: int) -> None:
         os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
     except OSError as exc:
         raise LinkError(f"naming the sender's namespace {name}: {target}: {exc.strerror}") from None
-    done = subprocess.run([sys.executable, "-c", _ATTACH_AS, str(NOBODY), f"/proc/{pid}/ns/net", str(target)],
-                          capture_output=True, text=True)
+    try:
+        done = _setup_run([sys.executable, "-c", _ATTACH_AS, str(NOBODY), f"/proc/{pid}/ns/net", str(target)],
+                          f"naming the sender's namespace {name}")
+    except LinkError:
+        target.unlink(missing_ok=True)
+        raise
     if done.returncode != 0:
         target.unlink(missing_ok=True)
         raise LinkError(f"naming the sender's namespace {name}: "
@@ -257,7 +277,7 @@ def _check_allowed(algorithms: list[str]) -> None:
 def _check_forwarding(namespace: str) -> None:
     """Whether a namespace made inside `namespace` forwards, as each nested Mahimahi shell requires."""
     probe = ["unshare", "--net", "cat", "/proc/sys/net/ipv4/ip_forward"]
-    done = subprocess.run(["ip", "netns", "exec", namespace, *probe], capture_output=True, text=True)
+    done = _setup_run(["ip", "netns", "exec", namespace, *probe], "the forwarding probe")
     if done.stdout.strip() != "1":
         raise LinkError("mahimahi: new network namespaces get net.ipv4.ip_forward=0 from the host, and Mahimahi's "
                         "nested shells need 1: on the host, sysctl -w net.ipv4.ip_forward=1 (Kubernetes nodes have "
