@@ -72,17 +72,33 @@ class GaugePoller(threading.Thread):
         self.cluster, self.workflow, self.interval = cluster, workflow, interval
         self.gauges = Gauges()
         self._stop_event = threading.Event()
+        self._reported = 0.0
 
     def poll(self) -> None:
         g = self.gauges
         got = self.cluster.kubectl("get", "workflow", "-n", NAMESPACE, self.workflow, "-o", "json", check=False)
         if got.returncode == 0:
             g.workflow_bytes = max(g.workflow_bytes, len(got.stdout.encode()))
-            g.compressed |= bool(json.loads(got.stdout).get("status", {}).get("compressedNodes"))
+            status = json.loads(got.stdout).get("status", {})
+            g.compressed |= bool(status.get("compressedNodes"))
+            self.report(status)
         groups, scrape = pushgateway_size(self.cluster)
         g.push_groups, g.push_scrape_bytes = max(g.push_groups, groups), max(g.push_scrape_bytes, scrape)
         g.series = max(g.series, prometheus_series(self.cluster))
         g.samples.append((time.time(), groups, scrape))
+
+    def report(self, status: dict) -> None:
+        """One progress line a minute on stderr: a pass of the full sweep runs for tens of minutes.
+        Cell pods that failed are mostly late attempts (exit 75) that Argo runs again."""
+        now = time.time()
+        if now - self._reported < 60:
+            return
+        self._reported = now
+        pods = [n for n in status.get("nodes", {}).values() if n.get("type") == "Pod"]
+        phases = {ph: sum(1 for n in pods if n.get("phase") == ph) for ph in ("Succeeded", "Failed", "Running")}
+        print(f"[{time.strftime('%H:%M:%S')}] {self.workflow}: {status.get('phase', '?')}, progress "
+              f"{status.get('progress', '?')}, pods succeeded {phases['Succeeded']}, failed or late "
+              f"{phases['Failed']}, running {phases['Running']}", file=sys.stderr, flush=True)
 
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):

@@ -5,9 +5,18 @@
 //! asked, the loop's thread (and nothing else) runs at SCHED_FIFO priority N, which takes the CPU
 //! from every normal task the moment a release is due. That needs CAP_SYS_NICE (root, or the
 //! capability in a pod) or an RLIMIT_RTPRIO of at least N, and, in a cgroup with real-time group
-//! scheduling, a real-time budget. Where SCHED_FIFO is refused the loop asks for nice -10 instead
-//! (allowed by CAP_SYS_NICE or RLIMIT_NICE), and where that is refused too it keeps normal
-//! priority: the emulator never fails for want of priority, and says what it got.
+//! scheduling, a real-time budget. Where SCHED_FIFO is refused the loop asks for SCHED_DEADLINE
+//! (a reservation of DEADLINE_RUNTIME_NS in every DEADLINE_PERIOD_NS, reclaiming idle time
+//! beyond it), then nice -10, and where all are refused it keeps normal priority: the emulator
+//! never fails for want of priority, and says what it got.
+//!
+//! Why SCHED_DEADLINE second: a container in a cgroup-v1 `cpu` hierarchy with real-time group
+//! scheduling (CONFIG_RT_GROUP_SCHED) has `cpu.rt_runtime_us = 0` unless someone gives it a
+//! budget, and the kubelet does not, so SCHED_FIFO is EPERM in every pod there. SCHED_DEADLINE is
+//! not tied to the cgroup's real-time budget (the kernel admits it against the root domain's
+//! bandwidth), needs only CAP_SYS_NICE, and a waking deadline task runs before every normal and
+//! real-time task, which is what the loop needs. Measured on such a node: nice -10 left the loop
+//! milliseconds late whenever another task held its core (benchmarks/results/*-full-sweep.md).
 //!
 //! A SCHED_FIFO loop that never slept would own its core. This one sleeps in epoll between
 //! releases and busy-waits only briefly (see `pacing`; `--spin` is capped while real-time), and
@@ -17,8 +26,28 @@
 
 use std::io;
 
-/// The nice value asked for when SCHED_FIFO is refused.
+/// The nice value asked for when SCHED_FIFO and SCHED_DEADLINE are refused.
 pub const FALLBACK_NICE: i32 = -10;
+/// The SCHED_DEADLINE reservation: 300 us of every 1 ms (30 % of a core, twice what the loop
+/// uses at 100 Mbit/s with 250 us windows) is guaranteed, and SCHED_FLAG_RECLAIM lets the loop
+/// run on into idle time beyond it. The period bounds how long an overrun can be throttled.
+pub const DEADLINE_RUNTIME_NS: u64 = 300_000;
+pub const DEADLINE_PERIOD_NS: u64 = 1_000_000;
+/// `struct sched_attr` of sched_setattr(2), version 0 (48 bytes); libc does not declare it.
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+const SCHED_DEADLINE: u32 = 6;
+const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+const SCHED_FLAG_RECLAIM: u64 = 0x02;
 /// Where the kernel says how much of each period real-time tasks may use (-1: no limit).
 const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
@@ -35,6 +64,8 @@ pub fn parse_priority(text: &str) -> Result<i32, String> {
 pub enum Granted {
     Normal,
     Fifo(i32),
+    /// SCHED_DEADLINE with this runtime and period, in nanoseconds.
+    Deadline { runtime_ns: u64, period_ns: u64 },
     Nice(i32),
 }
 
@@ -42,7 +73,7 @@ pub enum Granted {
 #[derive(Debug)]
 pub struct LoopPriority {
     granted: Granted,
-    /// Why SCHED_FIFO (and then the nice fallback) was refused, as errno names.
+    /// Why SCHED_FIFO (and then each fallback) was refused, as errno names.
     refused: Vec<String>,
     restored: bool,
 }
@@ -67,6 +98,24 @@ fn set_scheduler(policy: libc::c_int, priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+fn set_deadline(runtime_ns: u64, period_ns: u64, reclaim: bool) -> io::Result<()> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: SCHED_DEADLINE,
+        sched_flags: SCHED_FLAG_RESET_ON_FORK | if reclaim { SCHED_FLAG_RECLAIM } else { 0 },
+        sched_nice: 0,
+        sched_priority: 0,
+        sched_runtime: runtime_ns,
+        sched_deadline: period_ns,
+        sched_period: period_ns,
+    };
+    // SAFETY: pid 0 is the calling thread; the kernel reads `size` bytes of the attr we own.
+    if unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn set_nice(nice: i32) -> io::Result<()> {
     // SAFETY: gettid has no arguments; on Linux a thread id with PRIO_PROCESS names one thread.
     let tid = unsafe { libc::gettid() } as libc::id_t;
@@ -79,7 +128,7 @@ fn set_nice(nice: i32) -> io::Result<()> {
 
 impl LoopPriority {
     /// Raises the calling thread to SCHED_FIFO `priority` (None: leaves it alone), falling back
-    /// to nice FALLBACK_NICE, then to normal.
+    /// to SCHED_DEADLINE, then nice FALLBACK_NICE, then normal.
     pub fn raise(priority: Option<i32>) -> Self {
         let mut this = Self { granted: Granted::Normal, refused: Vec::new(), restored: false };
         let Some(priority) = priority else { return this };
@@ -87,25 +136,46 @@ impl LoopPriority {
             Ok(()) => this.granted = Granted::Fifo(priority),
             Err(error) => {
                 this.refused.push(format!("fifo: {}", errno_name(&error)));
-                match set_nice(FALLBACK_NICE) {
-                    Ok(()) => this.granted = Granted::Nice(FALLBACK_NICE),
-                    Err(error) => this.refused.push(format!("nice: {}", errno_name(&error))),
-                }
+                this.raise_deadline_or_nice();
             }
         }
         this
+    }
+
+    fn raise_deadline_or_nice(&mut self) {
+        let (runtime_ns, period_ns) = (DEADLINE_RUNTIME_NS, DEADLINE_PERIOD_NS);
+        // SCHED_FLAG_RECLAIM is Linux 4.13+; an older kernel refuses the flag with EINVAL.
+        let granted = set_deadline(runtime_ns, period_ns, true).or_else(|error| match error.raw_os_error() {
+            Some(libc::EINVAL) => set_deadline(runtime_ns, period_ns, false),
+            _ => Err(error),
+        });
+        match granted {
+            Ok(()) => self.granted = Granted::Deadline { runtime_ns, period_ns },
+            Err(error) => {
+                // EBUSY: the root domain's deadline bandwidth is taken (by other cells' loops).
+                self.refused.push(format!("deadline: {}", errno_name(&error)));
+                match set_nice(FALLBACK_NICE) {
+                    Ok(()) => self.granted = Granted::Nice(FALLBACK_NICE),
+                    Err(error) => self.refused.push(format!("nice: {}", errno_name(&error))),
+                }
+            }
+        }
     }
 
     pub fn granted(&self) -> &Granted {
         &self.granted
     }
 
-    /// One word for the result record: `normal`, `fifo:10`, or `nice:-10 (fifo: EPERM)` and
-    /// `normal (fifo: EPERM, nice: EPERM)` when the request was refused.
+    /// One word for the result record: `normal`, `fifo:10`, or, when the request was refused,
+    /// `deadline:300/1000us (fifo: EPERM)`, `nice:-10 (fifo: EPERM, deadline: EBUSY)` and
+    /// `normal (fifo: EPERM, deadline: EPERM, nice: EPERM)`.
     pub fn describe(&self) -> String {
         let got = match self.granted {
             Granted::Normal => "normal".to_string(),
             Granted::Fifo(priority) => format!("fifo:{priority}"),
+            Granted::Deadline { runtime_ns, period_ns } => {
+                format!("deadline:{}/{}us", runtime_ns / 1000, period_ns / 1000)
+            }
             Granted::Nice(nice) => format!("nice:{nice}"),
         };
         if self.refused.is_empty() {
@@ -119,6 +189,12 @@ impl LoopPriority {
     /// kernel's real-time budget as a backstop; None when there is nothing to say.
     pub fn warning(&self, requested: Option<i32>) -> Option<String> {
         let requested = requested?;
+        if let Granted::Deadline { .. } = self.granted {
+            return Some(format!(
+                "--realtime-priority {requested}: SCHED_FIFO refused (no real-time budget in this cgroup?), the packet loop runs at {}",
+                self.describe()
+            ));
+        }
         if !self.refused.is_empty() {
             return Some(format!(
                 "--realtime-priority {requested}: not permitted, the packet loop runs at {} (needs CAP_SYS_NICE)",
@@ -139,7 +215,7 @@ impl LoopPriority {
         self.restored = true;
         match self.granted {
             Granted::Normal => {}
-            Granted::Fifo(_) => {
+            Granted::Fifo(_) | Granted::Deadline { .. } => {
                 let _ = set_scheduler(libc::SCHED_OTHER, 0);
             }
             Granted::Nice(_) => {
@@ -203,6 +279,7 @@ mod tests {
             let policy = || unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
             match priority.granted() {
                 Granted::Fifo(5) => assert_eq!(policy(), libc::SCHED_FIFO),
+                Granted::Deadline { .. } => assert_eq!(policy(), SCHED_DEADLINE as i32),
                 Granted::Nice(_) | Granted::Normal => assert_eq!(policy(), libc::SCHED_OTHER),
                 other => panic!("{other:?}"),
             }
@@ -211,5 +288,43 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A cgroup-v1 `cpu` group with real-time group scheduling and no budget, as a pod's cgroup
+    /// on such a node: SCHED_FIFO is refused there and the loop gets SCHED_DEADLINE. Runs where
+    /// the kernel has RT group scheduling and the test may make cgroups (root); says so otherwise.
+    #[test]
+    fn a_cgroup_without_real_time_budget_gets_deadline() {
+        let root = std::path::Path::new("/sys/fs/cgroup/cpu");
+        if !root.join("cpu.rt_runtime_us").exists() || unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: no cgroup-v1 real-time group scheduling here, or not root");
+            return;
+        }
+        let group = root.join(format!("ccsweep-sched-test-{}", std::process::id()));
+        std::fs::create_dir(&group).unwrap();
+        assert_eq!(std::fs::read_to_string(group.join("cpu.rt_runtime_us")).unwrap().trim(), "0");
+        let described = std::thread::spawn({
+            let tasks = group.join("tasks");
+            move || {
+                // SAFETY: gettid has no arguments.
+                std::fs::write(&tasks, unsafe { libc::gettid() }.to_string()).unwrap();
+                let mut priority = LoopPriority::raise(Some(10));
+                // SAFETY: sched_getscheduler of the calling thread.
+                let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+                let described = (priority.describe(), policy, priority.warning(Some(10)));
+                priority.restore();
+                // SAFETY: as above.
+                assert_eq!(unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);
+                std::fs::write(std::path::Path::new("/sys/fs/cgroup/cpu/tasks"), unsafe { libc::gettid() }.to_string())
+                    .unwrap();
+                described
+            }
+        })
+        .join();
+        std::fs::remove_dir(&group).unwrap();
+        let (described, policy, warning) = described.unwrap();
+        assert_eq!(described, "deadline:300/1000us (fifo: EPERM)");
+        assert_eq!(policy, SCHED_DEADLINE as i32);
+        assert!(warning.unwrap().contains("SCHED_FIFO refused"));
     }
 }

@@ -74,7 +74,8 @@ class SelfCheck(Record):
     cpu_share: float | None = Field(description="emulator CPU time / wall time")
     late: bool = Field(description="p99 lateness above the threshold the runner was given")
     threshold_us: float | None
-    sched: str | None = Field(default=None, description="the emulator loop's priority: fifo:N, nice:N or normal")
+    sched: str | None = Field(
+        default=None, description="the emulator loop's priority: fifo:N, deadline:R/Pus, nice:N or normal")
     injected_lateness: str | None = Field(default=None, description="debug: release delays injected on purpose")
     #: None in records written before it was kept (their emulator ran at its default, 100 us) and
     #: for Mahimahi (its own 1 ms timer).
