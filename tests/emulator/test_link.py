@@ -453,3 +453,36 @@ def test_realtime_priority_where_permitted_and_normal_where_not():
     assert summary["sched"].startswith("normal (fifo: EPERM"), summary["sched"]
     warnings = result.stderr.splitlines()
     assert len(warnings) == 1 and "--realtime-priority 10: not permitted" in warnings[0], result.stderr
+
+
+def test_a_cgroup_without_real_time_budget_gets_deadline_scheduling():
+    """A pod's cgroup on a cgroup-v1 node with real-time group scheduling has no real-time budget
+    (the kubelet leaves `cpu.rt_runtime_us` at 0), so SCHED_FIFO is refused there: the link then
+    runs its loop at SCHED_DEADLINE, says so once on stderr and records it. Made for real: a `cpu`
+    cgroup of the test's own, which the kernel creates with a budget of 0."""
+    needs_root()
+    root = Path("/sys/fs/cgroup/cpu")
+    if not (root / "cpu.rt_runtime_us").exists():
+        pytest.skip("this kernel has no cgroup-v1 real-time group scheduling (pods get SCHED_FIFO there)")
+    group = root / f"ccsweep-test-{os.getpid()}"
+    group.mkdir()
+    try:
+        assert (group / "cpu.rt_runtime_us").read_text().strip() == "0"
+        tag = namespace_tag()
+        argv = [link_binary(), "--sender-netns", f"{tag}s", "--receiver-netns", f"{tag}r",
+                "--uplink-rate", "10mbit", "--downlink-rate", "10mbit", "--duration", "1s",
+                "--realtime-priority", "10"]
+        procs = str(group / "cgroup.procs")
+
+        def enter_group() -> None:   # in the child, before exec: "0" moves the writing process
+            with open(procs, "w") as f:
+                f.write("0")
+
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, preexec_fn=enter_group)
+        assert result.returncode == 0, result.stderr
+        summary = [json.loads(line) for line in result.stdout.splitlines()][-1]
+        assert summary["sched"] == "deadline:300/1000us (fifo: EPERM)", summary["sched"]
+        warnings = result.stderr.splitlines()
+        assert len(warnings) == 1 and "SCHED_FIFO refused" in warnings[0], result.stderr
+    finally:
+        group.rmdir()
