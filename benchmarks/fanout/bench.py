@@ -198,33 +198,53 @@ def fanout_workflow(items: list[dict], parallelism: int) -> dict:
 
 class PodTimes(threading.Thread):
     """`kubectl get pods --watch` printing name, node and phase per event; first times kept locally
-    (the API's own timestamps have one-second resolution)."""
+    (the API's own timestamps have one-second resolution). The API server ends a watch after its
+    request timeout or when the watch falls too far behind (thousands of pods, as with chunked
+    sweeps), and kubectl then exits: the watch is started again, and its first listing only fills
+    in pods it has not seen (a time once kept stays). `restarts` says how often that happened."""
 
     def __init__(self, kubectl: list[str]) -> None:
         super().__init__(daemon=True)
         self.created: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.done: dict[str, float] = {}
+        self.restarts = 0
         template = '{.metadata.name} {.spec.nodeName} {.status.phase}{"\\n"}'
-        self._proc = subprocess.Popen([*kubectl, "get", "pods", "-n", NAMESPACE, "--watch",
-                                       "-l", "app.kubernetes.io/component=cell", "-o", f"jsonpath={template}"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._cmd = [*kubectl, "get", "pods", "-n", NAMESPACE, "--watch",
+                     "-l", "app.kubernetes.io/component=cell", "-o", f"jsonpath={template}"]
+        self._stopping = threading.Event()
+        self._proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen:
+        return subprocess.Popen(self._cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def run(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            now = time.time()
-            parts = line.split()
-            if not parts:
-                continue
-            name = parts[0]
-            self.created.setdefault(name, now)
-            if len(parts) >= 2 and parts[1] not in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-                self.bound.setdefault(name, now)
-            if parts[-1] in ("Succeeded", "Failed"):
-                self.done.setdefault(name, now)
+        while True:
+            assert self._proc.stdout is not None
+            for line in self._proc.stdout:
+                self._seen(line, time.time())
+            self._proc.wait()
+            if self._stopping.is_set():
+                return
+            self.restarts += 1
+            time.sleep(0.5)
+            self._proc = self._spawn()
+            if self._stopping.is_set():   # stop() came between the check above and the spawn
+                self._proc.terminate()
+
+    def _seen(self, line: str, now: float) -> None:
+        parts = line.split()
+        if not parts:
+            return
+        name = parts[0]
+        self.created.setdefault(name, now)
+        if len(parts) >= 2 and parts[1] not in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
+            self.bound.setdefault(name, now)
+        if parts[-1] in ("Succeeded", "Failed"):
+            self.done.setdefault(name, now)
 
     def stop(self) -> None:
+        self._stopping.set()
         self._proc.terminate()   # kubectl ends on SIGTERM at once
         self._proc.wait(timeout=30)
         self.join(timeout=5)
@@ -448,10 +468,17 @@ def chunk_list(items: list[dict], size: int = CHUNK_SIZE) -> list[dict]:
     return [{"chunk": n, "cells": len(items[start:start + size])} for n, start in enumerate(range(0, len(items), size))]
 
 
+def owner_uid(pod: dict) -> str:
+    """The uid of the Workflow that owns a workflow pod (the controller sets the owner reference)."""
+    return next(o["uid"] for o in pod["metadata"].get("ownerReferences", []) if o.get("kind") == "Workflow")
+
+
 class StandIn(threading.Thread):
     """argoexec's part in the pods KWOK runs no executor in (module docstring): plan pods report
-    their outputs, chunk pods create their chunk Workflow and end when it does. Polls the few pods
-    labelled plan or chunk every 0.5 s; what it did, and when, is kept for the report."""
+    their outputs, chunk pods create their chunk Workflow and end when it does, figures pods report
+    that they have no outputs (else the controller waits minutes for its fallback before it counts
+    them done). Polls the few pods labelled plan, chunk or figures every 0.5 s; what it did, and
+    when, is kept for the report."""
 
     def __init__(self, plane: ControlPlane, items: list[dict]) -> None:
         super().__init__(daemon=True)
@@ -459,6 +486,7 @@ class StandIn(threading.Thread):
         self.plan_reported: dict[str, float] = {}          # plan pod -> when its outputs were reported
         self.chunk_of_pod: dict[str, str] = {}             # chunk pod -> its chunk Workflow
         self.chunk_done: dict[str, tuple[float, str]] = {}  # chunk pod -> (when, the Workflow's phase)
+        self.figures_reported: set[str] = set()
         self.cut = False
         self.errors: list[str] = []
         self._stop_event = threading.Event()
@@ -468,7 +496,7 @@ class StandIn(threading.Thread):
         while not self._stop_event.wait(0.5):
             try:
                 self._pass()
-            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as exc:
+            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError, StopIteration) as exc:
                 self.errors.append(f"{time.strftime('%H:%M:%S')} {exc}"[:300])
 
     def stop(self) -> None:
@@ -476,8 +504,8 @@ class StandIn(threading.Thread):
         self.join(timeout=30)
 
     def _pass(self) -> None:
-        listed = self.plane.kubectl("get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component in (plan,chunk)",
-                                    "-o", "json", timeout=60).stdout
+        listed = self.plane.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json", "-l",
+                                    "app.kubernetes.io/component in (plan,chunk,figures)", timeout=60).stdout
         for pod in json.loads(listed)["items"]:
             meta = pod["metadata"]
             name, component = meta["name"], meta["labels"].get("app.kubernetes.io/component")
@@ -485,6 +513,9 @@ class StandIn(threading.Thread):
                 self._report_plan(pod)
             elif component == "chunk" and name not in self.chunk_of_pod:
                 self._start_chunk(pod)
+            elif component == "figures" and name not in self.figures_reported:
+                self._task_result(pod, owner_uid(pod), {})
+                self.figures_reported.add(name)
         if time.monotonic() - self._last_check >= 5:   # argoexec's RESOURCE_STATE_CHECK_INTERVAL
             self._last_check = time.monotonic()
             for pod, workflow in self.chunk_of_pod.items():
@@ -542,10 +573,7 @@ class StandIn(threading.Thread):
             return
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         got = json.loads(self.plane.kubectl("get", "pod", "-n", NAMESPACE, pod, "-o", "json").stdout)
-        owner = json.loads(self.plane.kubectl(
-            "get", "workflow", "-n", NAMESPACE, got["metadata"]["labels"]["workflows.argoproj.io/workflow"],
-            "-o", "json").stdout)
-        self._task_result(got, owner["metadata"]["uid"], {})
+        self._task_result(got, owner_uid(got), {})
         code = 0 if phase == "Succeeded" else 1
         terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                       "startedAt": got["status"].get("startTime", now), "finishedAt": now}
@@ -692,6 +720,7 @@ def measure(plane: ControlPlane, run: Run, items: list[dict], timeout: float) ->
         "chunk_compressed": any((w.get("status") or {}).get("compressedNodes") for w in children),
         "stand_in_errors": stand_in.errors[:5] if stand_in else [],
         "pods_seen": len(created), "bound": len(watch.bound), "succeeded": len(watch.done),
+        "watch_restarts": watch.restarts,
         "first_pod_s": created[0] - t0 if created else None,
         "all_created_s": created[-1] - t0 if len(created) >= run.cells else None,
         "all_bound_s": (all_bound - t0) if all_bound else None,
@@ -785,6 +814,12 @@ def report(runs: list[Run], args: argparse.Namespace, node_ready_s: dict[int, fl
                          f"phase {fmt(status['final_phase_lag_s'])} s after the Workflow's; operator CPU "
                          f"{operator['cpu_s']:.0f} s (peak {operator['peak_cpu']:.2f} cores), RSS "
                          f"{operator['peak_rss_mb']:.0f} MB.")
+    for r in runs:
+        x = r.results
+        if x and (x["bound"] < r.cells or x["watch_restarts"]):
+            lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: the pod watch saw {x['pods_seen']} cell "
+                         f"pods, {x['bound']} bound, and was started again {x['watch_restarts']} time(s) "
+                         "(pods created and deleted while it restarted are not counted)")
     for r in runs:
         if r.results.get("stand_in_errors"):
             lines.append(f"- {r.nodes} nodes, {r.cells} cells, {r.mode}: the stand-in for argoexec failed: "
