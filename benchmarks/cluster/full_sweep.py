@@ -48,6 +48,8 @@ sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests"), str(REPO / "be
 from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, full_sweep_durations, makespan, parse_time  # noqa: E402
 from procstat import ProcSampler, machine  # noqa: E402
 
+from ccsweep.plan import CC_LABEL_PREFIX, node_selector  # noqa: E402
+from ccsweep.store.base import SweepManifest  # noqa: E402
 from clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch  # noqa: E402
 
 DEFAULT_SCALE = 0.05
@@ -78,8 +80,11 @@ class GaugePoller(threading.Thread):
         g = self.gauges
         got = self.cluster.kubectl("get", "workflow", "-n", NAMESPACE, self.workflow, "-o", "json", check=False)
         if got.returncode == 0:
-            g.workflow_bytes = max(g.workflow_bytes, len(got.stdout.encode()))
-            status = json.loads(got.stdout).get("status", {})
+            workflow = json.loads(got.stdout)
+            # Compact JSON, as the API server stores it and Argo sizes it against its 1 MiB limit
+            # (kubectl's output is indented: about half as large again).
+            g.workflow_bytes = max(g.workflow_bytes, len(json.dumps(workflow, separators=(",", ":")).encode()))
+            status = workflow.get("status", {})
             g.compressed |= bool(status.get("compressedNodes"))
             self.report(status)
         groups, scrape = pushgateway_size(self.cluster)
@@ -140,20 +145,37 @@ def late_attempts(cell_keys: list[str], prefix: str) -> dict[str, int]:
     return late
 
 
-def check_store(services: NodeServices, prefix: str, sweep: str,
-                cell_keys: list[str]) -> tuple[list[str], dict, list[dict]]:
-    """(problems, stored results by cell id, the manifest's distinct cells)."""
+def unplaceable_cells(manifest: bytes, node_labels: dict[str, str]) -> dict[str, list[str]]:
+    """Cells of the manifest the node cannot run (its labels lack one of their algorithms, as the
+    cells' node selectors ask), by id: the algorithms missing. Their pods stay Pending until the
+    cell template's pending timeout fails them; they are not the sweep's failures but the node's."""
+    missing = {}
+    for cell in SweepManifest.model_validate_json(manifest).distinct_cells():
+        lacking = [k.removeprefix(CC_LABEL_PREFIX) for k, v in node_selector(cell).items() if node_labels.get(k) != v]
+        if lacking:
+            missing[cell.id] = lacking
+    return missing
+
+
+def check_store(services: NodeServices, prefix: str, sweep: str, cell_keys: list[str],
+                node_labels: dict[str, str]) -> tuple[list[str], dict, list[dict], dict[str, list[str]]]:
+    """(problems, stored results by cell id, the manifest's distinct cells, the cells this node
+    cannot run with what they lack)."""
     manifest = services.s3_get(f"{prefix}/sweeps/{sweep}/manifest.json")
     if manifest is None:
-        return [f"no manifest at {prefix}/sweeps/{sweep}/manifest.json"], {}, []
+        return [f"no manifest at {prefix}/sweeps/{sweep}/manifest.json"], {}, [], {}
     planned = json.loads(manifest)["cells"]   # an experiment may repeat another's cell: it runs once
     cells = list({c["id"]: c for c in planned}.values())
+    unplaceable = unplaceable_cells(manifest, node_labels)
     results = {}
     for key in cell_keys:
         if key.endswith("/result.json"):
             cell_id = key.split("/")[-2]
             results[cell_id] = key
-    problems = [f"cell {c['id']} ({c['experiment']}): no result" for c in cells if c["id"] not in results]
+    problems = [f"cell {c['id']} ({c['experiment']}): no result" for c in cells
+                if c["id"] not in results and c["id"] not in unplaceable]
+    problems += [f"cell {i}: stored, though this node lacks {', '.join(cc)}" for i, cc in unplaceable.items()
+                 if i in results]
     outputs = set(services.s3_keys(f"{prefix}/sweeps/{sweep}/"))
     base = f"{prefix}/sweeps/{sweep}/"
     for experiment in sorted({c["experiment"] for c in planned}):
@@ -171,7 +193,7 @@ def check_store(services: NodeServices, prefix: str, sweep: str,
     for c in cells:
         if c["id"] in results and c["id"] not in loaded:
             loaded[c["id"]] = json.loads(services.s3_get(results[c["id"]]) or b"{}")
-    return problems, loaded, cells
+    return problems, loaded, cells, unplaceable
 
 
 # -- per-cell overheads from the pod watch and the stored records ---------------------------------
@@ -250,7 +272,9 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
     # `ccsweep plan --time-scale` names a scaled sweep so (a sweep name has no dots).
     sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}".replace(".", "-")[:63].rstrip("-")
     prefix = f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    node_cpu = cpu_value(cluster.get_json("node", "ccsweep-node")["status"]["allocatable"]["cpu"])
+    node = cluster.get_json("node", "ccsweep-node")
+    node_cpu = cpu_value(node["status"]["allocatable"]["cpu"])
+    node_labels = node["metadata"].get("labels", {})
     watch = PodWatch(cluster, NAMESPACE)
     sampler = ProcSampler(daemon_pids(cluster), interval=2)
     sampler.start()
@@ -267,7 +291,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
                 "-p", f"spec={args.spec}", "-p", f"sweep={sweep}", "-p", f"time-scale={args.time_scale:g}",
                 "-p", f"store=s3://{services.bucket}/{prefix}", "-p", f"pushgateway={NODE_IP}:9091",
                 "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
-                "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi")
+                "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi",
+                "-p", f"cell-pending-timeout={args.pending_timeout}")
             name = submitted.stdout.strip()
             poller.workflow = name
             if not poller.is_alive():
@@ -278,6 +303,9 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
             passes.append((name, phase, time.time() - began))
             if phase != "Failed":   # Succeeded, or the wait ended early (timeout, interrupted): no new pass
                 break
+            listed = services.s3_keys(f"{prefix}/cells/")
+            if not check_store(services, prefix, sweep, listed, node_labels)[0]:
+                break   # every cell this node can run is stored: another pass would change nothing
     finally:
         end = time.time()
         poller.stop()
@@ -291,9 +319,10 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
     fixed = sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
                 if t in ("plan", "figures") and n.get("finishedAt"))
     cell_keys = services.s3_keys(f"{prefix}/cells/")   # listed once: results and late attempts
-    problems, results, cells = check_store(services, prefix, sweep, cell_keys)
+    problems, results, cells, unplaceable = check_store(services, prefix, sweep, cell_keys, node_labels)
     late = late_attempts(cell_keys, prefix)
-    if phase != "Succeeded":
+    # The verdict fails a sweep with cells no node could run; that, and only that, is expected here.
+    if phase != "Succeeded" and not (phase == "Failed" and unplaceable and not problems):
         problems.insert(0, f"workflow {name} {phase} after {len(passes)} passes: "
                            f"{workflow['status'].get('message', '')}")
     groups_after, scrape_after = pushgateway_size(cluster)
@@ -315,7 +344,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
         f"| wall time, submit -> done | {wall / 60:.1f} min |",
         f"| passes (the same submit again while cells lack a result) | "
         f"{'; '.join(f'{w}: {ph}, {sec / 60:.1f} min' for w, ph, sec in passes)} |",
-        f"| cells planned (distinct) / stored | {len(cells)} / {len(results)} |",
+        f"| cells planned (distinct) / this node can run / stored | {len(cells)} / {len(cells) - len(unplaceable)} "
+        f"/ {len(results)} |",
         f"| cells per minute | {len(results) / (wall / 60):.1f} |",
         f"| attempts late (kept under late/, measured again) / cells with one | {sum(late.values())} / {len(late)} |",
         f"| cells late on every attempt (no result) | {len(set(late) - set(results))} |",
@@ -351,6 +381,15 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
     if rows and cells:
         overhead = statistics.median(r["slot"] - r["flow"] for r in rows)
         lines += projection(overhead, fixed, args.node_cores, args.cell_cpu_full, args.nodes)
+    if unplaceable:
+        lacking = sorted({cc for ccs in unplaceable.values() for cc in ccs})
+        offered = sorted(k.removeprefix(CC_LABEL_PREFIX) for k, v in node_labels.items()
+                         if k.startswith(CC_LABEL_PREFIX) and v == "true")
+        lines += ["", f"**Cells this node cannot run: {len(unplaceable)}**, asking for {', '.join(lacking)}; the "
+                  f"node offers {', '.join(offered)} (its kernel's tcp_available_congestion_control, as the node "
+                  f"probe labels it). Their pods stayed Pending until the pending timeout "
+                  f"({args.pending_timeout}) failed their steps; the verdict then failed the workflow, and the "
+                  "report names them as missing. They are not counted as problems below."]
     lines += ["", "**Checks** (every cell stored, every experiment's figures, the report): "
               + ("all hold." if not problems else f"{len(problems)} failed:")]
     lines += [f"- {p}" for p in problems[:40]]
@@ -365,6 +404,8 @@ def main() -> int:
     p.add_argument("--sweep", help="sweep name (default SPEC-xSCALE, '.' as '-': quick-x0-1)")
     p.add_argument("--cell-cpu", default="900m", help="CPU request of each cell pod here (2 slots on 2 cores)")
     p.add_argument("--passes", type=int, default=2, help="submits at most while cells lack a result (default 2)")
+    p.add_argument("--pending-timeout", default="3m",
+                   help="the workflow's cell-pending-timeout: cells no node here can run fail after it (default 3m)")
     p.add_argument("--node-cores", type=int, default=8, help="cores of each node in the projection")
     p.add_argument("--cell-cpu-full", default="1", help="CPU per cell in the projection")
     p.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 50])
