@@ -143,9 +143,13 @@ class Cluster:
                          f"{proc.stdout[-2000:]}")
 
     # -- commands inside the cluster's network namespace ---------------------------------
-    def in_ns(self, *cmd: str, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+    def in_ns(self, *cmd: str, timeout: float = 60, input: str | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """cmd in the cluster's network namespace (its 10.200.0.x addresses exist only there);
+        `env` is added to this process's environment."""
         return subprocess.run(["nsenter", f"--net=/run/netns/{self.ns}", *cmd], input=input,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **env} if env else None)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 120) -> subprocess.CompletedProcess:
