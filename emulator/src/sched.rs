@@ -301,7 +301,10 @@ mod tests {
             return;
         }
         let group = root.join(format!("ccsweep-sched-test-{}", std::process::id()));
-        std::fs::create_dir(&group).unwrap();
+        if let Err(error) = std::fs::create_dir(&group) {
+            eprintln!("skipped: cannot make a cpu cgroup here ({error})");
+            return;
+        }
         assert_eq!(std::fs::read_to_string(group.join("cpu.rt_runtime_us")).unwrap().trim(), "0");
         let described = std::thread::spawn({
             let tasks = group.join("tasks");

@@ -465,7 +465,10 @@ def test_a_cgroup_without_real_time_budget_gets_deadline_scheduling():
     if not (root / "cpu.rt_runtime_us").exists():
         pytest.skip("this kernel has no cgroup-v1 real-time group scheduling (pods get SCHED_FIFO there)")
     group = root / f"ccsweep-test-{os.getpid()}"
-    group.mkdir()
+    try:
+        group.mkdir()
+    except OSError as exc:   # a read-only cgroup file system (a container)
+        pytest.skip(f"cannot make a cpu cgroup here: {exc}")
     try:
         assert (group / "cpu.rt_runtime_us").read_text().strip() == "0"
         tag = namespace_tag()
