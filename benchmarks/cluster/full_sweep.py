@@ -150,29 +150,35 @@ def late_attempts(cell_keys: list[str], prefix: str) -> dict[str, int]:
     return late
 
 
+def lacking(selector: dict[str, str], node_labels: dict[str, str]) -> list[str]:
+    """The algorithms of a cell's node selector this node's labels do not offer ([]: it can run)."""
+    return [k.removeprefix(CC_LABEL_PREFIX) for k, v in selector.items() if node_labels.get(k) != v]
+
+
+def workflow_phase(cluster: Cluster, name: str) -> str:
+    return cluster.kubectl("get", "workflow", "-n", NAMESPACE, name, "-o", "jsonpath={.status.phase}",
+                           check=False).stdout.strip()
+
+
 def wait_or_stop_stuck(cluster: Cluster, name: str, node_labels: dict[str, str], deadline: float) -> int:
     """Waits for the workflow to end; 0 when it did (or the deadline passed). When for a minute no
     cell pod has run and every Pending one asks for an algorithm this node lacks (they would wait
     for ever: docs/kubernetes.md), stops it with `argo stop` and returns how many were Pending."""
     stuck_since = None
     while time.time() < deadline:
-        phase = cluster.kubectl("get", "workflow", "-n", NAMESPACE, name, "-o", "jsonpath={.status.phase}",
-                                check=False).stdout.strip()
-        if phase not in ("", "Pending", "Running"):
+        if workflow_phase(cluster, name) not in ("", "Pending", "Running"):
             return 0
         pods = json.loads(cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json", "-l",
                                           f"app.kubernetes.io/component=cell,workflows.argoproj.io/workflow={name}",
                                           check=False).stdout or '{"items": []}')["items"]
         pending = [p for p in pods if p["status"].get("phase") == "Pending"]
-        unrunnable = [p for p in pending if any(node_labels.get(k) != v
-                                                for k, v in (p["spec"].get("nodeSelector") or {}).items())]
+        unrunnable = [p for p in pending if lacking(p["spec"].get("nodeSelector") or {}, node_labels)]
         if pending and len(unrunnable) == len(pending) and not any(p["status"].get("phase") == "Running"
                                                                     for p in pods):
             stuck_since = stuck_since or time.time()
             if time.time() - stuck_since >= 60:
                 cluster.argo("stop", "-n", NAMESPACE, name, check=False)
-                while cluster.kubectl("get", "workflow", "-n", NAMESPACE, name, "-o", "jsonpath={.status.phase}",
-                                      check=False).stdout.strip() == "Running" and time.time() < deadline:
+                while workflow_phase(cluster, name) == "Running" and time.time() < deadline:
                     time.sleep(5)
                 return len(unrunnable)
         else:
@@ -184,12 +190,11 @@ def wait_or_stop_stuck(cluster: Cluster, name: str, node_labels: dict[str, str],
 def unplaceable_cells(manifest: bytes, node_labels: dict[str, str]) -> dict[str, list[str]]:
     """Cells of the manifest the node cannot run (its labels lack one of their algorithms, as the
     cells' node selectors ask), by id: the algorithms missing. Their pods stay Pending until the
-    cell template's pending timeout fails them; they are not the sweep's failures but the node's."""
+    bench stops the workflow (wait_or_stop_stuck); they are not the sweep's failures but the node's."""
     missing = {}
     for cell in SweepManifest.model_validate_json(manifest).distinct_cells():
-        lacking = [k.removeprefix(CC_LABEL_PREFIX) for k, v in node_selector(cell).items() if node_labels.get(k) != v]
-        if lacking:
-            missing[cell.id] = lacking
+        if lacks := lacking(node_selector(cell), node_labels):
+            missing[cell.id] = lacks
     return missing
 
 
