@@ -221,6 +221,34 @@ def validate(spec: str) -> None:
 
 
 @main.command()
+@click.argument("specs", nargs=-1, required=True)
+@click.option("--cores", "cores_list", type=click.IntRange(1, 4096), multiple=True, default=(2, 8, 64),
+              show_default=True, help="Machine sizes to estimate for (repeat the option).")
+def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
+    """Estimate the wall time of SPECS (run one after the other, as one study) on machines of N cores.
+
+    Each cell's cost is the admission's model of it (fitted to measured cells), its time its flow
+    time plus set-up; the local executor's admission is played on a simulated clock. Late re-runs
+    are not counted.
+    """
+    from ccsweep.estimate import estimate_wall, format_duration
+    from ccsweep.expand import expand as expand_cells
+
+    cells: list[Cell] = []
+    for spec in specs:
+        try:
+            cells += list({c.id: c for c in expand_cells(_load(spec, None))}.values())
+        except SpecError as exc:
+            fail(exc)
+    flow_s = sum(c.params.duration_s for c in cells)
+    click.echo(f"{' + '.join(specs)}: {len(cells)} cells, {format_duration(flow_s)} of flow time one after the other")
+    for cores in cores_list:
+        result = estimate_wall(cells, cores)
+        click.echo(f"{cores:5d} cores: {format_duration(result.wall_s):>14}  (up to {result.peak_cells} cells at "
+                   f"once, {result.mean_cores_busy:.1f} cores busy on average)")
+
+
+@main.command()
 @click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Compare FILE with the generated CRD instead of printing it; exit 1 if they differ.")
 def crd(check_file: Path | None) -> None:
