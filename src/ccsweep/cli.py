@@ -12,14 +12,14 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 import click
 from pydantic import ValidationError
 from rich.console import Console
 
 from ccsweep import __version__
-from ccsweep.cell import Cell
+from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.plan import CHUNK_SIZE
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
@@ -45,11 +45,13 @@ def _sweep(name: str) -> str:
         fail(exc)
 
 
-def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None) -> SweepSpec:
-    """The spec, renamed by --sweep and shortened by --time-scale.
+def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None,
+          link: LinkBackend | None = None) -> SweepSpec:
+    """The spec, renamed by --sweep, put on another link by --link and shortened by --time-scale.
 
-    A time-scaled sweep is another sweep: without --sweep it is named `<name>-x<scale>`, so its
-    plan never meets the full-length one's under one name.
+    A sweep on another link, or time-scaled, is another sweep: without --sweep it is named
+    `<name>-<link>` (when --link changed any experiment's link) and `<name>-x<scale>`, so its plan
+    never meets the spec's own under one name and both sets of results share one store.
     """
     try:
         if sweep_name is not None:
@@ -57,16 +59,27 @@ def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None
         spec = load_spec(spec_ref)
     except SpecError as exc:
         fail(exc)
+    derived = spec.name
+    if link is not None and (relinked := spec.with_link(link)) != spec:
+        spec, derived = relinked, f"{derived}-{link}"
     if time_scale is not None and time_scale != spec.time_scale:
-        name = sweep_name or f"{spec.name}-x{time_scale:g}".replace(".", "-")[:63].rstrip("-")
-        return spec.model_copy(update={"name": name, "time_scale": time_scale})
-    return spec.model_copy(update={"name": sweep_name}) if sweep_name else spec
+        spec = spec.model_copy(update={"time_scale": time_scale})
+        derived = f"{derived}-x{time_scale:g}".replace(".", "-")
+    name = sweep_name or derived[:63].rstrip("-")
+    return spec.model_copy(update={"name": name}) if name != spec.name else spec
 
 
 time_scale_option = click.option(
     "--time-scale", type=click.FloatRange(0.001, 1), metavar="FACTOR",
     help="Shorten every flow by FACTOR (e.g. 0.05) for a quick pass: scaled cells are other cells, recorded as "
          "scaled, and the sweep is named NAME-xFACTOR unless --sweep says otherwise.")
+
+
+link_option = click.option(
+    "--link", type=click.Choice(get_args(LinkBackend)),
+    help="The link emulator of every experiment that does not set its own `link`: each cell records it (a cell "
+         "on another link is another cell), and a sweep this moves to another link is named NAME-LINK unless "
+         "--sweep says otherwise.")
 
 
 revise_option = click.option(
@@ -100,11 +113,12 @@ def main() -> None:
 @click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
 @click.option("--format", "fmt", type=click.Choice(["json", "ids", "count"]), default="json", show_default=True,
               help="json: the cells with their parameters; ids: one id per line; count: how many.")
-def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
+@link_option
+def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None) -> None:
     """Print the cells of SPEC (a file or preset name) with their content-addressed ids."""
     from ccsweep.expand import expand as expand_cells
 
-    sweep = _load(spec, sweep_name)
+    sweep = _load(spec, sweep_name, link=link)
     try:
         cells = expand_cells(sweep)
     except SpecError as exc:
@@ -127,6 +141,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
                    "workflow's inline spec: an artifact that is empty when none was given).")
 @revise_option
 @time_scale_option
+@link_option
 @click.option("--chunks-file", type=click.Path(path_type=Path, dir_okay=False),
               help="When more than --chunk-size cells are to run, write the chunks holding them here "
                    "([{chunk, cells}], JSON) and print [] (an Argo sweep then runs one Workflow per chunk); "
@@ -137,8 +152,8 @@ def expand(spec: str, sweep_name: str | None, fmt: str) -> None:
               help="Print only the cells of chunk I not stored yet, read from the stored manifest of --sweep "
                    "(nothing is planned or expanded; SPEC is not needed).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
-         spec_file: Path | None, revise: bool, time_scale: float | None, chunks_file: Path | None,
-         chunk_size: int, chunk: int | None) -> None:
+         spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
+         chunks_file: Path | None, chunk_size: int, chunk: int | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -171,7 +186,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
     if not inline and spec is None:
         fail("give SPEC (or --spec-file), or --sweep with --chunk")
-    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale)
+    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
     try:
         the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
     except (SpecError, StoreError) as exc:
@@ -205,11 +220,12 @@ def _plan_items(cells: list[Cell]) -> str:
 
 @main.command()
 @click.argument("spec")
-def validate(spec: str) -> None:
+@link_option
+def validate(spec: str, link: LinkBackend | None) -> None:
     """Check SPEC without running anything; print its experiments and cell counts."""
     from ccsweep.expand import expand as expand_cells
 
-    sweep = _load(spec, None)
+    sweep = _load(spec, None, link=link)
     try:
         cells = expand_cells(sweep)
     except SpecError as exc:
@@ -432,9 +448,10 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
               help="Build figures and the report at the end.")
 @revise_option
 @time_scale_option
+@link_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
         max_attempts: int, max_failed_cells: int | None, workdir: Path | None, pushgateway: str | None, figures: bool,
-        revise: bool, time_scale: float | None) -> None:
+        revise: bool, time_scale: float | None, link: LinkBackend | None) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
@@ -444,7 +461,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     """
     from ccsweep.executor import SweepSummary, notice, run_sweep, summary_table
 
-    sweep = _load(spec, sweep_name, time_scale)
+    sweep = _load(spec, sweep_name, time_scale, link)
     store = _open(store_url)
     console = Console(stderr=True)
     scratch = workdir or Path(tempfile.mkdtemp(prefix="ccsweep-run-"))

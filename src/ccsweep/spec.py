@@ -338,6 +338,18 @@ class SweepSpec(SpecModel):
                                           "for a quick pass over a big sweep; scaled cells are recorded as such and "
                                           "never stand in for full-length ones")
 
+    def with_link(self, link: LinkBackend) -> SweepSpec:
+        """This sweep with `link` as the backend of every experiment that does not set its own.
+
+        An experiment sets its own link in its mapping or through its file's `defaults` (both
+        merged before validation, so pydantic records `link` as given); an included file's
+        experiments keep what they were given. The link stays in each cell's parameters, so a
+        cell on another link is another cell, stored beside the first.
+        """
+        experiments = [exp if "link" in exp.model_fields_set else exp.model_copy(update={"link": link})
+                       for exp in self.experiments]
+        return self.model_copy(update={"experiments": experiments})
+
     @model_validator(mode="after")
     def _unique_names(self) -> SweepSpec:
         names = [e.name for e in self.experiments]
@@ -599,8 +611,10 @@ def _resolve(data: Any, origin: str, reading: _Reading) -> SweepSpec:
         included.extend(_load(_include_path(ref, reading, f"{origin}: include[{i}]"), reading).experiments)
     if not included:
         return spec
+    # Only the fields each experiment was given: a default filled in is not a setting, so a run-time
+    # choice (SweepSpec.with_link) still applies to the fields the spec left open.
     return _validate({**spec.model_dump(exclude={"experiments", "include"}), "experiments": [
-        e.model_dump() for e in [*included, *spec.experiments]]}, origin)
+        e.model_dump(exclude_unset=True) for e in [*included, *spec.experiments]]}, origin)
 
 
 def _include_path(ref: str, reading: _Reading, where: str) -> Path:
