@@ -63,11 +63,20 @@ def test_a_dying_receiver_fails_the_cell_and_everything_is_removed(cells):
     run = cells.finish(cell, process)
     assert run.returncode == 1, run.describe()
     assert run.report["status"] == "failed"
-    assert "receiver" in run.report["error"] and "\n" not in run.report["error"], run.report
+    error = run.report["error"]
+    assert error.startswith("receiver was killed by signal 9 without 'done'"), run.report
+    assert "\n" not in error and "(waits: ccsweep-link ready " in error and "receiver ready" in error, error
     assert run.result is None  # not marked done: a re-run will run it
-    failed = open_store(str(cells.store)).list_keys(f"cells/{cell.id}/failed/")
-    assert len(failed) == 1
-    assert json.loads(open_store(str(cells.store)).read_bytes(failed[0]))["status"] == "failed"
+    store = open_store(str(cells.store))
+    (failed,) = store.list_keys(f"cells/{cell.id}/failed/")
+    record = json.loads(store.read_bytes(failed))
+    assert record["status"] == "failed" and record["error"] == error
+    # What it measured before the receiver died is kept: the sender's samples, the link's logs.
+    assert record["flows"] and record["flows"][0]["rtt_mean_ms"] is not None, record["flows"]
+    assert record["link"]["uplink"]["out_packets"] > 0, record["link"]
+    assert set(record["artifacts"]) == {"timeseries.json.gz", "uplink.log.gz", "downlink.log.gz"}
+    files = store.attempt_files(failed)
+    assert len(files["uplink.log.gz"]) > 100 and len(files["timeseries.json.gz"]) > 100
     assert_clean(cells, (names.sender, names.receiver))
 
 

@@ -1,13 +1,15 @@
-"""A cell's children (emulator, receiver, sender) run without the store's keys in their environment."""
+"""A cell's children (emulator, receiver, sender): no store key in their environment, and one rule for their end."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from ccsweep.runner.procs import Child, child_environment
+from ccsweep.runner.procs import Child, ChildError, ChildTimeout, child_environment
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 
@@ -34,3 +36,72 @@ def test_a_started_child_has_no_key_in_its_proc_environ(tmp_path: Path, monkeypa
         child.stop()
     assert b"CCSWEEP_LINK_RT_PRIORITY=7" in environ  # the environment did reach it
     assert not [v for v in environ if SECRET.encode() in v or v.startswith((b"CCSWEEP_S3_", b"AWS_"))]
+
+
+def _done_then_exit(code: int, extra: str = "") -> list[str]:
+    """A real child printing samples, then (or not) `done`, then exiting with `code`."""
+    script = ("import json, sys\n"
+              "for i in range(5): print(json.dumps({'event': 'sample', 't': i}), flush=True)\n"
+              f"{extra}\n"
+              f"sys.exit({code})\n")
+    return [sys.executable, "-c", script]
+
+
+def test_a_child_that_exited_0_after_done_is_finished_however_late_its_reader_sees_it(tmp_path: Path):
+    """The reader is slowed for real (its callback sleeps on every line): it sees `done` a few
+    seconds after the child exited, far later than any fixed guess would wait."""
+    child = Child("sender", _done_then_exit(0, "print(json.dumps({'event': 'done'}), flush=True)"),
+                  tmp_path / "stderr", on_event=lambda event: time.sleep(0.5))
+    try:
+        child.process.wait(10)
+        assert not child.of_kind("done"), "the reader must still be behind when the verdict is asked for"
+        assert child.has_ended("done") is True
+        assert [w.what for w in child.waits] == ["output end"] and child.waits[0].seconds > 1.0
+    finally:
+        child.stop()
+
+
+def test_a_child_that_exited_without_its_end_event_fails_with_its_exit_status_and_last_lines(tmp_path: Path):
+    child = Child("receiver", _done_then_exit(0, "print('no route to the sender', file=sys.stderr)"),
+                  tmp_path / "stderr")
+    try:
+        child.process.wait(10)
+        with pytest.raises(ChildError) as raised:
+            child.has_ended("done")
+    finally:
+        child.stop()
+    text = str(raised.value)
+    assert not isinstance(raised.value, ChildTimeout)
+    assert text.startswith("receiver exited (0) without 'done': no route to the sender; last event "), text
+    assert '"event":"sample","t":4' in text, text
+
+
+def test_a_child_killed_by_a_signal_says_so(tmp_path: Path):
+    child = Child("ccsweep-link", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "stderr")
+    child.process.send_signal(signal.SIGKILL)
+    child.process.wait(10)
+    try:
+        with pytest.raises(ChildError, match=r"^ccsweep-link was killed by signal 9 without 'summary': no stderr$"):
+            child.has_ended("summary")
+    finally:
+        child.stop()
+
+
+def test_a_running_child_has_not_ended_and_an_output_held_open_is_a_timeout(tmp_path: Path):
+    """A grandchild holding the pipe keeps the output open after the child exits: bounded, then ChildTimeout."""
+    child = Child("sender", ["sh", "-c", "sleep 3 & echo '{\"event\": \"done\"}'; exit 0"], tmp_path / "stderr")
+    try:
+        child.process.wait(10)
+        with pytest.raises(ChildTimeout, match=r"^sender exited \(0\), but its output did not end within 0.5 s$"):
+            child.has_ended("done", timeout=0.5)
+    finally:
+        child.stop()
+    sleeper = Child("sleeper", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "stderr2")
+    try:
+        assert sleeper.has_ended("done") is False
+        with pytest.raises(ChildTimeout, match=r"^sleeper: no 'ready' within 0.2 s$"):
+            sleeper.wait_event("ready", 0.2)
+        assert [(w.child, w.what) for w in sleeper.waits] == [("sleeper", "ready")]
+        assert sleeper.waits[0].seconds >= 0.2
+    finally:
+        sleeper.stop()

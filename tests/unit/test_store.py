@@ -1,5 +1,6 @@
 """The file store: write-once records, manifests never silently replaced, atomic files."""
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,27 @@ def test_failed_result_is_kept_but_does_not_mark_the_cell_done(tmp_path: Path):
     store.put_cell(failed)
     assert not store.has_result(failed.cell.id)
     assert store.list_keys(f"cells/{failed.cell.id}/failed/")
+
+
+def test_a_failed_attempt_keeps_its_time_series_and_link_logs_and_the_spool_uploads_them(tmp_path: Path):
+    """What a failed attempt measured is stored beside its record, in a folder named by the record."""
+    from ccsweep.store.spool import Spool
+
+    failed = make_result(status="failed")
+    log = tmp_path / "uplink.log.gz"
+    log.write_bytes(b"log lines")
+    series = TimeSeries(cell_id=failed.cell.id, flows=[FlowSeries(t=[0.1, 0.2], rtt_us=[100, 120])])
+    spool = Spool(tmp_path / "spool")
+    store = open_store(str(tmp_path / "store"))
+    spool.keep(store.url, failed, series, {"uplink.log.gz": log})
+    assert spool.flush(store).uploaded == [failed.cell.id]
+    (key,) = store.list_keys(f"cells/{failed.cell.id}/failed/")
+    record = CellResult.model_validate_json(store.read_bytes(key))
+    assert record.artifacts == ["timeseries.json.gz", "uplink.log.gz"]
+    files = store.attempt_files(key)
+    assert files["uplink.log.gz"] == b"log lines"
+    assert TimeSeries.model_validate_json(gzip.decompress(files["timeseries.json.gz"])).flows[0].rtt_us == [100, 120]
+    assert not store.has_result(failed.cell.id)
 
 
 def test_manifest_with_another_spec_is_refused(tmp_path: Path):

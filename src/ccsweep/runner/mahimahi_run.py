@@ -39,9 +39,8 @@ from pathlib import Path
 
 import ccsweep
 from ccsweep.cell import Cell
-from ccsweep.result import Environment
 from ccsweep.runner import run as base
-from ccsweep.runner.api import CellObserver, CellOutput
+from ccsweep.runner.api import CellObserver
 from ccsweep.runner.link import DIRECTIONS, LinkError, resolve_trace
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.mahimahi import (
@@ -55,7 +54,7 @@ from ccsweep.runner.mahimahi import (
 )
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
-from ccsweep.runner.procs import Child, ChildError
+from ccsweep.runner.procs import Child, ChildTimeout
 
 #: The unprivileged user and group Mahimahi runs as.
 NOBODY = 65534
@@ -68,10 +67,9 @@ FALLBACK_PYTHON = Path("/usr/bin/python3")
 SHELLS_EXIT_S = 10.0
 
 
-def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, environment: Environment,
-                      started_at: str, attempt: int) -> CellOutput:
-    """run_cell's path for `link: mahimahi` (see the module docstring)."""
-    p = cell.params
+def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
+    """run_cell's path for `link: mahimahi` (see the module docstring); fills in `run` as it goes."""
+    cell, workdir, p = run.cell, run.workdir, run.cell.params
     reason = mahimahi_cannot(p)
     if reason:
         raise LinkError(f"link: mahimahi cannot {reason}")
@@ -79,7 +77,6 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
     python = _unprivileged_python()
     _check_allowed(sorted({f.cc for f in p.flows}))
     live = LiveFeed(cell, observer)
-    children = base._Children()
     scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
     log_folder = scratch.with_name(f"{scratch.name}-logs")
     try:
@@ -94,11 +91,12 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
             try:
                 set_sysctls(ns.sender, {"net.ipv4.ip_forward": "1"})
                 _check_forwarding(ns.sender)
-                receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
-                                                on_event=live.on_receiver))
+                receiver = run.receiver = run.start(Child("receiver", _receiver_argv(cell, ns),
+                                                          workdir / "receiver.stderr", on_event=live.on_receiver))
                 command = mahimahi_command(p, folder, traces, logs, _sender(cell, python))
-                shells = children.start(Child("mahimahi", _shells_argv(ns, command), workdir / "mahimahi.stderr",
-                                              on_event=live.on_sender))
+                # The shells print the sender's lines: they are the sender and the link to the runner.
+                shells = run.sender = run.link = run.start(Child("mahimahi", _shells_argv(ns, command),
+                                                                 workdir / "mahimahi.stderr", on_event=live.on_sender))
                 cpu = ShellsCpu(shells.process.pid)
                 receiver.wait_event("ready", base.READY_TIMEOUT_S)
                 pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
@@ -107,42 +105,38 @@ def run_mahimahi_cell(cell: Cell, workdir: Path, observer: CellObserver | None, 
                 set_sysctls(inner, sysctl_settings(p.buffers))
                 sysctls = read_sysctls(inner)
                 shells.send("setup-done\n")
-                base._wait_sender_ready(shells, environment.available_cc)
+                base._wait_sender_ready(shells, run.environment.available_cc)
                 t0_ns = time.monotonic_ns() + round(base.GO_MARGIN_S * 1e9)
-                for child in (receiver, shells):
-                    child.send(f"go {t0_ns}\n")
+                run.go(t0_ns, receiver, shells)
                 t0_wall_ms = (time.time_ns() + t0_ns - time.monotonic_ns()) / 1e6
-                flows_started_at = base._wall_time_of(t0_ns)
-                base._wait_flows(receiver, shells, shells, live,
-                                 t0_ns + round((p.duration_s + base.END_GRACE_S) * 1e9))
+                base._wait_flows(run, receiver, shells, shells, live)
                 cpu_share = cpu.stop()
                 try:
                     shells.process.wait(SHELLS_EXIT_S)
                 except subprocess.TimeoutExpired:
-                    raise ChildError(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
-                                     "of their sender") from None
+                    raise ChildTimeout(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
+                                       "of their sender") from None
             finally:
-                children.stop_all()
+                run.stop_all()
                 if attached:
                     with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
                         subprocess.run(["ip", "netns", "delete", inner], capture_output=True,
                                        timeout=SETUP_COMMAND_TIMEOUT_S)
-        for name in DIRECTIONS:
-            shutil.copyfile(logs[name], workdir / f"{name}.log")
     finally:
+        for name in DIRECTIONS:  # a failed attempt's logs too, for its record
+            if logs[name].exists():
+                shutil.copyfile(logs[name], workdir / f"{name}.log")
         shutil.rmtree(scratch, ignore_errors=True)
         if log_folder.exists():
             _as_nobody("remove the log folder", "rm", "-rf", "--", str(log_folder), check=False)
 
-    offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
+    run.offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
     totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
-    summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share)
+    run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share)
     # Read in the sender's namespace: the one whose buffers this backend had to set itself.
     host_max = {f"{kind}_max": (sysctls.get(f"net.core.{kind}_max") or [0])[0] or None for kind in ("rmem", "wmem")}
-    environment = environment.model_copy(update={
+    run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"), **host_max})
-    return base._collect(cell, workdir, receiver, shells, shells, summary, offset_s, environment, started_at,
-                         flows_started_at, attempt)
 
 
 def _trace_text(cell: Cell, name: str, workdir: Path) -> bytes:

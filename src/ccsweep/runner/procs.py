@@ -4,6 +4,11 @@ Each child runs in a session of its own, so a Ctrl-C in the terminal reaches onl
 which then stops its children in order (senders, receiver, emulator) and deletes the namespaces.
 A thread reads each child's stdout: every line is a JSON event, time-stamped on arrival and
 handed to an optional callback (the live metrics), and kept for the result.
+
+Whether a child that exited did its job is decided once its output has ended, never by a guess
+at how long its reader may lag behind it: on a loaded machine the reader can see a child's last
+lines seconds after the child exited. Every wait is bounded, and each is recorded with how long
+it took, so a failure can say where the time went.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +40,33 @@ def child_environment(env: Mapping[str, str]) -> dict[str, str]:
             if not name.upper().startswith(WITHHELD_PREFIXES) and not any(w in name.upper() for w in WITHHELD_WORDS)}
 
 
+#: Seconds the reader may take to reach the end of an exited child's output. A child's pipe
+#: ends with its exit, so this is instant on an idle machine: running out of it means the reader
+#: got no CPU (or a process the child left behind holds its pipe open).
+OUTPUT_END_TIMEOUT_S = 30.0
+#: Lines of a child's stderr an error message quotes.
+TAIL_LINES = 3
+
+
 class ChildError(RuntimeError):
     """A child exited or complained before doing what the runner waited for."""
+
+
+class ChildTimeout(ChildError):
+    """A bounded wait on a child ran out: the machine, not the cell, is the likely cause."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait of the runner on a child: what for, how long it took, and when it ended."""
+
+    child: str
+    what: str
+    seconds: float
+    ended_ns: int
+
+    def __str__(self) -> str:
+        return f"{self.child} {self.what} {self.seconds:.2f} s"
 
 
 class Child:
@@ -45,6 +76,8 @@ class Child:
         self._on_event = on_event
         self._changed = threading.Condition()
         self._log_path = log
+        #: The runner's waits on this child, in order (see Wait).
+        self.waits: list[Wait] = []
         with open(log, "wb") as stderr:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                             text=True, bufsize=1, start_new_session=True,
@@ -69,36 +102,85 @@ class Child:
             self._changed.notify_all()
 
     def wait_event(self, kind: str, timeout: float) -> Event:
-        """The first event of `kind`; ChildError with the child's own error if it fails first."""
-        deadline = time.monotonic() + timeout
+        """The first event of `kind`; ChildError with the child's own error if it fails first.
+
+        ChildTimeout when `timeout` passes with the child still running and silent about `kind`.
+        """
+        began = time.monotonic()
+        deadline = began + timeout
+        try:
+            with self._changed:
+                while True:
+                    found = next((e for e in self.events if e.get("event") == kind), None)
+                    if found is not None:
+                        return found
+                    error = self.error()
+                    if error is not None:
+                        raise ChildError(f"{self.name}: {error}")
+                    if not self._reader.is_alive():
+                        raise ChildError(f"{self.name} {self._exit_text()} before '{kind}': {self.last_lines()}")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise ChildTimeout(f"{self.name}: no '{kind}' within {timeout:g} s")
+                    self._changed.wait(remaining)
+        finally:
+            self.record_wait(kind, time.monotonic() - began)
+
+    def record_wait(self, what: str, seconds: float) -> None:
+        self.waits.append(Wait(self.name, what, seconds, time.monotonic_ns()))
+
+    def has_ended(self, end_event: str, timeout: float = OUTPUT_END_TIMEOUT_S) -> bool:
+        """Whether the child is finished: the one rule for every child of a cell.
+
+        False while it runs. Once it has exited, the end of its output is awaited (up to
+        `timeout`; ChildTimeout past it), so its last lines are read however late the reader is;
+        then it is finished if it exited 0 having written `end_event`, and a ChildError naming
+        its exit status and last lines otherwise.
+        """
+        if self.process.poll() is None:
+            return False
+        began = time.monotonic()
+        self._reader.join(timeout)
+        waited = time.monotonic() - began
+        if self._reader.is_alive():
+            self.record_wait("output end", waited)
+            raise ChildTimeout(f"{self.name} {self._exit_text()}, but its output did not end within "
+                               f"{timeout:g} s")
+        if not any(w.what == "output end" for w in self.waits):
+            self.record_wait("output end", waited)
+        if self.process.returncode == 0 and self.of_kind(end_event):
+            return True
+        error = self.error()
+        raise ChildError(f"{self.name} {self._exit_text()} without '{end_event}': {error or self.last_lines()}")
+
+    def _exit_text(self) -> str:
+        code = self.process.poll()
+        if code is None:
+            return "closed its output"
+        return f"exited ({code})" if code >= 0 else f"was killed by signal {-code}"
+
+    def last_lines(self) -> str:
+        """The child's last stderr lines and its last event, joined into one line for error messages."""
         with self._changed:
-            while True:
-                found = next((e for e in self.events if e.get("event") == kind), None)
-                if found is not None:
-                    return found
-                error = self.error()
-                if error is not None:
-                    raise ChildError(error)
-                if not self._reader.is_alive():
-                    raise ChildError(f"{self.name} exited ({self.process.poll()}) before '{kind}': "
-                                     f"{self.stderr_tail()}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ChildError(f"{self.name}: no '{kind}' within {timeout:g} s")
-                self._changed.wait(remaining)
+            last_event = next((e for e in reversed(self.events) if e.get("event") != "error"), None)
+        said = self.stderr_tail(TAIL_LINES)
+        if last_event is not None:
+            shown = {k: v for k, v in last_event.items() if k != "_mono_ns"}
+            said += f"; last event {json.dumps(shown, separators=(',', ':'))[:200]}"
+        return said
 
     def error(self) -> str | None:
         """The message of the child's first error event, if any."""
         event = next((e for e in self.events if e.get("event") == "error"), None)
         return None if event is None else str(event.get("message", event))
 
-    def stderr_tail(self) -> str:
-        """The child's last stderr line (its one-line complaint), for error messages."""
+    def stderr_tail(self, lines: int = 1) -> str:
+        """The child's last stderr lines (its complaint), joined with " | ", for error messages."""
         try:
-            lines = self._log_path.read_text(errors="replace").strip().splitlines()
+            text = self._log_path.read_text(errors="replace").strip().splitlines()
         except OSError:
             return "no stderr"
-        return lines[-1] if lines else "no stderr"
+        return " | ".join(line.strip() for line in text[-lines:]) if text else "no stderr"
 
     def send(self, text: str) -> None:
         assert self.process.stdin is not None

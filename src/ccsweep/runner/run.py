@@ -13,7 +13,13 @@ Order of work, and why:
 5. measurements are computed from what was recorded and the link logs are compressed.
 
 Any failure but an unavailable algorithm or an interrupt becomes a "failed" record with a one-line
-error, which the store keeps for diagnosis without marking the cell done.
+error, which the store keeps for diagnosis without marking the cell done. The record keeps what was
+measured up to then (the flows' samples, the emulator's statistics and logs), and its error names
+the child, its exit status and last lines, and how long each wait on the children took.
+
+A child is finished when it exited 0 having written its end event (`done` for the endpoints,
+`summary` for the emulator), read after the end of its output however late (Child.has_ended):
+a loaded machine delays the runner's readers, never the verdict.
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ccsweep import __version__
 from ccsweep.cell import Cell
-from ccsweep.result import CellResult, Environment, LinkSummary, TimeSeries
+from ccsweep.result import CellResult, CellStatus, Environment, LinkSummary, TimeSeries
 from ccsweep.runner.api import (
     CellObserver,
     CellOutput,
@@ -56,7 +63,7 @@ from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
-from ccsweep.runner.procs import Child, ChildError
+from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 
 #: A generated rate schedule starts this long after the emulator, so the flows can start on it.
@@ -104,22 +111,49 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
                               ccsweep_version=__version__, python=platform.python_version(), executor=executor)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    run = CellRun(cell, workdir, environment, started_at, attempt)
     try:
         with _sigterm_as_interrupt():
-            return _run(cell, workdir, observer, lateness_threshold_us, link_binary, environment, started_at, attempt)
+            if cell.params.link == "mahimahi":
+                from ccsweep.runner.mahimahi_run import run_mahimahi_cell  # it reuses this module's steps
+
+                run_mahimahi_cell(run, observer)
+            else:
+                _run(run, observer, lateness_threshold_us, link_binary)
+            return _collect(run)
     except (CellUnavailable, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - every other failure is recorded, not raised
-        result = CellResult(cell=cell, status="failed", error=_one_line(exc), started_at=started_at,
-                            finished_at=_now(), environment=environment, attempt=attempt)
-        return CellOutput(result=result, timeseries=None)
+        return _failed(run, exc)
 
 
-class _Children:
-    """The cell's processes, stopped in reverse start order (senders first, emulator last)."""
+@dataclass
+class CellRun:
+    """One attempt at a cell as far as it got: its processes, the flows' start and the waits on them.
 
-    def __init__(self) -> None:
-        self.started: list[Child] = []
+    Both links fill it in as they go; the result is collected from it, a failed attempt's as
+    well as a finished one's, so a failure keeps what was measured before it.
+    """
+
+    cell: Cell
+    workdir: Path
+    environment: Environment
+    started_at: str
+    attempt: int
+    #: Processes in start order; stop_all stops them in reverse (senders first, emulator last).
+    started: list[Child] = field(default_factory=list)
+    receiver: Child | None = None
+    sender: Child | None = None
+    #: The child whose statistics (`stats` events) describe the link, if it prints them.
+    link: Child | None = None
+    #: The flows' common start on CLOCK_MONOTONIC, once `go` was sent.
+    t0_ns: int | None = None
+    flows_started_at: str | None = None
+    #: The flows' t0 on the clock of the link's logs (seconds), once known.
+    offset_s: float | None = None
+    summary: LinkSummary | None = None
+    #: Waits not on one child (the flows), beside the children's own.
+    waits: list[Wait] = field(default_factory=list)
 
     def start(self, child: Child) -> Child:
         self.started.append(child)
@@ -130,60 +164,64 @@ class _Children:
             for child in reversed(self.started):
                 child.stop()
 
+    def go(self, t0_ns: int, *children: Child) -> None:
+        """Send every endpoint the flows' start (t0 on CLOCK_MONOTONIC)."""
+        for child in children:
+            child.send(f"go {t0_ns}\n")
+        self.t0_ns = t0_ns
+        self.flows_started_at = _wall_time_of(t0_ns)
 
-def _run(cell: Cell, workdir: Path, observer: CellObserver | None, threshold_us: float,
-         link_binary: str | os.PathLike[str] | None, environment: Environment, started_at: str,
-         attempt: int) -> CellOutput:
-    p = cell.params
-    if p.link == "mahimahi":
-        from ccsweep.runner.mahimahi_run import run_mahimahi_cell  # it reuses this module's steps
+    def waits_text(self) -> str:
+        """Every wait so far in the order they ended, e.g. `ccsweep-link ready 0.41 s, ...`."""
+        waits = sorted([*self.waits, *(w for child in self.started for w in child.waits)], key=lambda w: w.ended_ns)
+        return ", ".join(map(str, waits))
 
-        return run_mahimahi_cell(cell, workdir, observer, environment, started_at, attempt)
+
+def _run(run: CellRun, observer: CellObserver | None, threshold_us: float,
+         link_binary: str | os.PathLike[str] | None) -> None:
+    cell, workdir, p = run.cell, run.workdir, run.cell.params
     binary = find_link_binary(link_binary)
     scheduled = bool(p.uplink.rate_schedule or p.downlink.rate_schedule)
     lead_s = SCHEDULE_LEAD_S if scheduled else 0.0
     link_limit_s = lead_s + READY_TIMEOUT_S * 2 + p.duration_s + END_GRACE_S
     traces = prepare_traces(cell, workdir, lead_s, link_limit_s)
-    priority, inject = realtime_priority(), injected_lateness(attempt)
+    priority, inject = realtime_priority(), injected_lateness(run.attempt)
     window = release_window_for(cell, threshold_us)
     live = LiveFeed(cell, observer)
-    children = _Children()
 
     with cell_namespaces(cell.id, p.buffers) as ns:
         try:
             argv = link_command(cell, binary, ns.sender, ns.receiver, workdir, traces, link_limit_s,
                                 priority=priority, inject_lateness=inject, release_window=window)
-            link = children.start(Child("ccsweep-link", argv,
-                                        workdir / "link.stderr", on_event=live.on_link))
+            link = run.link = run.start(Child("ccsweep-link", argv, workdir / "link.stderr", on_event=live.on_link))
             origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
-            receiver = children.start(Child("receiver", _receiver_argv(cell, ns), workdir / "receiver.stderr",
-                                            on_event=live.on_receiver))
-            sender = children.start(Child("sender", _sender_argv(cell, ns), workdir / "sender.stderr",
-                                          on_event=live.on_sender))
+            receiver = run.receiver = run.start(Child("receiver", _receiver_argv(cell, ns),
+                                                      workdir / "receiver.stderr", on_event=live.on_receiver))
+            sender = run.sender = run.start(Child("sender", _sender_argv(cell, ns), workdir / "sender.stderr",
+                                                  on_event=live.on_sender))
             receiver.wait_event("ready", READY_TIMEOUT_S)
-            _wait_sender_ready(sender, environment.available_cc)
+            _wait_sender_ready(sender, run.environment.available_cc)
             now_ns = time.monotonic_ns()
             t0_ns = max(now_ns + round(GO_MARGIN_S * 1e9), origin_ns + round(lead_s * 1e9))
             if scheduled and now_ns > origin_ns + lead_s * 1e9:
-                raise ChildError(f"setup took {(now_ns - origin_ns) / 1e9:.1f} s, longer than the rate schedule's "
-                                 f"lead of {lead_s:g} s (machine overloaded?)")
-            for child in (receiver, sender):
-                child.send(f"go {t0_ns}\n")
-            flows_started_at = _wall_time_of(t0_ns)
-            _wait_flows(receiver, sender, link, live, t0_ns + round((p.duration_s + END_GRACE_S) * 1e9))
+                raise ChildTimeout(f"setup took {(now_ns - origin_ns) / 1e9:.1f} s, longer than the rate "
+                                   f"schedule's lead of {lead_s:g} s (machine overloaded?)")
+            run.go(t0_ns, receiver, sender)
+            run.offset_s = (t0_ns - origin_ns) / 1e9
+            _wait_flows(run, receiver, sender, link, live)
             link.stop(signal.SIGTERM, timeout=10)
-            summary = link.wait_event("summary", 1)
+            _wait_ended(link, "summary")
             sysctls = read_sysctls(ns.receiver)
         finally:
-            children.stop_all()
+            run.stop_all()
+            summaries = run.link.of_kind("summary") if run.link else []
+            if summaries:  # a failed attempt's too: the emulator writes it when stopped
+                run.summary = link_summary(summaries[0], threshold_us)
 
-    offset_s = (t0_ns - origin_ns) / 1e9
-    environment = environment.model_copy(update={
+    run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
         "rmem_max": next(iter(sysctls.get("net.core.rmem_max") or []), None),
         "wmem_max": next(iter(sysctls.get("net.core.wmem_max") or []), None)})
-    return _collect(cell, workdir, receiver, sender, link, link_summary(summary, threshold_us), offset_s,
-                    environment, started_at, flows_started_at, attempt)
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
@@ -210,57 +248,101 @@ def _wait_sender_ready(sender: Child, available: list[str]) -> None:
         raise
 
 
-def _wait_flows(receiver: Child, sender: Child, link: Child, live: LiveFeed, deadline_ns: int) -> None:
-    """Until both endpoints say `done`; a child's error or early exit fails the cell at once."""
-    while not (receiver.of_kind("done") and sender.of_kind("done")):
-        for child in (sender, receiver, link):
-            error = child.error()
-            if error is not None:
-                raise ChildError(f"{child.name}: {error}")
-            if child.process.poll() is not None:
-                time.sleep(0.2)  # let the reader take the child's last lines
-                if not child.of_kind("done"):
-                    raise ChildError(f"{child.name} exited ({child.process.returncode}) before the flows ended: "
-                                     f"{child.error() or child.stderr_tail()}")
-        if time.monotonic_ns() > deadline_ns:
-            raise ChildError(f"the flows did not end within {END_GRACE_S:g} s of their end time")
-        live.tick()
-        time.sleep(0.1)
+def _wait_flows(run: CellRun, receiver: Child, sender: Child, link: Child, live: LiveFeed) -> None:
+    """Until both endpoints are finished (Child.has_ended with `done`), at most END_GRACE_S past the flows' end.
+
+    An error event, or an endpoint that ended without `done`, fails the cell at once; so does the
+    link ending while the flows still need it. Running past the deadline is a ChildTimeout.
+    """
+    assert run.t0_ns is not None
+    deadline_ns = run.t0_ns + round((run.cell.params.duration_s + END_GRACE_S) * 1e9)
+    endpoints = [sender, receiver]
+    try:
+        while True:
+            for child in dict.fromkeys([*endpoints, link]):
+                error = child.error()
+                if error is not None:
+                    raise ChildError(f"{child.name}: {error}")
+            finished = [child.has_ended("done") for child in endpoints]
+            if all(finished):
+                break
+            if link not in endpoints and link.has_ended("summary"):
+                raise ChildError(f"{link.name} ended before the flows did")
+            if time.monotonic_ns() > deadline_ns:
+                late = [child.name for child, done in zip(endpoints, finished, strict=True) if not done]
+                raise ChildTimeout(f"the flows did not end within {END_GRACE_S:g} s of their end time "
+                                   f"({' and '.join(late)} still running)")
+            live.tick()
+            time.sleep(0.1)
+    finally:
+        run.waits.append(Wait("flows", "end", (time.monotonic_ns() - run.t0_ns) / 1e9, time.monotonic_ns()))
     live.tick()
 
 
-def _collect(cell: Cell, workdir: Path, receiver: Child, sender: Child, link: Child, summary: LinkSummary,
-             offset_s: float, environment: Environment, started_at: str, flows_started_at: str,
-             attempt: int) -> CellOutput:
-    p = cell.params
-    curves = receiver_curves(receiver.of_kind("rx"), len(p.flows))
-    sender_events = sender.of_kind("sample")
+def _wait_ended(child: Child, end_event: str) -> None:
+    """After stopping `child`: its output read to the end, and it finished (Child.has_ended's rule)."""
+    if not child.has_ended(end_event):
+        raise ChildError(f"{child.name} still runs after it was stopped")
+
+
+def _failed(run: CellRun, exc: Exception) -> CellOutput:
+    """The record of an attempt that failed, with what it measured before it did and how long each wait took."""
+    error = _one_line(exc)
+    waits = run.waits_text()
+    if waits:
+        error += f" (waits: {waits})"
+    try:
+        return _collect(run, status="failed", error=error)
+    except Exception as collect_exc:  # noqa: BLE001 - the error that ended the cell must be kept
+        result = CellResult(cell=run.cell, status="failed", error=f"{error}; its measurements could not be read: "
+                            f"{_one_line(collect_exc)}", started_at=run.started_at, finished_at=_now(),
+                            environment=run.environment, attempt=run.attempt)
+        return CellOutput(result=result, timeseries=None)
+
+
+def _collect(run: CellRun, status: CellStatus | None = None, error: str | None = None) -> CellOutput:
+    """The record, time series and link logs of `run`: ok or late when it finished, else `status`.
+
+    A failed attempt gets whatever exists: flows measured up to the failure (none before `go`),
+    the link's statistics and logs, its summary if the emulator wrote one.
+    """
+    cell, p = run.cell, run.cell.params
+    curves = receiver_curves(run.receiver.of_kind("rx") if run.receiver else [], len(p.flows))
+    sender_events = run.sender.of_kind("sample") if run.sender else []
     samples = [samples_of(sender_events, i) for i in range(len(p.flows))]
-    goodput, steady = cell_goodput(p, curves)
-    logs = link_files(workdir)
-    start_ms = round(offset_s * 1000)
-    uplink_log = read_link_log(logs["uplink.log"], start_ms, start_ms + round(p.duration_s * 1000))
+    flows_ran = run.t0_ns is not None
+    goodput, steady = cell_goodput(p, curves) if flows_ran else (None, None)
+    logs = link_files(run.workdir)
+    uplink_log = None
+    if run.offset_s is not None and logs["uplink.log"].exists():
+        start_ms = round(run.offset_s * 1000)
+        uplink_log = read_link_log(logs["uplink.log"], start_ms, start_ms + round(p.duration_s * 1000))
     files = {f"{name}.gz": _gzip(path) for name, path in logs.items() if path.exists()}
+    if status is None:
+        assert run.summary is not None, "a finished run has its link's summary"
+        status = "late" if run.summary.selfcheck.late else "ok"
     result = CellResult(
         cell=cell,
-        status="late" if summary.selfcheck.late else "ok",
-        attempt=attempt,
-        started_at=started_at,
+        status=status,
+        error=error,
+        attempt=run.attempt,
+        started_at=run.started_at,
         finished_at=_now(),
-        flows_started_at=flows_started_at,
+        flows_started_at=run.flows_started_at,
         goodput_mbps=goodput,
         goodput_steady_mbps=steady,
-        bottleneck_throughput_mbps=round(uplink_log.bottleneck_throughput_mbps, 4),
-        capacity_mbps=round(uplink_log.capacity_mbps, 4) if uplink_log.capacity_bytes else None,
-        flows=[flow_result(i, p, samples[i], curves) for i in range(len(p.flows))],
-        link=summary,
-        environment=environment,
+        bottleneck_throughput_mbps=round(uplink_log.bottleneck_throughput_mbps, 4) if uplink_log else None,
+        capacity_mbps=round(uplink_log.capacity_mbps, 4) if uplink_log and uplink_log.capacity_bytes else None,
+        flows=[flow_result(i, p, samples[i], curves) for i in range(len(p.flows))] if flows_ran else [],
+        link=run.summary,
+        environment=run.environment,
     )
+    stats = run.link.of_kind("stats") if run.link else []
     timeseries = TimeSeries(
         cell_id=cell.id,
         flows=[flow_series(samples[i], curves.t, curves.bytes[i]) for i in range(len(p.flows))],
-        link=link_series(link.of_kind("stats"), offset_s),
-    )
+        link=link_series(stats, run.offset_s) if run.offset_s is not None else None,
+    ) if flows_ran else None
     return CellOutput(result=result, timeseries=timeseries, files=files)
 
 

@@ -7,6 +7,9 @@ Layout (relative to the store's root or prefix):
     cells/<cell id>/attempt-<hash>/<file>            extra files such as uplink.log.gz
     cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
     cells/<cell id>/late/<utc>.json                  records of attempts whose emulator ran late (never count)
+
+An attempt record's files (what it measured before it failed, or while late) sit in the same kind
+of folder as a result's, attempt-<hash of that record>, and the record lists them in `artifacts`.
     sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
     sweeps/<sweep>/revisions/<sha256>.json           earlier plans a deliberate spec change (--revise) replaced
     traces/<sha256>                                  the trace files the planned cells name, by content
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import re
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
@@ -138,23 +142,39 @@ class ResultStore(ABC):
 
         Returns False (and leaves the stored cell as it was) when a record for this cell is
         already stored.  A failed or late result is kept as an attempt record (failed/, late/)
-        for diagnosis and for the report, and never marks the cell done.
+        with its files, for diagnosis and for the report, and never marks the cell done.
         """
         cell_id = result.cell.id
-        if result.status != "ok":
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-            self.write_bytes(attempt_record_key(cell_id, result.status, stamp),
-                             result.model_dump_json(indent=1).encode(), content_type="application/json")
-            return True
-        if self.has_result(cell_id):
-            return False
         blobs: dict[str, bytes] = {}
         if timeseries is not None:
             blobs[TIMESERIES] = gzip.compress(timeseries.model_dump_json().encode())
         for name, path in (files or {}).items():
             blobs[name] = path.read_bytes()
-        record = result.model_copy(update={"artifacts": list(blobs)})
-        return self.commit_cell(cell_id, record.model_dump_json(indent=1).encode(), blobs)
+        record = result.model_copy(update={"artifacts": list(blobs)}).model_dump_json(indent=1).encode()
+        if result.status != "ok":
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+            self.put_attempt(attempt_record_key(cell_id, result.status, stamp), record, blobs)
+            return True
+        if self.has_result(cell_id):
+            return False
+        return self.commit_cell(cell_id, record, blobs)
+
+    def put_attempt(self, key: str, record: bytes, files: dict[str, bytes]) -> None:
+        """Write an attempt that does not count (failed, late): its files in its own folder, then its record."""
+        cell_id = key.split("/")[1]
+        folder = attempt_folder(cell_id, record)
+        for name, data in files.items():
+            self.write_bytes(f"{folder}/{name}", data, content_type=content_type_of(name))
+        self.write_bytes(key, record, content_type="application/json")
+
+    def attempt_files(self, key: str) -> dict[str, bytes]:
+        """The files stored with an attempt record (its `artifacts`), by name; {} without a record."""
+        record = self.read_bytes(key)
+        if record is None:
+            return {}
+        folder = attempt_folder(key.split("/")[1], record)
+        names = json.loads(record).get("artifacts") or []  # read as it is: its files are wanted even so
+        return {name: data for name in names if (data := self.read_bytes(f"{folder}/{name}")) is not None}
 
     def commit_cell(self, cell_id: str, record: bytes, files: dict[str, bytes]) -> bool:
         """Write one attempt of a cell: its files in the record's own folder, then the record, once.

@@ -27,15 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.store.base import (
-    ATTEMPT_STATUSES,
-    ResultStore,
-    StoreError,
-    StoreUnavailable,
-    attempt_folder,
-    content_type_of,
-    record_key,
-)
+from ccsweep.store.base import ATTEMPT_STATUSES, ResultStore, StoreError, StoreUnavailable, attempt_folder, record_key
 from ccsweep.store.file import FileStore
 
 #: Uploads tried after a cell is spooled: 1, 2, 4, 8, 16 s apart (about half a minute in all),
@@ -140,10 +132,10 @@ class Spool:
 
 
 def _upload_cell(local: FileStore, store: ResultStore, cell_id: str) -> None:
-    """Failed and late attempts as they are; the record with its attempt's files through commit_cell (write once)."""
+    """Attempts that do not count, with their files; the record with its files through commit_cell (write once)."""
     for status in ATTEMPT_STATUSES:
         for key in local.list_keys(f"cells/{cell_id}/{status}/"):
-            store.write_bytes(key, local.read_bytes(key) or b"", content_type=content_type_of(key))
+            store.put_attempt(key, local.read_bytes(key) or b"", local.attempt_files(key))
     record = local.read_bytes(record_key(cell_id))
     if record is None or store.has_result(cell_id):
         return  # nothing to upload, or another runner stored the cell: its record stays
