@@ -1,0 +1,220 @@
+"""A whole study on two links beside its published numbers, and what its run cost: from records alone.
+
+ccsweep's headline is that ReBBR's 390 cells, run one after another for 8.5 hours, become a short
+run whose numbers agree with Mahimahi's.  Both halves are claims about stored records, so this
+module reads nothing but records (results and late attempts) and ReBBR's shipped CSVs:
+
+- `compare_links` sets each cell's number on ccsweep-link beside the same cell on Mahimahi (the
+  cells differ only in `link`) and beside ReBBR's published number for that cell, per experiment,
+  with the median and worst relative difference of each pair.  The quantity is ReBBR's own: the
+  throughput out of the bottleneck (`bottleneck_throughput_mbps`), since that is what ReBBR
+  published as "goodput"; receiver goodput would sit up to 1 / (1 - p) below it.
+- `run_stats` gives a run's wall time, cells per minute, how many cells ran at once, the link's CPU
+  per cell and the late attempts that were run again, from the records' own start and end times.
+
+A relative difference is |a - b| / b against the second of the pair; cells where that reference
+is below `FLOOR_MBPS` (CUBIC at 50 % loss moves kilobits) are compared in absolute terms only and
+kept out of the relative summary, where a 0.01 against 0.02 Mbit/s would read as 100 %.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ccsweep.cell import CellParams
+from ccsweep.figures.published import SETS, load
+from ccsweep.figures.rebbr_csv import RebbrRow
+from ccsweep.result import CellResult
+from ccsweep.spec import Experiment
+
+#: Below this reference (Mbit/s) a relative difference says nothing; the absolute one is shown.
+FLOOR_MBPS = 1.0
+LINKS = ("ccsweep-link", "mahimahi")
+
+
+def _same_cell(params: CellParams) -> str:
+    """The cell apart from its link: the key that pairs a ccsweep-link cell with its Mahimahi twin."""
+    return params.model_copy(update={"link": "ccsweep-link"}).model_dump_json()
+
+
+PublishedKey = tuple[str, float, float, float | None]
+
+
+def _published_key(cc: str, loss: float, rtt_ms: float, rate_mbps: float | None) -> PublishedKey:
+    return cc, round(loss, 9), round(rtt_ms, 6), None if rate_mbps is None else round(rate_mbps, 6)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One cell of an experiment: its label and its number on each link and in ReBBR's CSV."""
+
+    cc: str
+    loss: float
+    setting: str  # what else varies in the experiment: "100 ms", "10 Mbit/s", a trace
+    values: dict[str, float | None]  # per link, bottleneck throughput (Mbit/s); None: not run or not stored
+    published: float | None
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Median and worst relative difference of a pair over the cells both have above the floor."""
+
+    pair: tuple[str, str]
+    compared: int
+    median: float | None
+    worst: float | None
+    worst_row: Row | None
+
+
+@dataclass(frozen=True)
+class ExperimentTable:
+    experiment: str
+    title: str
+    published_set: str | None
+    rows: list[Row]
+    differences: list[Difference]
+
+
+def relative(a: float | None, b: float | None) -> float | None:
+    """|a - b| / b, or None where either is missing or b is below the floor."""
+    if a is None or b is None or b < FLOOR_MBPS:
+        return None
+    return abs(a - b) / b
+
+
+def _setting(params: CellParams, experiment: Experiment) -> str:
+    parts = []
+    if len(experiment.rtt_ms) > 1:
+        parts.append(f"{params.rtt_ms:g} ms")
+    if experiment.bandwidth_mbps is not None and len(experiment.bandwidth_mbps) > 1:
+        parts.append(f"{params.bandwidth_mbps:g} Mbit/s")
+    if experiment.trace is not None:
+        parts.append(" / ".join(t.name for t in params.traces) or "trace")
+    return ", ".join(parts) or "-"
+
+
+def _published_rows(experiment: Experiment) -> tuple[str | None, dict[PublishedKey, float]]:
+    """ReBBR's numbers for the experiment's cells, keyed like `_published_key` (one run per point)."""
+    for name in experiment.published:
+        published = SETS[name]
+        rows: list[RebbrRow] = load(published)
+        trace = published.trace_uplink is not None
+        return name, {_published_key(r.congestion_control, r.loss_rate, r.rtt_ms,
+                                     None if trace else r.specified_bw_Mbps): r.goodput_Mbps for r in rows}
+    return None, {}
+
+
+def _difference(rows: Sequence[Row], a: str, b: str) -> Difference:
+    def value(row: Row, side: str) -> float | None:
+        return row.published if side == "rebbr" else row.values.get(side)
+
+    scored = [(d, row) for row in rows if (d := relative(value(row, a), value(row, b))) is not None]
+    if not scored:
+        return Difference((a, b), 0, None, None, None)
+    worst, worst_row = max(scored, key=lambda pair: pair[0])
+    return Difference((a, b), len(scored), statistics.median(d for d, _ in scored), worst, worst_row)
+
+
+def compare_links(experiments: Iterable[tuple[Experiment, Sequence[CellResult]]],
+                  others: Iterable[CellResult]) -> list[ExperimentTable]:
+    """Per experiment, each cell of the first sweep (ccsweep-link) beside its twin among `others`
+    (the same cells on Mahimahi) and ReBBR's published number."""
+    twins: dict[str, CellResult] = {}
+    for result in others:
+        twins.setdefault(_same_cell(result.cell.params), result)
+    tables = []
+    for experiment, results in experiments:
+        set_name, published = _published_rows(experiment)
+        rows = []
+        for result in sorted(results, key=lambda r: (r.cell.params.cc_label, _setting(r.cell.params, experiment),
+                                                     r.cell.params.loss)):
+            params = result.cell.params
+            twin = twins.get(_same_cell(params))
+            rate = None if experiment.trace is not None else params.bandwidth_mbps
+            rows.append(Row(
+                cc=params.cc_label, loss=params.loss, setting=_setting(params, experiment),
+                values={params.link: result.bottleneck_throughput_mbps,
+                        "mahimahi": twin.bottleneck_throughput_mbps if twin is not None else None},
+                published=published.get(_published_key(params.cc_label, params.loss, params.rtt_ms, rate))))
+        pairs = [("ccsweep-link", "mahimahi"), ("ccsweep-link", "rebbr"), ("mahimahi", "rebbr")]
+        tables.append(ExperimentTable(experiment.name, experiment.title or experiment.name, set_name, rows,
+                                      [_difference(rows, a, b) for a, b in pairs]))
+    return tables
+
+
+def _mbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f} %"
+
+
+def table_markdown(table: ExperimentTable) -> str:
+    """One experiment's comparison as a Markdown table, summary rows last."""
+    lines = [f"### {table.title}", "",
+             f"Throughput out of the bottleneck (Mbit/s), one run per cell; ReBBR: {table.published_set or 'none'}.",
+             "", "| algorithm | loss % | setting | ccsweep-link | Mahimahi | ReBBR | link vs Mahimahi |",
+             "|---|---:|---|---:|---:|---:|---:|"]
+    for row in table.rows:
+        link, mm = row.values.get("ccsweep-link"), row.values.get("mahimahi")
+        lines.append(f"| {row.cc} | {row.loss * 100:g} | {row.setting} | {_mbps(link)} | {_mbps(mm)} | "
+                     f"{_mbps(row.published)} | {_percent(relative(link, mm))} |")
+    for diff in table.differences:
+        a, b = diff.pair
+        where = (f" ({diff.worst_row.cc}, {diff.worst_row.loss * 100:g} %, {diff.worst_row.setting})"
+                 if diff.worst_row else "")
+        lines.append(f"| **{a} vs {b}** | | {diff.compared} cells | median {_percent(diff.median)} | "
+                     f"worst {_percent(diff.worst)}{where} | | |")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What a run of stored cells took, from its records' own times."""
+
+    cells: int
+    late_attempts: int
+    wall_s: float
+    cell_seconds: float
+    max_at_once: int
+    mean_at_once: float
+    link_cpu_median: dict[str, float]  # per bottleneck rate label: the link's CPU share per cell
+
+    @property
+    def cells_per_minute(self) -> float:
+        return self.cells / (self.wall_s / 60) if self.wall_s > 0 else 0.0
+
+
+def _span(result: CellResult) -> tuple[datetime, datetime] | None:
+    try:
+        return datetime.fromisoformat(result.started_at), datetime.fromisoformat(result.finished_at)
+    except ValueError:
+        return None
+
+
+def run_stats(results: Sequence[CellResult], late: Sequence[CellResult]) -> RunStats:
+    """Wall time from the first start to the last end among stored results and late attempts, and
+    how many of them overlapped (every attempt occupied the machine, counted or not)."""
+    spans = [s for s in map(_span, [*results, *late]) if s is not None]
+    if not spans:
+        return RunStats(len(results), len(late), 0.0, 0.0, 0, 0.0, {})
+    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda ev: (ev[0], ev[1]))
+    at_once = peak = 0
+    for _, step in events:
+        at_once += step
+        peak = max(peak, at_once)
+    busy = sum((e - s).total_seconds() for s, e in spans)
+    wall = (end - start).total_seconds()
+    shares: dict[str, list[float]] = {}
+    for result in results:
+        if result.link is not None and result.link.selfcheck.cpu_share is not None:
+            rate = result.cell.params.bandwidth_mbps
+            label = f"{rate:g} Mbit/s" if rate is not None else "trace"
+            shares.setdefault(label, []).append(result.link.selfcheck.cpu_share)
+    return RunStats(len(results), len(late), wall, busy, peak, busy / wall if wall > 0 else 0.0,
+                    {label: statistics.median(v) for label, v in sorted(shares.items())})
