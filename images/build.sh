@@ -12,9 +12,9 @@
 #   --local-base     no registry reachable: make the base images from a local root file system
 #                    (images/local-base.sh) and never pull
 #   --archive FILE   also write it as an OCI archive (what `ctr -n k8s.io images import` takes)
-# The cell's Mahimahi is built from the pinned commit (versions.env): from MAHIMAHI_TARBALL
-# (default ../shared/vendor/mahimahi-COMMIT.tar.gz beside the clone) when that file exists, else
-# the Dockerfile clones the commit from GitHub.
+# The cell's Mahimahi is built from the pinned commit (versions.env), from its unmodified source
+# tarball vendored in third_party/mahimahi/; nothing is fetched from GitHub unless the build arg
+# MAHIMAHI_COMMIT asks for a commit that is not vendored (images/cell/Dockerfile).
 #   BUILDAH_ISOLATION  buildah's --isolation (default: chroot, which needs no user namespaces)
 # Layers are cached in buildah's own storage (`buildah info`: /var/lib/containers/storage for
 # root), outside the clone and shared by every clone on the machine; an unchanged rebuild takes
@@ -58,15 +58,6 @@ esac
 image=${registry:-localhost}/ccsweep/$name:$tag
 
 ((${#pull[@]} == 0)) || "$REPO_ROOT/images/local-base.sh" "$name" >&2
-if [[ $name == cell ]]; then
-  tarball=${MAHIMAHI_TARBALL:-$REPO_ROOT/../shared/vendor/mahimahi-$MAHIMAHI_COMMIT.tar.gz}
-  vendored=$REPO_ROOT/images/cell/mahimahi/mahimahi-$MAHIMAHI_COMMIT.tar.gz
-  if [[ -f $tarball ]]; then
-    cp "$tarball" "$vendored"
-    trap 'rm -f "$vendored"' EXIT
-    echo "images/build.sh: Mahimahi $MAHIMAHI_COMMIT from $tarball" >&2
-  fi
-fi
 
 buildah bud --isolation "${BUILDAH_ISOLATION:-chroot}" --layers "${pull[@]}" \
   --file "$REPO_ROOT/images/$name/Dockerfile" --ignorefile "$REPO_ROOT/images/$name/Dockerfile.dockerignore" \

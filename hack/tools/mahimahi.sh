@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Upstream Mahimahi (mm-delay, mm-loss, mm-link), pinned to $MAHIMAHI_COMMIT, built from the
-# vendored, unmodified upstream tarball (GPL-3.0; docs/dependencies.md says where it comes from):
+# vendored, unmodified upstream tarball in third_party/mahimahi/ (GPL-3.0; its README gives the
+# source, commit and SHA-256):
 #   $MAHIMAHI_PREFIX/bin/mm-{delay,loss,link}   (cold ~2-4 min on 2 cores; warm instant)
 #
 # The install prefix is not under $CCSWEEP_CACHE, unlike the other tools: Mahimahi's binaries are
 # setuid root and refuse to run as root, so the unprivileged user that runs them (and every shell
 # they nest) must be able to reach them, and the cache usually lives in root's mode-700 home.
 # Default /opt/ccsweep/mahimahi-$MAHIMAHI_COMMIT, the image's layout; the build tree stays in the cache.
-#   MAHIMAHI_TARBALL  the source tarball (default ../shared/vendor/mahimahi-$MAHIMAHI_COMMIT.tar.gz
-#                     beside the clone; an image build fetches the same commit from GitHub instead)
+#   MAHIMAHI_TARBALL  the source tarball (default third_party/mahimahi/mahimahi-$MAHIMAHI_COMMIT.tar.gz)
 #   MAHIMAHI_PREFIX   where it is installed
 set -euo pipefail
 shopt -s inherit_errexit
@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 BUILD_PACKAGES=(autotools-dev dh-autoreconf protobuf-compiler libprotobuf-dev pkg-config libssl-dev dnsmasq-base
                 ssl-cert libxcb-present-dev libcairo2-dev libpango1.0-dev apache2-dev apache2-bin iptables g++ make)
 BINARIES=(mm-delay mm-loss mm-link)
-TARBALL=${MAHIMAHI_TARBALL:-$REPO_ROOT/../shared/vendor/mahimahi-$MAHIMAHI_COMMIT.tar.gz}
+TARBALL=${MAHIMAHI_TARBALL:-$REPO_ROOT/third_party/mahimahi/mahimahi-$MAHIMAHI_COMMIT.tar.gz}
 PREFIX=${MAHIMAHI_PREFIX:-/opt/ccsweep/mahimahi-$MAHIMAHI_COMMIT}
 
 install_build_packages() {

@@ -1,6 +1,6 @@
 """docs/install.md's commands, from a fresh `git clone` to a finished sweep and its report in MinIO.
 
-The `release` fixture clones this repository into an empty folder (no ../shared beside it), then
+The `release` fixture clones this repository into an empty folder (nothing beside it), then
 runs the page's commands in order, read from the page: `make image ARCHIVE=...` builds the cell
 image from images/cell/Dockerfile with buildah and `ctr images import` puts it into the node's
 containerd; the namespace, its Pod Security label, the S3 Secret from an env file, `helm install`
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import calendar
 import json
-import os
 import re
 import subprocess
 import sys
@@ -33,7 +32,6 @@ import pytest
 import yaml
 
 from clusterlib import CELL_IMAGE, REPO, NodeServices
-from versions import read_versions
 
 sys.path.insert(0, str(REPO / "tests/chart"))
 from ccsweep.spec import KNOWN_CONGESTION_CONTROLS  # noqa: E402
@@ -79,42 +77,40 @@ class DocRunner:
 
     def run(self, argv: list[str], timeout: float = 900) -> str:
         """One command line; its standard output. Fails the test with its output when it fails."""
-        cmd, env = self.translate(argv)
+        cmd = self.translate(argv)
         if cmd is None:
             return ""
         started = time.monotonic()
-        done = subprocess.run(cmd, cwd=self.cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, cwd=self.cwd, capture_output=True, text=True, timeout=timeout)
         sys.stderr.write(f"[install.md] {' '.join(argv)[:100]}: exit {done.returncode} in "
                          f"{time.monotonic() - started:.0f}s\n")
         assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
         return done.stdout
 
-    def translate(self, argv: list[str]) -> tuple[list[str] | None, dict[str, str] | None]:
-        base, env = self.cluster.base, None
+    def translate(self, argv: list[str]) -> list[str] | None:
+        base = self.cluster.base
         match argv:
             case ["git", "clone", url]:
                 self.clone = self.cwd / url.rstrip("/").rsplit("/", 1)[-1]
-                return ["git", "clone", "-q", "--no-hardlinks", str(REPO), str(self.clone)], None
+                return ["git", "clone", "-q", "--no-hardlinks", str(REPO), str(self.clone)]
             case ["cd", folder]:
                 self.cwd = self.cwd / folder
-                return None, None
+                return None
             case ["make", "image", *_]:
                 # No registry here, Docker Hub's base images neither (made from a local root file
-                # system), nor GitHub: Mahimahi's pinned source is the vendored tarball.
-                tarball = REPO.parent / "shared/vendor" / f"mahimahi-{read_versions()['MAHIMAHI_COMMIT']}.tar.gz"
-                env = {**os.environ, "MAHIMAHI_TARBALL": str(tarball)}
-                return ["make", *argv[1:], "LOCAL_BASE=1"], env
+                # system); Mahimahi's pinned source is the clone's third_party/mahimahi/.
+                return ["make", *argv[1:], "LOCAL_BASE=1"]
             case ["ctr", *rest]:
-                return ["ctr", "-a", str(base / "containerd/containerd.sock"), *rest], None
+                return ["ctr", "-a", str(base / "containerd/containerd.sock"), *rest]
             case ["kubectl", *rest]:
-                return [str(base / "kubectl"), *rest], None
+                return [str(base / "kubectl"), *rest]
             case ["argo", *rest]:
                 # The shell's $(cat FILE), as the page writes a spec file's content into a parameter.
                 rest = [re.sub(r"\$\(cat (\S+)\)", lambda m: (self.cwd / m[1]).read_text(), a) for a in rest]
-                return [str(base / "argo"), *rest], None
+                return [str(base / "argo"), *rest]
             case ["helm", "install", *rest]:
                 return ["nsenter", f"--net=/run/netns/{self.cluster.ns}", str(helm()),
-                        f"--kubeconfig={base / 'admin.kubeconfig'}", "install", *rest, *self.overlays], None
+                        f"--kubeconfig={base / 'admin.kubeconfig'}", "install", *rest, *self.overlays]
         raise AssertionError(f"docs/install.md has a command this test does not run: {argv}; "
                              "run it in DocRunner.translate, or say in ASIDE_COMMANDS why not")
 

@@ -1,7 +1,7 @@
 """`pip install` of the built wheel into a fresh venv, used from a folder outside the clone.
 
 The wheel is built from a fresh `git clone` of this repository's committed HEAD, in a folder with
-no ../shared beside it (as a new user's clone), with its build backend from PyPI. It is installed with
+nothing beside it (as a new user's clone), with its build backend from PyPI. It is installed with
 --no-deps into a new venv, and the dependencies come from the project's .venv through a .pth
 file: that keeps the test fast and offline after the build, while ccsweep itself is only the
 wheel's (the .venv's editable ccsweep is not on that path). Then, from an empty folder: the
