@@ -8,8 +8,10 @@ user's store.
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -234,3 +236,21 @@ def test_report_self_check_shows_each_release_window_and_old_records_as_the_defa
     by_window = {window: int(cells) for window, _, cells in rows}
     assert by_window["500"] == 1
     assert by_window["100 (emulator default; not recorded by this version)"] == len(records) - 1
+
+
+@pytest.mark.parametrize(("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_report_and_figures_follow_the_users_umask(umask: int, file_mode: int, folder_mode: int, tmp_path: Path):
+    """What `ccsweep figures` writes gets 0666/0777 less the umask, as other tools' output does: a
+    report readable by whoever the user's umask lets read it (it was 0600 whatever the umask)."""
+    root, sweep = copy_store("goodput-vs-loss", tmp_path)
+    shutil.rmtree(root / "sweeps" / sweep / "figures", ignore_errors=True)
+    previous = os.umask(umask)
+    try:
+        out = ccsweep_figures(root, sweep)
+    finally:
+        os.umask(previous)
+    written = [out / "report.html", *sorted((out / "figures").iterdir())]
+    assert len(written) > 2
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) == file_mode, path
+    assert stat.S_IMODE((out / "figures").stat().st_mode) == folder_mode

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from contextlib import suppress
 from pathlib import Path
 
@@ -11,7 +11,12 @@ from ccsweep.store.base import ResultStore
 
 
 class FileStore(ResultStore):
-    """Objects are files; writes go to a temporary file renamed (or hard-linked) into place."""
+    """Objects are files; writes go to a temporary file renamed (or hard-linked) into place.
+
+    Files are created with mode 0666 and folders 0777, less the user's umask (the usual 0644/0755),
+    as any tool that writes results, figures and reports for others to read: tempfile.mkstemp's
+    0600 would survive the rename and leave a report only its writer can read.
+    """
 
     def __init__(self, root: Path):
         self.root = root.resolve()
@@ -30,7 +35,8 @@ class FileStore(ResultStore):
                     exclusive: bool = False) -> bool:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
