@@ -1,0 +1,31 @@
+"""Every shipped preset keeps the cell ids it had: results already stored under them stay found.
+
+tests/fixtures/preset_cell_ids.json was written from the presets' expansion before adaptive
+repetitions existed; a change to the spec model, expansion or CellParams that moves any id fails
+here, naming the preset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from ccsweep.expand import expand
+from ccsweep.spec import PACKAGED_PRESETS, load_spec
+
+PINNED = json.loads((Path(__file__).parents[1] / "fixtures" / "preset_cell_ids.json").read_text())
+
+
+def test_every_preset_is_pinned():
+    assert sorted(PINNED) == sorted(p.stem for p in PACKAGED_PRESETS.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("preset", sorted(PINNED))
+def test_preset_cell_ids_are_unchanged(preset):
+    ids = [c.id for c in expand(load_spec(preset))]
+    pinned = PINNED[preset]
+    assert (len(ids), ids[0], ids[-1]) == (pinned["cells"], pinned["first"], pinned["last"])
+    assert hashlib.sha256("\n".join(ids).encode()).hexdigest() == pinned["sha256"]
