@@ -17,7 +17,7 @@ import pytest
 from ccsweep.cell import Cell
 from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
 from ccsweep.figures.data import ExperimentData, SweepData
-from ccsweep.figures.stats import mean_ci, mean_ci_columns, t_central_probability, t_critical
+from ccsweep.figures.stats import collapsed_fraction, mean_ci, mean_ci_columns, median_ci
 from ccsweep.result import FlowSeries, LinkSeries, TimeSeries
 from ccsweep.store import SweepManifest
 from synthetic import experiment, goodput
@@ -161,16 +161,18 @@ def test_mathis_is_capped_at_the_links_payload_rate():
     assert mathis_mbps(1, 0.01, 10) == pytest.approx(1448 / 1500 * 0.99 * 10)
 
 
-@pytest.mark.parametrize(("dof", "critical"), [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (9, 2.2622),
-                                               (30, 2.0423)])
-def test_t_critical_matches_the_tables(dof: int, critical: float):
-    assert t_critical(dof) == pytest.approx(critical, abs=1e-4)
-    assert t_central_probability(t_critical(dof), dof) == pytest.approx(0.95, abs=1e-12)
-
-
-def test_t_critical_refuses_zero_degrees_of_freedom():
-    with pytest.raises(ValueError, match="degrees of freedom"):
-        t_critical(0)
+def test_median_ci_is_a_seeded_bootstrap_interval_that_says_what_it_is():
+    runs = [43.0, 1.9, 42.6, 2.4, 41.8, 43.5, 3.3, 42.1, 40.9, 2.2, 42.8, 41.1]  # two modes
+    first = median_ci(runs)
+    assert first == median_ci(runs)  # the same runs, the same interval: the generator is seeded
+    assert first.center == pytest.approx(41.45) and first.low is not None and first.high is not None
+    assert first.low < 41.45 < first.high <= 43.5
+    assert first.label == "95 % bootstrap CI of the median, n = 12"
+    assert median_ci([5.0]).label == "median of 1 run, no interval" and median_ci([5.0]).low is None
+    calm = median_ci([95.0] * 4)
+    assert (calm.low, calm.high, calm.relative_half_width) == (95.0, 95.0, 0.0)
+    assert collapsed_fraction(runs, 100.0) == pytest.approx(4 / 12)  # below 5 % of 100 Mbit/s
+    assert collapsed_fraction(runs, None) is None
 
 
 def test_mean_ci_is_the_t_interval():

@@ -28,10 +28,11 @@ def build(data: ExperimentData) -> Section:
     def ideal(params: CellParams, loss: float) -> float:
         return 1 - loss
 
-    plot_vs_loss(ax, group_points(data.results), capacity_share, loss_direction=data.experiment.loss_direction,
+    bars = plot_vs_loss(ax, group_points(data.results), capacity_share, loss_direction=data.experiment.loss_direction,
                  ylabel="goodput / capacity", ideal=ideal,
                  ideal_label=lambda p: "ideal (1 − p)")
     ax.set_ylim(0, 1.05)
     ax.set_title(data.title)
     return Section(figures=[FigureOut(data.name, data.title, fig,
-                                      "Goodput over the capacity offered during the flow; bars: 95 % t-interval.")])
+                                      "Goodput over the capacity offered during the flow; line: median over "
+                                      f"repetitions; {bars}.")])

@@ -43,12 +43,13 @@ def build(data: ExperimentData) -> Section:
     def ideal(params: CellParams, loss: float) -> float | None:
         return (1 - loss) * capacity if capacity is not None else None
 
-    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
+    bars = plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
                  ylabel="goodput (Mbit/s)", ideal=ideal,
                  ideal_label=lambda p: f"ideal (1 − p) × mean capacity {rate_label(round(capacity or 0, 2))}")
     ax.set_title(data.title)
     section.figures.append(FigureOut(data.name, data.title, fig,
-                                     "Goodput over the whole flow; the ideal uses the capacity measured in the cells."))
+                                     "Goodput over the whole flow; the ideal uses the capacity measured in the cells; "
+                                     f"line: median over repetitions; {bars}."))
     over_time = _capacity_over_time(data, points)
     if over_time is None:
         section.notes.append("No link time series stored: capacity over time not drawn.")

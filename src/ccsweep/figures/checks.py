@@ -104,10 +104,10 @@ def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
     for point in group_points(data.results):
         if not applies(point.params):
             continue
-        stat = point.mean_ci(metric)
+        stat = point.median_ci(metric)
         if stat is None:
             continue
-        ok, detail = judge(point, stat[0])
+        ok, detail = judge(point, stat.center)
         verdicts.append(Verdict(cell_summary(point.params, repetition=False), ok, detail))
     return verdicts
 
@@ -128,12 +128,12 @@ def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
         reference = min(series, key=lambda pt: pt.params.loss)
         if lossy is None or reference.params.loss > 1e-5:
             continue
-        at, base = lossy.mean_ci(steady_goodput), reference.mean_ci(steady_goodput)
+        at, base = lossy.median_ci(steady_goodput), reference.median_ci(steady_goodput)
         if at is None or base is None:
             continue
-        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), at[0] <= base[0] / 10,
-                                f"{at[0]:.3g} Mbit/s at 0.1 % vs {base[0]:.3g} at "
-                                f"{reference.params.loss * 100:g} % (ratio {base[0] / max(at[0], 1e-9):.3g})"))
+        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), at.center <= base.center / 10,
+                                f"{at.center:.3g} Mbit/s at 0.1 % vs {base.center:.3g} at "
+                                f"{reference.params.loss * 100:g} % (ratio {base.center / max(at.center, 1e-9):.3g})"))
     return verdicts
 
 
@@ -232,11 +232,11 @@ def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
         by_cc = {pt.params.flows[0].cc: pt for pt in pair}
         if set(by_cc) != {"bbr", "cubic"}:
             continue
-        cubic, bbr = by_cc["cubic"].mean_ci(steady_goodput), by_cc["bbr"].mean_ci(steady_goodput)
-        if cubic is None or bbr is None or bbr[0] <= 0:
+        cubic, bbr = by_cc["cubic"].median_ci(steady_goodput), by_cc["bbr"].median_ci(steady_goodput)
+        if cubic is None or bbr is None or bbr.center <= 0:
             continue
-        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), cubic[0] <= FAR_BELOW * bbr[0],
-                                f"CUBIC {cubic[0]:.3g} Mbit/s vs BBR {bbr[0]:.3g} (ratio {cubic[0] / bbr[0]:.2f}, "
+        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), cubic.center <= FAR_BELOW * bbr.center,
+                                f"CUBIC {cubic.center:.3g} Mbit/s vs BBR {bbr.center:.3g} (ratio {cubic.center / bbr.center:.2f}, "
                                 f"bound ≤ {FAR_BELOW:g})"))
     return verdicts
 
@@ -249,15 +249,15 @@ def _thousandeyes(data: ExperimentData) -> list[Verdict]:
         baseline = next((pt for pt in series if pt.params.loss == 0), None)
         if lossy is None or baseline is None:
             continue
-        at, base = lossy.mean_ci(steady_goodput), baseline.mean_ci(steady_goodput)
-        if at is None or base is None or base[0] <= 0:
+        at, base = lossy.median_ci(steady_goodput), baseline.median_ci(steady_goodput)
+        if at is None or base is None or base.center <= 0:
             continue
-        drop = 100 * (base[0] - at[0]) / base[0]
+        drop = 100 * (base.center - at.center) / base.center
         bbr = lossy.params.flows[0].cc == "bbr"
         ok = drop < THOUSANDEYES_BBR_MAX_DROP if bbr else drop > THOUSANDEYES_CUBIC_MIN_DROP
         bound = f"< {THOUSANDEYES_BBR_MAX_DROP:g} %" if bbr else f"> {THOUSANDEYES_CUBIC_MIN_DROP:g} %"
         verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), ok,
-                                f"{at[0]:.3g} Mbit/s vs baseline {base[0]:.3g}: {-drop:+.1f} % (fall bound {bound})"))
+                                f"{at.center:.3g} Mbit/s vs baseline {base.center:.3g}: {-drop:+.1f} % (fall bound {bound})"))
     return verdicts
 
 

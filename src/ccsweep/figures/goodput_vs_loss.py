@@ -24,10 +24,10 @@ def build(data: ExperimentData) -> Section:
     fig, (ax,) = new_figure()
     points = group_points(data.results)
     several_rates = len({p.params.bandwidth_mbps for p in points}) > 1
-    plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
+    bars = plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
                  ylabel="goodput (Mbit/s)", ideal=ideal_goodput,
                  ideal_label=lambda p: f"ideal (1 − p) × {rate_label(p.bandwidth_mbps or 0)}" if several_rates
                  else "ideal (1 − p) × link rate")
     ax.set_title(data.title)
     return Section(figures=[FigureOut(data.name, data.title, fig,
-                                      "Goodput over the whole flow; bars: 95 % t-interval over repetitions.")])
+                                      f"Goodput over the whole flow; line: median over repetitions; {bars}.")])

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.stats import mean_ci
+from ccsweep.figures.stats import Interval, median_ci
 from ccsweep.result import CellResult
 from ccsweep.spec import LossDirection
 
@@ -35,10 +35,10 @@ class Point:
     def values(self, value: Callable[[CellResult], float | None]) -> list[float]:
         return [v for v in (value(r) for r in self.results) if v is not None]
 
-    def mean_ci(self, value: Callable[[CellResult], float | None]) -> tuple[float, float | None] | None:
-        """Mean over repetitions with its t-interval half-width; None when no repetition has a value."""
+    def median_ci(self, value: Callable[[CellResult], float | None]) -> Interval | None:
+        """Median over repetitions with its bootstrap interval; None when no repetition has a value."""
         values = self.values(value)
-        return mean_ci(values) if values else None
+        return median_ci(values) if values else None
 
 
 def _key(params: CellParams, **blank: object) -> str:

@@ -173,7 +173,7 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
                               "experiment's algorithms, RTTs and bottleneck; none drawn."])
     fig, (ax,) = new_figure()
     points = group_points(data.results)
-    plot_vs_loss(ax, points, quantity.measured, loss_direction=experiment.loss_direction, ylabel=quantity.ylabel)
+    bars = plot_vs_loss(ax, points, quantity.measured, loss_direction=experiment.loss_direction, ylabel=quantity.ylabel)
     series = loss_series(points, experiment.loss_direction)
     colors = {_key_of_params(s[0].params): c for s, c in
               zip(series, series_colors([s[0].params for s in series]), strict=True)}
@@ -203,5 +203,6 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
     sources = "; ".join(f"{s.experiment}: {s.source}" for s, _ in drawn)
     caption = (f"Solid: measured here, the bottleneck's throughput over the flow (ReBBR's \"goodput\", which "
                f"counts headers, retransmissions and packets lost after the bottleneck). Dashed, hollow: {LABEL}, "
-               f"numbers only, one run per point on {KERNEL} under Mahimahi, from {sources}.")
+               f"numbers only, one run per point on {KERNEL} under Mahimahi, from {sources}. Measured: median over "
+               f"repetitions; {bars}.")
     return Section(figures=[FigureOut(f"{data.name}-published", title, fig, caption)])

@@ -31,7 +31,7 @@ from ccsweep.figures.points import (
     varying_facets,
 )
 from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.stats import mean_ci
+from ccsweep.figures.stats import Interval, bars_caption, mean_ci
 from ccsweep.figures.style import cc_color, cc_marker, new_figure
 from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
 from ccsweep.result import CellResult, LinkSeries, TimeSeries
@@ -133,17 +133,19 @@ def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> tu
     facets = varying_facets([s[0].params for s in series], skip=("queue",))
     buffers: list[float] = []
     whole = sum(not cell_loss_percent(data, r)[1] for p in points for r in p.results)
+    drawn: list[Interval] = []
     for members in series:
-        measured = [(buffer_bdp(p.params), p.mean_ci(lambda r: cell_loss_percent(data, r)[0])) for p in members]
-        rows = sorted((b, stat) for b, stat in measured if b is not None and stat is not None)
+        measured = [(buffer_bdp(p.params), p.median_ci(lambda r: cell_loss_percent(data, r)[0])) for p in members]
+        rows = sorted(((b, stat) for b, stat in measured if b is not None and stat is not None), key=lambda r: r[0])
         if not rows:
             continue
+        drawn += [s for _, s in rows]
         cc = members[0].params.flows[0].cc
-        xs, ys = [b for b, _ in rows], [s[0] for _, s in rows]
+        xs, ys = [b for b, _ in rows], [s.center for _, s in rows]
         ax.plot(xs, ys, color=cc_color(cc), marker=cc_marker(cc), label=series_label(members[0].params, facets))
-        if any(s[1] is not None for _, s in rows):
-            ax.errorbar(xs, ys, yerr=[s[1] or 0.0 for _, s in rows], fmt="none", ecolor=cc_color(cc), capsize=3,
-                        label="_ci")
+        if any(s.low is not None for _, s in rows):
+            ax.errorbar(xs, ys, yerr=np.array([s.errorbar() for _, s in rows]).T, fmt="none", ecolor=cc_color(cc),
+                        capsize=3, label="_ci")
         buffers += xs
     _buffer_axis(ax, buffers)
     ax.set_ylabel("loss rate at the bottleneck after start-up (%)")
@@ -151,7 +153,8 @@ def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> tu
     ax.set_title(data.title)
     ax.legend(loc="best")
     return FigureOut(name, data.title, fig, "Drops over packets offered to the bottleneck from the end of the "
-                     "warm-up to the end of the flow; bars: 95 % t-interval."), whole
+                     f"warm-up to the end of the flow; line: median over repetitions; "
+                     f"{bars_caption(drawn).removesuffix('; dots: each run')}."), whole
 
 
 def _queue_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
