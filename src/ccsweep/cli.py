@@ -1,4 +1,4 @@
-"""The `ccsweep` command line: validate, expand, plan, cell, run, status, figures, presets.
+"""The `ccsweep` command line: validate, expand, plan, cell, run, status, figures, compare, presets.
 
 Errors a user can fix (a bad spec, a missing algorithm, an unknown store) print one line on
 stderr and exit 2; nothing stored is touched when the input is bad.
@@ -586,6 +586,59 @@ def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> Non
             fail(exc)
         click.echo(f"final results of {sweep_name} kept in its Pushgateway group; {deleted} cell group(s) deleted",
                    err=True)
+
+
+@main.command(name="compare")
+@click.argument("side_a", metavar="A")
+@click.argument("side_b", metavar="B")
+@store_option
+@click.option("--store-b", "store_b_url", help="B's store when it is another (two ccsweep versions); default --store.")
+@click.option("--ignore", multiple=True, metavar="PARAM",
+              help="Match cells that differ only in this parameter (link or kernel); repeatable.")
+@click.option("--quantity", help="goodput, goodput-steady or bottleneck-throughput [default: goodput; "
+                                 "bottleneck-throughput against a CSV, which is ReBBR's \"goodput\"].")
+@click.option("--tolerance", type=float, default=0.10, show_default=True,
+              help="agree when the difference's interval lies within this fraction of the larger median.")
+@click.option("--alpha", type=float, default=0.05, show_default=True,
+              help="differ needs the Mann-Whitney p-value below this (when both sides have 2 runs or more).")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as CSV here ('-': standard output, instead of the table).")
+def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | None, ignore: tuple[str, ...],
+                quantity: str | None, tolerance: float, alpha: float, csv_path: Path | None) -> None:
+    """Compare two sets of results for the same cells as distributions.
+
+    A and B are each SWEEP, SWEEP/EXPERIMENT, either with @link=VALUE or @kernel=VALUE to keep only
+    those cells, or published:NAME (ReBBR's CSV of a figure, e.g. published:rebbr-figure8), or
+    csv:PATH (any CSV in ReBBR's columns). Cells match on every parameter but the run's seed and
+    repetition and the --ignore'd ones. For each matched cell: n on each side, the medians, the
+    difference of medians with its 95 % bootstrap interval, the Mann-Whitney and Anderson-Darling
+    p-values, and a verdict: agree, differ or not settled. Example, the two links of one study:
+    `ccsweep compare full-sweep full-sweep-mahimahi --ignore link`.
+    """
+    from ccsweep import compare as cmp
+
+    try:
+        ignored = cmp.parse_ignore(ignore)
+        refs = cmp.parse_side(side_a, "A"), cmp.parse_side(side_b, "B")
+        against_csv = any(r.kind != "sweep" for r in refs)
+        chosen = cmp.check_quantity(quantity or ("bottleneck-throughput" if against_csv else "goodput"))
+        stores = (_open(store_url) if refs[0].kind == "sweep" else None,
+                  _open(store_b_url or store_url) if refs[1].kind == "sweep" else None)
+        sides = [cmp.read_side(ref, store, chosen, ignored) for ref, store in zip(refs, stores, strict=True)]
+        result = cmp.compare(sides[0], sides[1], chosen, ignored, tolerance=tolerance, alpha=alpha)
+    except (cmp.CompareError, StoreError) as exc:
+        fail(exc)
+    if csv_path is not None and str(csv_path) == "-":
+        click.echo(cmp.to_csv(result), nl=False)
+        return
+    console = Console()
+    console.print(cmp.table(result))
+    console.print(cmp.summary_line(result), highlight=False, soft_wrap=True)
+    if (overall := cmp.pooled(result)) is not None:
+        console.print(overall, highlight=False, soft_wrap=True)
+    if csv_path is not None:
+        csv_path.write_text(cmp.to_csv(result))
+        console.print(f"wrote {csv_path}", highlight=False, soft_wrap=True)
 
 
 def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
