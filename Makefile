@@ -57,7 +57,7 @@ venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and th
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint,data]'
 	touch $@
 
 .PHONY: tools

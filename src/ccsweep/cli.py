@@ -1,4 +1,4 @@
-"""The `ccsweep` command line: validate, expand, plan, cell, run, status, figures, compare, presets.
+"""The `ccsweep` command line: validate, expand, plan, cell, run, status, figures, compare, export, presets.
 
 Errors a user can fix (a bad spec, a missing algorithm, an unknown store) print one line on
 stderr and exit 2; nothing stored is touched when the input is bad.
@@ -639,6 +639,46 @@ def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | Non
     if csv_path is not None:
         csv_path.write_text(cmp.to_csv(result))
         console.print(f"wrote {csv_path}", highlight=False, soft_wrap=True)
+
+
+@main.command(name="export")
+@store_option
+@click.option("--sweep", "sweep_name", required=True, help="The sweep whose stored results to export.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True,
+              help="csv needs nothing more; parquet needs the data extra (pip install 'ccsweep[data]').")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              show_default=True, help="Folder to write SWEEP-cells.FORMAT and SWEEP-flows.FORMAT into.")
+def export_cmd(store_url: str, sweep_name: str, fmt: str, out_dir: Path) -> None:
+    """Write a sweep's results as two tidy tables: one row per stored cell, one per flow.
+
+    Every parameter is a column (uplink_loss, uplink_queue_bytes, ...), beside every measurement,
+    the link backend, the kernel, the ccsweep version, the cell id, the repetition and where the
+    cell's raw record is stored. docs/analysis.md lists the columns; ccsweep.load(STORE, SWEEP)
+    returns the same table as a pandas DataFrame.
+    """
+    from ccsweep.figures.data import load_sweep
+    from ccsweep.figures.tidy import tables, write_csv
+
+    sweep_name = _sweep(sweep_name)
+    store = _open(store_url)
+    if fmt == "parquet":
+        try:
+            from ccsweep.analysis import frame
+        except ImportError as exc:
+            fail(exc)
+    click.echo(f"reading the stored cells of {sweep_name} from {store.url} ...", err=True)
+    try:
+        cells, flows = tables(load_sweep(store, sweep_name), store.location)
+    except StoreError as exc:
+        fail(exc)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("cells", cells), ("flows", flows)):
+        path = out_dir / f"{sweep_name}-{name}.{fmt}"
+        if fmt == "csv":
+            path.write_text(write_csv(rows))
+        else:
+            frame(rows).to_parquet(path, engine="pyarrow", index=False)
+        click.echo(f"wrote {path} ({len(rows)} rows)", err=True)
 
 
 def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:

@@ -1,4 +1,4 @@
-"""build_sweep_outputs: a sweep's figures, tables, ReBBR CSVs and report, written back to its store.
+"""build_sweep_outputs: a sweep's figures, tables, ReBBR CSVs, tidy CSVs and report, written back to its store.
 
 Outputs go under sweeps/<sweep>/ through the store's put_sweep_file, so the same call works for a
 local folder and for S3 (the Argo figures step).  They are derived data: rebuilt and replaced
@@ -7,13 +7,16 @@ whenever asked, from stored results only.
 
 from __future__ import annotations
 
-from ccsweep.figures import rebbr_csv
+from ccsweep.figures import rebbr_csv, tidy
 from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.report import RenderedFigure, data_uri, render_report
 from ccsweep.figures.style import render
 from ccsweep.store import ResultStore
+
+CELLS_CSV = "cells.csv"
+FLOWS_CSV = "flows.csv"
 
 
 def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
@@ -44,6 +47,11 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
         if exp.results:
             put(f"rebbr/{exp.name}.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(exp.results)).encode())
     put("rebbr.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(data.distinct_results())).encode())
-    html = render_report(data, sections, run_checks(data), outputs=[*written, "report.html"])
+    # The tidy tables `ccsweep export` writes, beside the report: record links relative to it.
+    cells, flows = tidy.tables(data, lambda key: f"../../{key}")
+    put(CELLS_CSV, tidy.write_csv(cells).encode())
+    put(FLOWS_CSV, tidy.write_csv(flows).encode())
+    html = render_report(data, sections, run_checks(data), outputs=[*written, "report.html"],
+                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)})
     put("report.html", html.encode())
     return list(written.values())

@@ -20,8 +20,10 @@ from ccsweep import __version__
 from ccsweep.figures.checks import CLAIMS, CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import cell_summary
+from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
 from ccsweep.result import CellResult
+from ccsweep.store.base import record_key
 
 
 @dataclass
@@ -85,13 +87,14 @@ def _cell_row(result: CellResult) -> dict[str, object]:
     flows = result.flows
     return {
         "id": result.cell.id,
+        "record": f"../../{record_key(result.cell.id)}",
         "summary": cell_summary(result.cell.params),
         "goodput": result.goodput_mbps,
-        "steady": result.goodput_steady_mbps,
-        "bottleneck": result.bottleneck_throughput_mbps,
-        "capacity": result.capacity_mbps,
+        "quantities": [q.of(result) for q in QUANTITIES],
         "retransmits": sum(f.retransmits for f in flows),
         "rtt_mean": _mean([f.rtt_mean_ms for f in flows]),
+        "rwnd_limited": _mean([f.rwnd_limited_fraction for f in flows]),
+        "sndbuf_limited": _mean([f.sndbuf_limited_fraction for f in flows]),
         "late": bool(check and check.late),
         "attempt": result.attempt,
         "threshold": check.threshold_us if check else None,
@@ -110,7 +113,8 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
-                  checks: list[CheckRow], outputs: list[str]) -> str:
+                  checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None) -> str:
+    """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top."""
     results = sweep.distinct_results()
     late = sweep.late
     experiments_of: dict[str, list[str]] = {}
@@ -120,6 +124,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}g}"
     env.filters["fixed"] = lambda v, digits=0: "–" if v is None else f"{v:,.{digits}f}"
+    env.filters["percent"] = lambda v: "–" if v is None else f"{v * 100:.1f} %"
     return env.get_template("report.html.j2").render(
         sweep=sweep,
         version=__version__,
@@ -139,6 +144,8 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
             "cells": [_cell_row(r) for r in data.results],
         } for data, section, figures in sections],
         outputs=outputs,
+        tables=tables or {},
+        quantities=QUANTITIES,
     )
 
 
