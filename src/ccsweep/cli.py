@@ -22,6 +22,7 @@ from ccsweep import __version__
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.plan import CHUNK_SIZE
+from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -314,7 +315,8 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
 
     Exit status: 0 stored or already stored (or, run locally, kept in the spool for the store),
     1 failed, 2 bad input, 3 algorithm not in this kernel, 75 run it again: measured with the
-    emulator late (kept as an attempt, not counted), the store unreachable, or, outside the local
+    emulator late or starved by the machine (either kept as an attempt, not counted: see
+    docs/reliability.md), the store unreachable, or, outside the local
     executor, the result kept only on this machine (a pod's disk does not outlive the pod).
     """
     store = _open(store_url)
@@ -373,7 +375,7 @@ def _cell_exit(status: str, kept: StoreOutcome, executor: str, interrupted: bool
     """The exit status of `ccsweep cell` (see its help): the result's status, then where it is."""
     if interrupted:
         return EXIT_INTERRUPTED
-    if status == "late":
+    if status in RERUN_STATUSES:
         return EXIT_RETRY
     if status != "ok":
         return 1
@@ -456,8 +458,9 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
     finished result. Cells start one at a time; how many run at once follows what they cost and
-    whether their emulator kept time. A cell whose emulator ran late runs again, alone; a cell
-    late on every attempt counts as `late`, is left out of figures, and the exit status is 1.
+    whether their emulator kept time. A cell whose emulator ran late, or that the machine starved
+    (a wait on its processes ran out), runs again, alone; a cell late (starved) on every attempt
+    counts as `late` (`starved`), is left out of figures, and the exit status is 1.
     """
     from ccsweep.executor import SweepSummary, notice, run_sweep, summary_table
 
@@ -481,8 +484,9 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
         notice(console, f"a measured result could be neither stored nor spooled; it stays in {folder}")
     console.print(summary_table(summary))
     counts = summary.counts()
-    console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late attempt(s) run again), "
-                  f"{counts['cached']} already stored, {counts['late']} late on every attempt, "
+    console.print(f"{counts['ok']} cells measured on time ({summary.reruns} late or starved attempt(s) run "
+                  f"again), {counts['cached']} already stored, {counts['late']} late on every attempt, "
+                  f"{counts['starved']} starved on every attempt, "
                   f"{counts['failed']} failed", soft_wrap=True)
     if summary.stopped:
         notice(console, f"stopped: {summary.stopped}")
@@ -495,7 +499,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
             notice(console, f"figures not built yet: {exc}")
             notice(console, f"  build them once the store is back: ccsweep figures --store {store.url} "
                             f"--sweep {sweep.name}")
-    sys.exit(1 if counts["failed"] or counts["late"] else 0)
+    sys.exit(1 if counts["failed"] or counts["late"] or counts["starved"] else 0)
 
 
 @main.command()
@@ -558,12 +562,15 @@ def status(store_url: str, sweep_name: str) -> None:
         cell_ids = list(dict.fromkeys(c.id for c in manifest.cells))
         missing = [cell_id for cell_id in cell_ids if not store.has_result(cell_id)]
         late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
+        starved = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/starved/")]
     except StoreError as exc:
         fail(exc)
+    starved_text = f", {len(starved)} starved: the machine starved an attempt" if starved else ""
     click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(missing)} stored, "
-               f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late)")
+               f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late"
+               f"{starved_text})")
     if missing:
-        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/ and late/ in {store.url}; "
+        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/, late/ and starved/ in {store.url}; "
                    "run the sweep again to retry them)", err=True)
         sys.exit(1)
 

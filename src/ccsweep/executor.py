@@ -29,6 +29,7 @@ from ccsweep.admission import Admission
 from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import plan_sweep
+from ccsweep.result import RERUN_STATUSES
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 from ccsweep.spec import SweepSpec
@@ -41,21 +42,21 @@ def default_cpu_budget() -> float:
     return max(0.5, (os.cpu_count() or 1) - 0.5)
 
 
-#: Runs of a cell at most: the first, then re-runs while its emulator comes back late.
+#: Runs of a cell at most: the first, then re-runs while it comes back late or starved.
 DEFAULT_MAX_ATTEMPTS = 3
 
 
 @dataclass
 class CellOutcome:
     cell: Cell
-    status: str  # ok, late, failed, unavailable, cached, interrupted
+    status: str  # ok, late, starved, failed, unavailable, cached, interrupted
     goodput_mbps: float | None = None
     error: str | None = None
     #: The cell's folder in the local spool while its result waits there for the store.
     spooled: Path | None = None
     #: Neither stored nor spooled (both refused): the cell's scratch folder holding its record.
     kept_in: Path | None = None
-    #: Runs it took (1 unless late attempts were re-run).
+    #: Runs it took (1 unless late or starved attempts were re-run).
     attempts: int = 1
 
 
@@ -73,7 +74,7 @@ class SweepSummary:
 
     @property
     def reruns(self) -> int:
-        """Runs beyond each cell's first: late attempts run again."""
+        """Runs beyond each cell's first: late and starved attempts run again."""
         return sum(o.attempts - 1 for o in self.outcomes)
 
 
@@ -82,7 +83,8 @@ class FailureBudget:
     """--max-failed-cells: once more cells than `limit` have failed, no new cell starts.
 
     A broken kernel module, binary or store fails every cell alike; without a budget the sweep
-    would run (and fail) each of them. Late cells are not failures: their emulator ran late.
+    would run (and fail) each of them. Late and starved cells are not failures: the machine, not
+    the cell, spoiled their attempts.
     """
 
     limit: int | None
@@ -175,7 +177,8 @@ def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:
     """Cell counts for the sweep's metrics; skipped (unavailable) and interrupted cells count as failed."""
     counts = summary.counts()
     return {"cached": counts["cached"], "running": running, "done": counts["ok"],
-            "failed": counts["failed"] + counts["late"] + counts["unavailable"] + counts["interrupted"]}
+            "failed": counts["failed"] + counts["late"] + counts["starved"] + counts["unavailable"]
+            + counts["interrupted"]}
 
 
 def _flush_spool(store: ResultStore, console: Console) -> FlushReport:
@@ -238,7 +241,7 @@ def _log_lines(log: Path) -> list[str]:
 def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
                pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
                metrics: SweepMetrics | None = None, budget: FailureBudget | None = None) -> bool:
-    """Start cells as admission allows; run late ones again; returns True if interrupted.
+    """Start cells as admission allows; run late and starved ones again, alone; returns True if interrupted.
 
     Once the failure budget is spent no cell starts; running ones finish and are counted, and
     `summary.stopped` says why the rest did not run.
@@ -267,13 +270,14 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                     warning_log.from_log(ended.log)
                     outcome = _outcome(ended)
                     wall_s = time.monotonic() - ended.started
-                    admission.observe(ended.cell, cpu_s, wall_s, late=outcome.status == "late")
+                    spoiled = outcome.status in RERUN_STATUSES  # by the machine: run again, fewer at once
+                    admission.observe(ended.cell, cpu_s, wall_s, late=spoiled)
                     done_work += ended.cell.params.duration_s
-                    if outcome.status == "late" and ended.attempt < max_attempts:
-                        progress.console.print(f"[yellow]cell {ended.cell.id}: emulator ran late "
-                                               f"({escape(outcome.error or '')}); attempt {ended.attempt} kept, "
-                                               f"running it again alone; {admission.limit} cell(s) at once from "
-                                               "now[/yellow]")
+                    if spoiled and ended.attempt < max_attempts:
+                        progress.console.print(f"[yellow]cell {ended.cell.id}: {_spoiled_by(outcome)}; attempt "
+                                               f"{ended.attempt} kept under {outcome.status}/, running it again "
+                                               f"alone; {admission.limit} cell(s) at once from now[/yellow]",
+                                               soft_wrap=True)
                         queue.insert(0, _Queued(ended.cell, ended.attempt + 1))
                         work_total += ended.cell.params.duration_s
                         progress.update(task, total=work_total)
@@ -284,9 +288,10 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                     if outcome.status == "failed":
                         progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]",
                                                soft_wrap=True)
-                    elif outcome.status == "late":
-                        progress.console.print(f"[red]cell {ended.cell.id}: emulator late on all {ended.attempt} "
-                                               "attempts; no result counted[/red]")
+                    elif spoiled:
+                        progress.console.print(f"[red]cell {ended.cell.id}: {outcome.status} on all {ended.attempt} "
+                                               f"attempts ({_spoiled_by(outcome)}); no result counted[/red]",
+                                               soft_wrap=True)
                 in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
                 progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
                 if metrics:
@@ -311,6 +316,13 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
         return True
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+
+
+def _spoiled_by(outcome: CellOutcome) -> str:
+    """What spoiled a late or starved attempt, in words."""
+    if outcome.status == "late":
+        return f"emulator ran late ({escape(outcome.error or '')})"
+    return f"the machine starved it ({escape(outcome.error or '')})"
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -374,13 +386,14 @@ def _outcome(item: _Running) -> CellOutcome:
 def summary_table(summary: SweepSummary) -> Table:
     """Per experiment: how many cells ran, came from the store, were late, failed or were skipped.
 
-    `late` cells have no counted result: every attempt ran with the emulator late. `re-runs`
-    counts the extra attempts late cells took. `spooled` counts results still in the local spool
+    `late` cells have no counted result: every attempt ran with the emulator late; `starved`
+    ones neither: every attempt had a wait on its processes run out. `re-runs` counts the extra
+    attempts late and starved cells took. `spooled` counts results still in the local spool
     (the store was unreachable): safe on this machine, not yet in the store; the line before the
     table says where and how to upload them.
     """
     table = Table(title=f"sweep {summary.sweep}")
-    statuses = ["ok", "cached", "late", "failed", "unavailable", "interrupted"]
+    statuses = ["ok", "cached", "late", "starved", "failed", "unavailable", "interrupted"]
     table.add_column("experiment")
     for status in statuses:
         table.add_column(status, justify="right")

@@ -10,8 +10,9 @@ endpoint imports it at start-up.
 EXIT_USAGE = 2
 #: The kernel cannot give a socket the cell's congestion control: no retry can help.
 EXIT_UNAVAILABLE = 3
-#: Run it again (EX_TEMPFAIL): measured while the emulator ran late (the attempt is kept, not
-#: counted), the store was unreachable, or the result could only be kept on this machine. Unlike
+#: Run it again (EX_TEMPFAIL): measured while the emulator ran late or starved by the machine (the
+#: attempt is kept, not counted), the store was unreachable, or the result could only be kept on
+#: this machine. Unlike
 #: a failure or bad input, another try may succeed: the code a retry strategy retries on.
 EXIT_RETRY = 75
 #: Stopped by SIGINT or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C).

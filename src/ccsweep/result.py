@@ -16,8 +16,13 @@ from ccsweep.cell import Cell, LinkBackend
 RESULT_SCHEMA_VERSION: Final = 1
 
 #: ok: measured and on time, the result that counts; late: measured while the emulator ran late
-#: (its self-check), kept as an attempt and never counted; failed: no measurement.
-CellStatus = Literal["ok", "late", "failed", "unavailable"]
+#: (its self-check), kept as an attempt and never counted; starved: a bounded wait on the cell's
+#: processes ran out (they got no CPU in time: the machine's fault, not the cell's), kept with
+#: what it measured and never counted; failed: the cell itself failed (a child's error or exit).
+CellStatus = Literal["ok", "late", "starved", "failed", "unavailable"]
+#: Attempts the machine spoiled rather than the cell: kept, never counted, and the cell runs again
+#: (the local executor re-runs it alone, an Argo pod exits 75 and is retried).
+RERUN_STATUSES: Final = ("late", "starved")
 
 
 class Record(BaseModel):

@@ -111,7 +111,9 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
             late[cell_id] = attempt
     failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in stored.items()
                                        if result is None and cell_id not in late) if f is not None}
-    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late)
+    starved = {cell_id: attempt for cell_id, result in stored.items() if result is None and cell_id not in late
+               and (attempt := store.latest_attempt(cell_id, "starved")) is not None}
+    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved)
     experiments = []
     for exp in spec.experiments:
         cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
@@ -136,16 +138,19 @@ class _MissingReasons:
     """Why planned cells have no result, from what the store holds.
 
     An algorithm that no stored cell's kernel offered explains a cell the executor skipped, a late
-    attempt one whose every run had its emulator late, and a failure record one that failed.
+    attempt one whose every run had its emulator late, a failure record one that failed, and a
+    starved attempt one the machine did not give the CPU to finish in time.
     Nothing stored says why any other cell is missing: it has not run yet, or its run was
     interrupted.
     """
 
-    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult]):
+    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult],
+                 starved: dict[str, CellResult]):
         self.available = sorted({cc for r in stored for cc in r.environment.available_cc})
         self.kernels = {r.environment.kernel for r in stored}
         self.failures = failures
         self.late = late
+        self.starved = starved
 
     def describe(self, cells: list[Cell]) -> list[MissingCell]:
         return [MissingCell(c.id, cell_summary(c.params), self._reason(c.id, [f.cc for f in c.params.flows]))
@@ -160,6 +165,8 @@ class _MissingReasons:
             return f"late: {late_reason(self.late[cell_id])}; left out of figures and checks"
         if cell_id in self.failures:
             return f"failed: {self.failures[cell_id].error}"
+        if cell_id in self.starved:
+            return f"starved by the machine on attempt {self.starved[cell_id].attempt}: {self.starved[cell_id].error}"
         return "no result stored: not run yet, or interrupted"
 
 

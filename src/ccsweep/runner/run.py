@@ -13,9 +13,11 @@ Order of work, and why:
 5. measurements are computed from what was recorded and the link logs are compressed.
 
 Any failure but an unavailable algorithm or an interrupt becomes a "failed" record with a one-line
-error, which the store keeps for diagnosis without marking the cell done. The record keeps what was
-measured up to then (the flows' samples, the emulator's statistics and logs), and its error names
-the child, its exit status and last lines, and how long each wait on the children took.
+error, which the store keeps for diagnosis without marking the cell done; one whose bounded wait on
+a child ran out (a ready or end wait, the output's end) is "starved" instead, and is run again.
+The record keeps what was measured up to then (the flows' samples, the emulator's statistics and
+logs), and its error names the child, its exit status and last lines, and how long each wait on
+the children took.
 
 A child is finished when it exited 0 having written its end event (`done` for the endpoints,
 `summary` for the emulator), read after the end of its output however late (Child.has_ended):
@@ -286,15 +288,20 @@ def _wait_ended(child: Child, end_event: str) -> None:
 
 
 def _failed(run: CellRun, exc: Exception) -> CellOutput:
-    """The record of an attempt that failed, with what it measured before it did and how long each wait took."""
+    """The record of an attempt that failed, with what it measured before it did and how long each wait took.
+
+    A wait that ran out (ChildTimeout) makes it `starved`: the machine did not give the cell's
+    processes the CPU to answer in time, so the cell runs again; anything else is `failed`.
+    """
+    status: CellStatus = "starved" if isinstance(exc, ChildTimeout) else "failed"
     error = _one_line(exc)
     waits = run.waits_text()
     if waits:
         error += f" (waits: {waits})"
     try:
-        return _collect(run, status="failed", error=error)
+        return _collect(run, status=status, error=error)
     except Exception as collect_exc:  # noqa: BLE001 - the error that ended the cell must be kept
-        result = CellResult(cell=run.cell, status="failed", error=f"{error}; its measurements could not be read: "
+        result = CellResult(cell=run.cell, status=status, error=f"{error}; its measurements could not be read: "
                             f"{_one_line(collect_exc)}", started_at=run.started_at, finished_at=_now(),
                             environment=run.environment, attempt=run.attempt)
         return CellOutput(result=result, timeseries=None)

@@ -7,6 +7,7 @@ Layout (relative to the store's root or prefix):
     cells/<cell id>/attempt-<hash>/<file>            extra files such as uplink.log.gz
     cells/<cell id>/failed/<utc>.json                records of failed attempts (never count as done)
     cells/<cell id>/late/<utc>.json                  records of attempts whose emulator ran late (never count)
+    cells/<cell id>/starved/<utc>.json               records of attempts the machine starved (never count)
 
 An attempt record's files (what it measured before it failed, or while late) sit in the same kind
 of folder as a result's, attempt-<hash of that record>, and the record lists them in `artifacts`.
@@ -160,7 +161,7 @@ class ResultStore(ABC):
         return self.commit_cell(cell_id, record, blobs)
 
     def put_attempt(self, key: str, record: bytes, files: dict[str, bytes]) -> None:
-        """Write an attempt that does not count (failed, late): its files in its own folder, then its record."""
+        """Write an attempt that does not count (ATTEMPT_STATUSES): its files in its own folder, then its record."""
         cell_id = key.split("/")[1]
         folder = attempt_folder(cell_id, record)
         for name, data in files.items():
@@ -193,7 +194,7 @@ class ResultStore(ABC):
         return False
 
     def latest_attempt(self, cell_id: str, status: str) -> CellResult | None:
-        """The newest attempt record of a kind (failed, late); None when there is none or it is unreadable."""
+        """The newest attempt record of a kind (ATTEMPT_STATUSES); None when there is none or it is unreadable."""
         keys = self.list_keys(f"cells/{cell_id}/{status}/")
         data = self.read_bytes(keys[-1]) if keys else None
         try:
@@ -297,7 +298,7 @@ def record_key(cell_id: str) -> str:
 
 
 #: Attempts that never count as the cell's result, each kept under cells/<id>/<status>/.
-ATTEMPT_STATUSES = ("failed", "late")
+ATTEMPT_STATUSES = ("failed", "late", "starved")
 
 
 def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
