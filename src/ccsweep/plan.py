@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ccsweep import __version__
 from ccsweep.cell import Cell, LinkBackend
@@ -37,14 +38,31 @@ def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
     """
     manifest = store.get_manifest(spec.name)
-    if manifest is None or (revise and manifest.spec != spec.model_dump(mode="json")):
+    wanted = spec.model_dump(mode="json")
+    if manifest is not None and manifest.spec != wanted and _cells_part(manifest.spec) == _cells_part(wanted):
+        revise = True  # only how the sweep is described and drawn changed: its cells are the same
+    if manifest is None or (revise and manifest.spec != wanted):
         manifest = store.put_manifest(_new_manifest(spec, store), revise=revise)
-    elif manifest.spec != spec.model_dump(mode="json"):
+    elif manifest.spec != wanted:
         raise store.spec_conflict(spec.name)
     cells = manifest.distinct_cells()
     cached = [c for c in cells if store.has_result(c.id)]
     done = {c.id for c in cached}
     return SweepPlan(manifest=manifest, cells=cells, cached=cached, pending=[c for c in cells if c.id not in done])
+
+
+#: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
+#: differs from its stored plan only in these (a preset's description rewritten, published numbers
+#: added to its figure) revises the plan by itself (the old one kept as a revision), so a store
+#: planned by an earlier release is planned again without --revise, and its results stay found.
+PRESENTATION_FIELDS: dict[str, tuple[str, ...]] = {"sweep": ("description",), "experiment": ("title", "published")}
+
+
+def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec (JSON) without its PRESENTATION_FIELDS."""
+    experiments = [{k: v for k, v in e.items() if k not in PRESENTATION_FIELDS["experiment"]}
+                   if isinstance(e, dict) else e for e in spec.get("experiments", [])]
+    return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
 
 
 def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:

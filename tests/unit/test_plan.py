@@ -73,6 +73,25 @@ def test_a_revised_spec_keeps_the_old_plan_and_runs_only_new_cells(tmp_path: Pat
     assert plan_sweep(parse_spec(more), store).cells == revised.cells
 
 
+def test_a_new_description_or_published_overlay_replans_by_itself_and_keeps_every_result(tmp_path: Path):
+    """A preset whose words or overlay changed (quick got ReBBR's numbers) is the same sweep: a store
+    planned by the earlier release plans it again without --revise; a changed cell still needs it."""
+    store = open_store(str(tmp_path))
+    first = plan_sweep(parse_spec(SPEC), store)
+    env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
+    store.put_cell(CellResult(cell=first.cells[0], status="ok", started_at="a", finished_at="b", environment=env))
+    reworded = {**SPEC, "description": "what the run shows", "experiments": [
+        SPEC["experiments"][0] | {"title": "A", "figure": "goodput-vs-loss", "published": ["rebbr-figure8"]},
+        SPEC["experiments"][1]]}
+    again = plan_sweep(parse_spec(reworded), store)
+    assert again.cells == first.cells and [c.id for c in again.cached] == [first.cells[0].id]
+    assert store.get_manifest("p").spec == parse_spec(reworded).model_dump(mode="json")
+    assert len(store.list_keys("sweeps/p/revisions/")) == 1
+    moved = {**reworded, "experiments": [reworded["experiments"][0] | {"rtt_ms": [20]}, SPEC["experiments"][1]]}
+    with pytest.raises(StoreError, match="different spec.*--revise"):
+        plan_sweep(parse_spec(moved), store)
+
+
 def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: Path):
     """An Argo sweep too large for one Workflow runs a Workflow per chunk; each chunk's step reads
     its cells from the stored manifest, so a chunk names the same cells however many are stored."""
