@@ -321,7 +321,7 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
 def _spoiled_by(outcome: CellOutcome) -> str:
     """What spoiled a late or starved attempt, in words."""
     if outcome.status == "late":
-        return f"emulator ran late ({escape(outcome.error or '')})"
+        return f"link ran late ({escape(outcome.error or '')})"
     return f"the machine starved it ({escape(outcome.error or '')})"
 
 
@@ -377,7 +377,8 @@ def _outcome(item: _Running) -> CellOutcome:
     spooled, kept_in = report.get("spooled"), report.get("kept_in")
     error = report.get("error")
     if report["status"] == "late":
-        error = f"p99 lateness {report.get('lateness_p99_us') or 0:,.0f} us"
+        what = "run-queue delay" if report.get("lateness_from") == "run-queue" else "lateness"
+        error = f"p99 {what} {report.get('lateness_p99_us') or 0:,.0f} us"
     return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=error,
                        spooled=Path(spooled) if spooled else None, kept_in=Path(kept_in) if kept_in else None,
                        attempts=item.attempt)

@@ -166,9 +166,9 @@ class CellMetrics(Collector):
             yield _gauge("ccsweep_cell_result_goodput_bits_per_second",
                          "The stored result's goodput: all flows' bytes over the flow time.", base,
                          result.goodput_mbps * 1e6)
-        if result.link is not None:
-            yield _gauge("ccsweep_cell_result_late", "1 if the emulator ran late (result flagged).", base,
-                         int(result.link.selfcheck.late))
+        if result.late is not None:  # absent where nothing measured the link's timing
+            yield _gauge("ccsweep_cell_result_late", "1 if the link ran late (result flagged), 0 if measured on time; "
+                         "absent where lateness was not measured.", base, int(result.late))
 
     def _live(self, s: LiveSample) -> Iterator[Metric]:
         base = self.labels

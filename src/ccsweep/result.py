@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ccsweep.cell import Cell, LinkBackend
 
@@ -66,18 +66,28 @@ class DirectionCounters(Record):
     queue_bytes_max: int = 0
 
 
-class SelfCheck(Record):
-    """The emulator's timing self-check: a cell whose link ran late is flagged, not trusted blindly.
+#: How a link's lateness was measured (SelfCheck.lateness_from).
+LatenessSource = Literal["packets", "run-queue"]
+#: What `late` None means, in reports and exports.
+UNMEASURED = "unmeasured"
 
-    Mahimahi measures no lateness: its cells carry None there, and `late` false means "not found
-    late", not "measured on time" (docs/spec.md, `link: mahimahi`).
+
+class SelfCheck(Record):
+    """The link's timing self-check: a cell whose link ran late is flagged, not trusted blindly.
+
+    `late` is a claim only where something measured it: True or False against `threshold_us`,
+    None ("unmeasured") where nothing did. ccsweep-link measures each packet's release lateness;
+    for Mahimahi, which keeps no timing of its own, the runner measures the run-queue delay of its
+    shells' processes from outside (`lateness_from` says which). Records written before that was
+    measured say `late: false` beside `not_measured: [lateness]`: LinkSummary reads those as None.
     """
 
     lateness_p50_us: float | None
     lateness_p99_us: float | None
     lateness_max_us: float | None
     cpu_share: float | None = Field(description="emulator CPU time / wall time")
-    late: bool = Field(description="p99 lateness above the threshold the runner was given")
+    late: bool | None = Field(description="p99 lateness above the threshold the runner was given; "
+                                          "None: lateness not measured")
     threshold_us: float | None
     sched: str | None = Field(
         default=None, description="the emulator loop's priority: fifo:N, deadline:R/Pus, nice:N or normal")
@@ -87,6 +97,11 @@ class SelfCheck(Record):
     release_window_us: float | None = Field(
         default=None, description="the emulator's release window (--coalesce, as its summary echoes it), "
                                   "counted in the lateness")
+    #: None in records written before Mahimahi's timing was measured: those are ccsweep-link's own
+    #: packet lateness, or nothing at all (Mahimahi, `lateness` in not_measured).
+    lateness_from: LatenessSource | None = Field(
+        default=None, description="packets: each packet's release lateness (ccsweep-link); run-queue: the link "
+                                  "processes' run-queue delay per wake-up, from /proc schedstat (Mahimahi)")
 
 
 class LinkSummary(Record):
@@ -98,6 +113,16 @@ class LinkSummary(Record):
     selfcheck: SelfCheck
     not_measured: list[str] = Field(default_factory=list,
                                     description="counters and checks this backend cannot measure (left 0 or None)")
+
+    @model_validator(mode="after")
+    def _unmeasured_is_not_on_time(self) -> LinkSummary:
+        """A record whose lateness was not measured (listed so, or no p99) never reads as on time.
+
+        Mahimahi records written before its timing was measured say false there.
+        """
+        if "lateness" in self.not_measured or self.selfcheck.lateness_p99_us is None:
+            self.selfcheck.late = None
+        return self
 
 
 class Environment(Record):
@@ -136,6 +161,24 @@ class CellResult(Record):
     link: LinkSummary | None = None
     environment: Environment
     artifacts: list[str] = Field(default_factory=list, description="names of the files stored beside the record")
+
+    @property
+    def late(self) -> bool | None:
+        """Whether the link ran late: as measured, or None where nothing measured it (no link, or no lateness).
+
+        The one place reports, metrics, checks and exports read a record's timing from.
+        """
+        return None if self.link is None else self.link.selfcheck.late
+
+    @property
+    def timing(self) -> str:
+        """`late`, `on time` or `unmeasured`: the record's timing as a word, for tables and exports."""
+        return timing_text(self.late)
+
+
+def timing_text(late: bool | None) -> str:
+    """A `late` verdict as a word: None is "unmeasured", never "on time"."""
+    return UNMEASURED if late is None else ("late" if late else "on time")
 
 
 class FlowSeries(Record):

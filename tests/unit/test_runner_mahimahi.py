@@ -12,6 +12,7 @@ from ccsweep.runner import mahimahi_run
 from ccsweep.runner.link import LinkError
 from ccsweep.runner.mahimahi import constant_rate_trace, log_counters, mahimahi_command, mahimahi_summary
 from ccsweep.runner.measure import link_log_totals
+from ccsweep.runner.runqueue import RunQueueSummary
 from ccsweep.spec import SpecError, parse_spec
 
 BIN = Path("/mm/bin")
@@ -85,9 +86,20 @@ def test_the_summary_says_what_mahimahi_cannot_measure():
     assert (totals.arrival_packets, totals.departure_packets, totals.drop_packets) == (1, 1, 2)
     counters = log_counters(totals)
     assert counters.out_bytes == 1500 and counters.drops_queue == 2 and counters.capacity_bytes == 1504
-    summary = mahimahi_summary(cells()[0].params, "mahimahi-abc", totals, totals, 0.3)
-    assert summary.backend == "mahimahi" and summary.selfcheck.lateness_p99_us is None
-    assert not summary.selfcheck.late and "lateness" in summary.not_measured
+    unmeasured = mahimahi_summary(cells()[0].params, "mahimahi-abc", totals, totals, 0.3, None, 1000)
+    assert unmeasured.backend == "mahimahi" and unmeasured.selfcheck.lateness_p99_us is None
+    assert unmeasured.selfcheck.late is None and "lateness" in unmeasured.not_measured
+
+
+@pytest.mark.parametrize(("p99_us", "late"), [(999.0, False), (1001.0, True)])
+def test_the_shells_run_queue_delay_is_the_lateness_against_the_cells_threshold(p99_us, late):
+    totals = link_log_totals(["# init timestamp: 1000"], 0, 10)
+    timing = RunQueueSummary(p50_us=20.0, p99_us=p99_us, max_us=5000.0, windows=900)
+    summary = mahimahi_summary(cells()[0].params, "mahimahi-abc", totals, totals, 0.3, timing, 1000)
+    check = summary.selfcheck
+    assert (check.late, check.lateness_p99_us, check.threshold_us, check.lateness_from) == (
+        late, p99_us, 1000, "run-queue")
+    assert "lateness" not in summary.not_measured
 
 
 def test_an_algorithm_the_host_does_not_allow_unprivileged_users_fails_in_one_line(tmp_path, monkeypatch):

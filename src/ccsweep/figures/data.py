@@ -128,10 +128,11 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
 def counts(result: CellResult) -> bool:
     """Whether a stored record is a data point: measured, and with an emulator that kept time.
 
-    Records of this version are written only when on time; a record flagged late by its
-    self-check (as earlier versions stored them) is shown as late, never drawn.
+    Records of this version are written only when on time (or, with a link that measured no
+    lateness, unmeasured); a record flagged late by its self-check (as earlier versions stored
+    them) is shown as late, never drawn.
     """
-    return result.status == "ok" and not (result.link is not None and result.link.selfcheck.late)
+    return result.status == "ok" and result.late is not True
 
 
 class _MissingReasons:
@@ -179,9 +180,11 @@ def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:
 
 
 def late_reason(result: CellResult) -> str:
-    """Why an attempt does not count: its emulator's p99 lateness against the cell's threshold."""
+    """Why an attempt does not count: its link's p99 lateness against the cell's threshold."""
     check = result.link.selfcheck if result.link else None
-    if check is None:
+    if check is None or check.lateness_p99_us is None or check.threshold_us is None:
         return "emulator ran late"
-    return (f"emulator p99 lateness {check.lateness_p99_us:,.0f} us above the {check.threshold_us:,.0f} us threshold "
+    what = ("Mahimahi's p99 run-queue delay" if check.lateness_from == "run-queue"
+            else "emulator p99 lateness")
+    return (f"{what} {check.lateness_p99_us:,.0f} us above the {check.threshold_us:,.0f} us threshold "
             f"(attempt {result.attempt})")

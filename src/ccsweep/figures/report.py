@@ -55,12 +55,15 @@ def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]
 
 def _selfcheck_summary(results: list[CellResult]) -> list[dict[str, object]]:
     """One row per release window and lateness threshold the stored cells ran with: how many
-    cells, how many late, the range of their p99 lateness and their emulators' mean CPU share."""
+    cells, how many late and how many unmeasured, the range of their p99 lateness and their
+    links' mean CPU share."""
     groups: dict[tuple[str, str], list[CellResult]] = {}
     for result in results:
         check = result.link.selfcheck if result.link else None
         if check is None or check.lateness_p99_us is None:
-            window, threshold = "not measured (backend without a self-check)", "–"
+            window, threshold = "lateness not measured", "–"
+        elif check.lateness_from == "run-queue":
+            window, threshold = "Mahimahi: run-queue delay of its shells", f"{check.threshold_us:,.0f}"
         else:
             window = (f"{check.release_window_us:,.0f}" if check.release_window_us is not None
                       else "100 (emulator default; not recorded by this version)")
@@ -72,7 +75,8 @@ def _selfcheck_summary(results: list[CellResult]) -> list[dict[str, object]]:
         p99 = sorted(c.lateness_p99_us for c in checks if c.lateness_p99_us is not None)
         cpu = [c.cpu_share for c in checks if c.cpu_share is not None]
         rows.append({"window": window, "threshold": threshold, "cells": len(group),
-                     "late": sum(bool(c.late) for c in checks),
+                     "late": sum(c.late is True for c in checks),
+                     "unmeasured": sum(c.late is None for c in checks),
                      "p99": f"{p99[0]:,.0f}–{p99[-1]:,.0f}" if p99 else "–",
                      "cpu_share": sum(cpu) / len(cpu) if cpu else None})
     return rows
@@ -95,7 +99,8 @@ def _cell_row(result: CellResult) -> dict[str, object]:
         "rtt_mean": _mean([f.rtt_mean_ms for f in flows]),
         "rwnd_limited": _mean([f.rwnd_limited_fraction for f in flows]),
         "sndbuf_limited": _mean([f.sndbuf_limited_fraction for f in flows]),
-        "late": bool(check and check.late),
+        "late": result.late,
+        "timing": result.timing,
         "attempt": result.attempt,
         "threshold": check.threshold_us if check else None,
         "window": check.release_window_us if check else None,

@@ -42,14 +42,6 @@ QUEUE_FIELDS: tuple[str, ...] = ("kind", "packets", "bytes", "target_ms", "inter
 TRIPLE = ("min", "default", "max")
 
 
-def late_of(result: CellResult) -> bool | None:
-    """Whether the emulator ran late; None where its lateness was not measured (Mahimahi)."""
-    check = result.link.selfcheck if result.link else None
-    if check is None or check.lateness_p99_us is None:
-        return None
-    return check.late
-
-
 def _direction(prefix: str, direction: DirectionParams) -> Row:
     row: Row = {
         f"{prefix}_rate_mbps": direction.rate_mbps,
@@ -126,7 +118,7 @@ def cell_row(result: CellResult, sweep: str, experiments: list[str], record: str
     })
     row.update(_counters("uplink", link.uplink if link else None))
     row.update(_counters("downlink", link.downlink if link else None))
-    row.update(_selfcheck(link.selfcheck if link else None, late_of(result)))
+    row.update(_selfcheck(link.selfcheck if link else None, result.late))
     row.update({
         "link_version": link.version if link else None,
         "link_order": link.order if link else None,

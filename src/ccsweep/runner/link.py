@@ -274,6 +274,7 @@ def link_summary(summary: dict[str, Any], threshold_us: float) -> LinkSummary:
             sched=summary.get("sched"),
             injected_lateness=(summary.get("config") or {}).get("inject_lateness"),
             release_window_us=(summary.get("config") or {}).get("coalesce_us"),
+            lateness_from="packets",
         ),
     )
 

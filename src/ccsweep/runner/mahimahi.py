@@ -22,6 +22,7 @@ from ccsweep.cell import CellParams, DirectionParams, QueueParams
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
 from ccsweep.runner.link import DIRECTIONS, LinkError
 from ccsweep.runner.measure import LinkLogTotals
+from ccsweep.runner.runqueue import RunQueueSummary
 
 BINARIES = ("mm-delay", "mm-loss", "mm-link")
 #: What an opportunity of a constant-rate trace stands for: R*1000/12 opportunities a second at
@@ -29,9 +30,9 @@ BINARIES = ("mm-delay", "mm-loss", "mm-link")
 OPPORTUNITY_BITS = 12_000
 #: A constant rate's trace repeats after at most this many ms (12 s: exact for 3 decimals of Mbit/s).
 MAX_PERIOD_MS = 12_000
-#: What the result says Mahimahi cannot measure: its ferries keep no lateness and no queue peak,
-#: and mm-loss logs nothing.
-NOT_MEASURED = ("lateness", "drops_loss", "queue_bytes_max")
+#: What the result says Mahimahi cannot measure: its ferries keep no queue peak, and mm-loss logs
+#: nothing. Lateness joins them when the run-queue sampler saw no wake-up of the shells.
+NOT_MEASURED = ("drops_loss", "queue_bytes_max")
 #: The queue arguments mm-link parses, each a whole number (ms for the AQM ones).
 QUEUE_ARGS = ("packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms", "max_burst_ms")
 
@@ -157,13 +158,20 @@ def log_init_ms(log: Path) -> int:
 
 
 def mahimahi_summary(p: CellParams, version: str, uplink: LinkLogTotals, downlink: LinkLogTotals,
-                     cpu_share: float | None) -> LinkSummary:
-    """The result's LinkSummary: counters from the logs, no lateness (Mahimahi measures none)."""
+                     cpu_share: float | None, timing: RunQueueSummary | None, threshold_us: float) -> LinkSummary:
+    """The result's LinkSummary: counters from the logs, lateness from the shells' run-queue delay.
+
+    `timing` None (no wake-up seen) leaves lateness unmeasured: `late` None, never false.
+    """
     order = "queue>bottleneck>loss>delay" if p.loss_position == "after" else "loss>queue>bottleneck>delay"
+    check = SelfCheck(lateness_p50_us=None, lateness_p99_us=None, lateness_max_us=None, cpu_share=cpu_share,
+                      late=None, threshold_us=None)
+    if timing is not None:
+        check = SelfCheck(lateness_p50_us=timing.p50_us, lateness_p99_us=timing.p99_us, lateness_max_us=timing.max_us,
+                          cpu_share=cpu_share, late=timing.p99_us > threshold_us, threshold_us=threshold_us,
+                          lateness_from="run-queue")
     return LinkSummary(
         backend="mahimahi", version=version, order=order,
-        uplink=log_counters(uplink), downlink=log_counters(downlink),
-        selfcheck=SelfCheck(lateness_p50_us=None, lateness_p99_us=None, lateness_max_us=None, cpu_share=cpu_share,
-                            late=False, threshold_us=None),
-        not_measured=list(NOT_MEASURED),
+        uplink=log_counters(uplink), downlink=log_counters(downlink), selfcheck=check,
+        not_measured=[*NOT_MEASURED, *(["lateness"] if timing is None else [])],
     )

@@ -21,8 +21,9 @@ What differs from ccsweep-link, and why:
 - The runner names the sender's namespace with nobody's file-system identity: /proc shows a
   process's namespace to another user only with CAP_SYS_PTRACE, which a cell pod does not hold
   either (docs/security.md lists what a `link: mahimahi` pod holds, and why).
-- Mahimahi measures no lateness: the record says so (SelfCheck's lateness None, `not_measured`).
-  Its CPU share is the shells' CPU time sampled from /proc over the cell's wall time.
+- Mahimahi measures no lateness of its own: the runner measures its shells' run-queue delay per
+  wake-up from /proc (runner.runqueue) and flags the cell late against the same threshold as
+  ccsweep-link's. Its CPU share is the shells' CPU time sampled from /proc over the cell's wall time.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ccsweep.runner.mahimahi import (
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
 from ccsweep.runner.procs import Child, ChildTimeout
+from ccsweep.runner.runqueue import RunQueueDelay, proc_stats, tree_of
 
 #: The unprivileged user and group Mahimahi runs as.
 NOBODY = 65534
@@ -65,10 +67,16 @@ NETNS_RUN_DIR = Path("/run/netns")
 FALLBACK_PYTHON = Path("/usr/bin/python3")
 #: The shells end with their command; this long past the flows' end they are stopped instead.
 SHELLS_EXIT_S = 10.0
+#: Mahimahi's processes, by name: each shell and the ferries it forks (not the sender inside).
+SHELL_NAMES = ("mm-",)
 
 
-def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
-    """run_cell's path for `link: mahimahi` (see the module docstring); fills in `run` as it goes."""
+def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshold_us: float) -> None:
+    """run_cell's path for `link: mahimahi` (see the module docstring); fills in `run` as it goes.
+
+    The result is `late` when the shells' p99 run-queue delay per wake-up over the flow time
+    exceeds `threshold_us` (runner.runqueue says why that stands for Mahimahi's lateness).
+    """
     cell, workdir, p = run.cell, run.workdir, run.cell.params
     reason = mahimahi_cannot(p)
     if reason:
@@ -77,6 +85,7 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
     python = _unprivileged_python()
     _check_allowed(sorted({f.cc for f in p.flows}))
     live = LiveFeed(cell, observer)
+    waits: RunQueueDelay | None = None
     scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
     log_folder = scratch.with_name(f"{scratch.name}-logs")
     try:
@@ -97,7 +106,8 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
                 # The shells print the sender's lines: they are the sender and the link to the runner.
                 shells = run.sender = run.link = run.start(Child("mahimahi", _shells_argv(ns, command),
                                                                  workdir / "mahimahi.stderr", on_event=live.on_sender))
-                cpu = ShellsCpu(shells.process.pid)
+                cpu = ShellsCpu(shells.process.pid, SHELL_NAMES)
+                waits = RunQueueDelay(shells.process.pid, SHELL_NAMES)
                 receiver.wait_event("ready", base.READY_TIMEOUT_S)
                 pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
                 _attach_netns(inner, pid)
@@ -117,6 +127,8 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
                     raise ChildTimeout(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
                                        "of their sender") from None
             finally:
+                if waits is not None:
+                    waits.stop()
                 run.stop_all()
                 if attached:
                     with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
@@ -132,7 +144,9 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None) -> None:
 
     run.offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
     totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
-    run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share)
+    timing = waits.summary(t0_ns, t0_ns + round(p.duration_s * 1e9)) if waits is not None else None
+    run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share,
+                                   timing, threshold_us)
     # Read in the sender's namespace: the one whose buffers this backend had to set itself.
     host_max = {f"{kind}_max": (sysctls.get(f"net.core.{kind}_max") or [0])[0] or None for kind in ("rmem", "wmem")}
     run.environment = run.environment.model_copy(update={
@@ -303,25 +317,9 @@ class ShellsCpu:
 
     def _sample(self) -> float:
         """Sample now; the counted processes' CPU seconds so far (an ended one keeps its last reading)."""
-        stats: dict[int, tuple[int, str, int]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    text = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                comm = text[text.index("(") + 1:text.rindex(")")]
-                fields = text[text.rindex(")") + 2:].split()
-                stats[int(entry.name)] = (int(fields[1]), comm, int(fields[11]) + int(fields[12]))
-        tree = {self._root}
-        grew = True
-        while grew:
-            before = len(tree)
-            tree |= {pid for pid, (ppid, _, _) in stats.items() if ppid in tree}
-            grew = len(tree) > before
-        for pid in tree:
-            if pid in stats and stats[pid][1].startswith(self._names):
-                self._ticks[pid] = max(self._ticks.get(pid, 0), stats[pid][2])
+        stats = proc_stats()
+        for pid in tree_of(self._root, stats, self._names):
+            self._ticks[pid] = max(self._ticks.get(pid, 0), stats[pid].cpu_ticks)
         return sum(self._ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> float:

@@ -119,7 +119,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
             if cell.params.link == "mahimahi":
                 from ccsweep.runner.mahimahi_run import run_mahimahi_cell  # it reuses this module's steps
 
-                run_mahimahi_cell(run, observer)
+                run_mahimahi_cell(run, observer, lateness_threshold_us)
             else:
                 _run(run, observer, lateness_threshold_us, link_binary)
             return _collect(run)
