@@ -83,7 +83,10 @@ def test_figure8_overlay_draws_rebbrs_exact_numbers_with_its_label_and_source():
         # The published series takes its measured twin's colour.
         assert line.get_color() == lines[name].get_color()
     assert lines["BBR"].get_ydata()[0] == pytest.approx(90 * (1 - 1e-5))  # measured: throughput, not goodput
-    assert ax.get_ylabel() == "throughput out of the bottleneck (Mbit/s)"
+    assert ax.get_ylabel() == "bottleneck throughput (Mbit/s)"
+    # Its ceiling is the link rate: bytes leave the bottleneck before the loss takes its share.
+    ceiling = lines["link rate (bottleneck throughput's ceiling)"]
+    assert set(ceiling.get_ydata()) == {100}
     (figure,) = [f for f in build_section(data).figures if f.name.endswith("-published")]
     assert "github.com/jervisfm/rebbr" in figure.caption and COMMIT[:7] in figure.caption
     assert "figure8.csv" in figure.caption and "Linux 4.11" in figure.caption
@@ -93,7 +96,7 @@ def test_bandwidth_overlay_divides_by_the_capacity_as_rebbr_did():
     data = rebbr_experiment(["rebbr-bandwidth"], bandwidth_mbps=[10, 100], cc=["bbr"], figure="capacity-share-vs-loss")
     lines = lines_by_label(published_axes(data))
     assert set(lines) == {"BBR (10 Mbit/s)", "BBR (100 Mbit/s)", f"{LABEL}: BBR (10 Mbit/s)",
-                          f"{LABEL}: BBR (100 Mbit/s)"}
+                          f"{LABEL}: BBR (100 Mbit/s)", "the whole capacity (bottleneck throughput's ceiling)"}
     rows = [r for r in csv_rows("experiment1.csv") if r["congestion_control"] == "bbr"
             and float(r["specified_bw_Mbps"]) == 10]
     expected = sorted((float(r["loss_rate"]) * 100, float(r["goodput_Mbps"]) / float(r["bandwidth_Mbps"]))

@@ -1,7 +1,8 @@
-"""Figure kind `capacity-share-vs-loss`: ReBBR's bandwidth experiment, goodput / capacity against loss.
+"""Figure kind `capacity-share-vs-loss`: ReBBR's bandwidth experiment, goodput over the whole flow / capacity vs loss.
 
 Dividing by the capacity the link offered (measured by the emulator over the flow time, or the
-nominal rate when the record has no measurement) puts 10 kbit/s and 100 Mbit/s on one axis.
+nominal rate when the record has no measurement) puts 10 kbit/s and 100 Mbit/s on one axis; the
+ideal is the payload share of the link, (1 - p) x 1448/1500.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.lossplot import plot_vs_loss
 from ccsweep.figures.points import group_points
+from ccsweep.figures.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import new_figure
 from ccsweep.result import CellResult
@@ -26,13 +28,14 @@ def build(data: ExperimentData) -> Section:
     fig, (ax,) = new_figure()
 
     def ideal(params: CellParams, loss: float) -> float:
-        return 1 - loss
+        return payload_ideal_mbps(1.0, loss)
 
     bars = plot_vs_loss(ax, group_points(data.results), capacity_share, loss_direction=data.experiment.loss_direction,
-                 ylabel="goodput / capacity", ideal=ideal,
-                 ideal_label=lambda p: "ideal (1 − p)")
+                 ylabel=f"{GOODPUT.name} / capacity offered", ideal=ideal,
+                 ideal_label=lambda p: "payload-rate ideal (1 − p) × 1448/1500")
     ax.set_ylim(0, 1.05)
     ax.set_title(data.title)
     return Section(figures=[FigureOut(data.name, data.title, fig,
-                                      "Goodput over the capacity offered during the flow; line: median over "
-                                      f"repetitions; {bars}.")])
+                                      f"{GOODPUT.name.capitalize()} ({GOODPUT.meaning}) over the capacity offered "
+                                      f"during the flow. Dotted: {PAYLOAD_IDEAL_MEANING}, as a share of the link. "
+                                      f"Line: median over repetitions; {bars}.")])

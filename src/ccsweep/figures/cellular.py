@@ -1,6 +1,7 @@
 """Figure kind `cellular`: ReBBR's cellular experiment over Mahimahi's Verizon LTE traces.
 
-Goodput against loss with the ideal (1 - p) x the trace's mean capacity; the capacity the trace
+Goodput over the whole flow against loss with the payload-rate ideal (1 - p) x the trace's mean
+capacity x 1448/1500; the capacity the trace
 offered over time with what each algorithm delivered (at the lowest loss rate), Mahimahi's
 throughput-graph view; and at the same loss rate each packet's queueing delay at the bottleneck
 over time and its distribution, Mahimahi's delay-graph view.  All come from stored results: the
@@ -19,6 +20,7 @@ from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.lossplot import plot_vs_loss
 from ccsweep.figures.points import Point, flows_label, group_points, rate_label
+from ccsweep.figures.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_color, new_figure
 from ccsweep.figures.timeplot import plot_band, rate_from_cumulative
@@ -41,15 +43,18 @@ def build(data: ExperimentData) -> Section:
     fig, (ax,) = new_figure()
 
     def ideal(params: CellParams, loss: float) -> float | None:
-        return (1 - loss) * capacity if capacity is not None else None
+        return payload_ideal_mbps(capacity, loss) if capacity is not None else None
 
     bars = plot_vs_loss(ax, points, lambda r: r.goodput_mbps, loss_direction=data.experiment.loss_direction,
-                 ylabel="goodput (Mbit/s)", ideal=ideal,
-                 ideal_label=lambda p: f"ideal (1 − p) × mean capacity {rate_label(round(capacity or 0, 2))}")
+                 ylabel=GOODPUT.axis, ideal=ideal,
+                 ideal_label=lambda p: "payload-rate ideal (1 − p) × mean capacity "
+                 f"{rate_label(round(capacity or 0, 2))} × 1448/1500")
     ax.set_title(data.title)
     section.figures.append(FigureOut(data.name, data.title, fig,
-                                     "Goodput over the whole flow; the ideal uses the capacity measured in the cells; "
-                                     f"line: median over repetitions; {bars}."))
+                                     f"{GOODPUT.name.capitalize()}: {GOODPUT.meaning}. "
+                                     f"Dotted: {PAYLOAD_IDEAL_MEANING}, "
+                                     "with the capacity measured in the cells for the link rate. "
+                                     f"Line: median over repetitions; {bars}."))
     over_time = _capacity_over_time(data, points)
     if over_time is None:
         section.notes.append("No link time series stored: capacity over time not drawn.")

@@ -3,7 +3,8 @@
 Each claim names its source and its scope -- the cells where the claim's physics applies -- so a
 failure means the platform (or the kernel) disagrees with the literature, not that a claim was
 stretched to a path it was never made for.  Values are means over repetitions and use the steady
-goodput (after the warm-up), because the claims describe steady state.
+steady-state goodput (after the warm-up), because the claims describe steady state; every
+verdict says so.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import (
     MSS_BYTES,
-    PACKET_BYTES,
     Point,
     bdp_bytes,
     buffer_bdp,
@@ -28,6 +28,7 @@ from ccsweep.figures.points import (
     group_series,
     loss_series,
 )
+from ccsweep.figures.quantities import STEADY_GOODPUT, payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
 from ccsweep.result import CellResult
 
@@ -85,8 +86,9 @@ class CheckRow:
         return "pass" if self.passed == len(self.verdicts) else "fail"
 
 
-def steady_goodput(result: CellResult) -> float | None:
-    return result.goodput_steady_mbps
+steady_goodput = STEADY_GOODPUT.of
+#: How a verdict names the value it weighs.
+STEADY = STEADY_GOODPUT.name
 
 
 def _single(params: CellParams, *ccs: str) -> bool:
@@ -117,8 +119,8 @@ def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
 
 def _bbr_ideal(data: ExperimentData) -> list[Verdict]:
     def judge(point: Point, goodput: float) -> tuple[bool, str]:
-        bound = 0.9 * (1 - point.params.loss) * (point.params.bandwidth_mbps or 0)
-        return goodput >= bound, f"{goodput:.3g} Mbit/s vs bound {bound:.3g}"
+        bound = 0.9 * payload_ideal_mbps(point.params.bandwidth_mbps or 0, point.params.loss)
+        return goodput >= bound, f"{STEADY} {goodput:.3g} Mbit/s vs bound {bound:.3g} (0.9 × the payload-rate ideal)"
     return _per_point(data, lambda p: _single(p, "bbr") and p.loss <= 0.05, steady_goodput, judge)
 
 
@@ -135,7 +137,7 @@ def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
         if at is None or base is None:
             continue
         verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), at.center <= base.center / 10,
-                                f"{at.center:.3g} Mbit/s at 0.1 % vs {base.center:.3g} at "
+                                f"{STEADY} {at.center:.3g} Mbit/s at 0.1 % vs {base.center:.3g} at "
                                 f"{reference.params.loss * 100:g} % (ratio {base.center / max(at.center, 1e-9):.3g})"))
     return verdicts
 
@@ -147,7 +149,7 @@ def _at_loss(series: Sequence[Point], loss: float) -> Point | None:
 def mathis_mbps(rtt_ms: float, loss: float, link_mbps: float) -> float:
     """Mathis et al.: MSS / RTT x C / sqrt(p), capped at what the link can carry as payload."""
     model = MSS_BYTES * 8 / (rtt_ms / 1000) * MATHIS_C / math.sqrt(loss) / 1e6
-    return min(model, MSS_BYTES / PACKET_BYTES * (1 - loss) * link_mbps)
+    return min(model, payload_ideal_mbps(link_mbps, loss))
 
 
 def _mathis(data: ExperimentData) -> list[Verdict]:
@@ -156,7 +158,8 @@ def _mathis(data: ExperimentData) -> list[Verdict]:
         rtts = point.values(lambda r: r.flows[0].rtt_mean_ms if r.flows else None)
         rtt = float(np.mean(rtts)) if rtts else p.rtt_ms
         model = mathis_mbps(rtt, p.loss, p.bandwidth_mbps or 0)
-        return model / 2 <= goodput <= model * 2, f"{goodput:.3g} Mbit/s vs model {model:.3g} (RTT {rtt:.0f} ms)"
+        return model / 2 <= goodput <= model * 2, (f"{STEADY} {goodput:.3g} Mbit/s vs model {model:.3g} "
+                                                   f"(RTT {rtt:.0f} ms)")
     return _per_point(data, lambda p: _single(p, "cubic", "reno") and p.loss >= 0.01, steady_goodput, judge)
 
 
@@ -238,9 +241,10 @@ def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
         cubic, bbr = by_cc["cubic"].median_ci(steady_goodput), by_cc["bbr"].median_ci(steady_goodput)
         if cubic is None or bbr is None or bbr.center <= 0:
             continue
-        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), cubic.center <= FAR_BELOW * bbr.center,
-                                f"CUBIC {cubic.center:.3g} Mbit/s vs BBR {bbr.center:.3g} (ratio {cubic.center / bbr.center:.2f}, "
-                                f"bound ≤ {FAR_BELOW:g})"))
+        ratio = cubic.center / bbr.center
+        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), ratio <= FAR_BELOW,
+                                f"{STEADY}: CUBIC {cubic.center:.3g} Mbit/s vs BBR {bbr.center:.3g} "
+                                f"(ratio {ratio:.2f}, bound ≤ {FAR_BELOW:g})"))
     return verdicts
 
 
@@ -260,7 +264,8 @@ def _thousandeyes(data: ExperimentData) -> list[Verdict]:
         ok = drop < THOUSANDEYES_BBR_MAX_DROP if bbr else drop > THOUSANDEYES_CUBIC_MIN_DROP
         bound = f"< {THOUSANDEYES_BBR_MAX_DROP:g} %" if bbr else f"> {THOUSANDEYES_CUBIC_MIN_DROP:g} %"
         verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), ok,
-                                f"{at.center:.3g} Mbit/s vs baseline {base.center:.3g}: {-drop:+.1f} % (fall bound {bound})"))
+                                f"{STEADY} {at.center:.3g} Mbit/s vs baseline {base.center:.3g}: {-drop:+.1f} % "
+                                f"(fall bound {bound})"))
     return verdicts
 
 
@@ -283,19 +288,21 @@ def _shallow_loss(data: ExperimentData) -> list[Verdict]:
 
 
 CLAIMS = [
-    Claim("bbr-ideal", "BBR's goodput ≥ 0.9 × (1 − p) × link rate for loss p ≤ 5 %",
-          "BBR paper (ACM Queue 2016, Figure 8): \"BBR meets this limit up to a 5 % loss\"",
+    Claim("bbr-ideal", "BBR's steady-state goodput ≥ 0.9 × the payload-rate ideal (1 − p) × link rate × 1448/1500 "
+          "for loss p ≤ 5 %",
+          "BBR paper (ACM Queue 2016, Figure 8): \"BBR meets this limit [(1 − p) × link rate] up to a 5 % loss\"; "
+          "receiver goodput carries no headers, so its limit is the payload rate",
           "one BBR flow, constant-rate link", _bbr_ideal,
           "The paper shows a plot, no numbers, measured on Google's own kernel. ReBBR measured the same path on "
           "Linux 4.11.1 under Mahimahi (bottleneck throughput, 60 s): BBR 94.94 Mbit/s at 0.1 % loss, 85.37 at 1 %, "
-          "84.1 at 2 %, 76.89 at 5 %, below this bound (89.1, 88.2, 85.5) from 1 % on."),
-    Claim("cubic-tenfold", "CUBIC's goodput at 0.1 % loss ≤ a tenth of its goodput without loss",
+          "84.1 at 2 %, 76.89 at 5 %, below this bound (86.0, 85.1, 82.5) from 1 % on."),
+    Claim("cubic-tenfold", "CUBIC's steady-state goodput at 0.1 % loss ≤ a tenth of it without loss",
           "BBR paper: \"CUBIC's throughput decreases by 10 times at 0.1 % loss\"",
           "one CUBIC flow, BDP ≥ the paper's 1.25 MB (Mathis: below it the link, not loss, limits CUBIC); "
           "the lowest loss ≤ 0.001 % stands for no loss", _cubic_tenfold,
           "The paper shows a plot, measured on Google's own kernel. ReBBR on Linux 4.11.1 under Mahimahi: CUBIC "
           "98.81 Mbit/s at 0.001 % loss, 5.92 at 0.1 % (16.7 times less)."),
-    Claim("mathis", "CUBIC and Reno within a factor of 2 of MSS / RTT × 1.22 / √p for p ≥ 1 %",
+    Claim("mathis", "CUBIC's and Reno's steady-state goodput within a factor of 2 of MSS / RTT × 1.22 / √p for p ≥ 1 %",
           "Mathis et al., CCR 1997 (MSS 1448 B, measured mean RTT, capped at the link's payload rate)",
           "one CUBIC or Reno flow, constant-rate link", _mathis,
           "A model of Reno-style window halving, not a measurement on any kernel."),
@@ -313,12 +320,13 @@ CLAIMS = [
           "BBR paper (bufferbloat): loss-based CUBIC fills deep buffers",
           "one CUBIC flow, no loss, drop-tail buffer ≥ 4 BDP", _cubic_fills,
           "The paper shows a plot on Google's own kernel, no numbers."),
-    Claim("rebbr-short-rtt", "At 2 ms RTT and 1 % loss, CUBIC's goodput ≤ half of BBR's",
+    Claim("rebbr-short-rtt", "At 2 ms RTT and 1 % loss, CUBIC's steady-state goodput ≤ half of BBR's",
           "ReBBR (Muindi and Hsiao, CS244 2017), RTT experiment: at 2 ms RTT and 1 % loss CUBIC is far below BBR",
           "one CUBIC and one BBR flow on the same constant-rate path, 2 ms RTT, 1 % loss", _rebbr_short_rtt,
           "ReBBR on Linux 4.11.1 under Mahimahi (100 Mbit/s, 120 s, bottleneck throughput): CUBIC 25.22 Mbit/s, "
           "BBR 98.19 (ratio 0.26)."),
-    Claim("thousandeyes-1pct", "At 1 % loss BBR falls < 10 % and CUBIC > 70 % below its loss-free baseline",
+    Claim("thousandeyes-1pct", "At 1 % loss BBR's steady-state goodput falls < 10 % and CUBIC's > 70 % below its "
+          "loss-free baseline",
           "ThousandEyes (BBR vs CUBIC tables, baseline 868 Mbit/s): at 1 % loss BBR lost under 10 %, CUBIC over 70 %",
           "one BBR or CUBIC flow, constant-rate link, a 0 % and a 1 % cell on the same path", _thousandeyes,
           "ThousandEyes, iperf3 over netem on a symmetric path (the kernel is not printed): BBR 868.50 Mbit/s "

@@ -28,6 +28,7 @@ from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.lossplot import loss_axis, plot_vs_loss
 from ccsweep.figures.points import cc_name, group_points, loss_series, rate_label
+from ccsweep.figures.quantities import BOTTLENECK
 from ccsweep.figures.rebbr_csv import RebbrRow, read_csv
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_marker, new_figure, series_colors
@@ -135,15 +136,18 @@ def _key_of_row(row: RebbrRow, published: PublishedSet) -> SeriesKey:
 
 @dataclass(frozen=True)
 class Quantity:
-    """What the figure's y axis is, for a measured cell and for a published row."""
+    """What the figure's y axis is, for a measured cell and for a published row, and its ceiling."""
 
     ylabel: str
     measured: Callable[[CellResult], float | None]
     published: Callable[[RebbrRow], float]
+    #: The most the quantity can be on a cell's link (None where the link has no rate).
+    ceiling: Callable[[CellParams, float], float | None]
+    ceiling_label: str
 
 
-THROUGHPUT = Quantity("throughput out of the bottleneck (Mbit/s)",
-                      lambda r: r.bottleneck_throughput_mbps, lambda row: row.goodput_Mbps)
+THROUGHPUT = Quantity(BOTTLENECK.axis, BOTTLENECK.of, lambda row: row.goodput_Mbps,
+                      lambda params, _loss: params.bandwidth_mbps, "link rate (bottleneck throughput's ceiling)")
 
 
 def _share(result: CellResult) -> float | None:
@@ -154,8 +158,9 @@ def _share(result: CellResult) -> float | None:
 
 
 #: ReBBR's bandwidth figure: its "goodput" over the capacity offered (its normalized_goodput).
-SHARE = Quantity("throughput out of the bottleneck / capacity", _share,
-                 lambda row: row.goodput_Mbps / row.bandwidth_Mbps)
+SHARE = Quantity(f"{BOTTLENECK.name} / capacity offered", _share,
+                 lambda row: row.goodput_Mbps / row.bandwidth_Mbps, lambda _params, _loss: 1.0,
+                 "the whole capacity (bottleneck throughput's ceiling)")
 
 QUANTITIES: dict[str, Quantity] = {"goodput-vs-loss": THROUGHPUT, "cellular": THROUGHPUT,
                                    "capacity-share-vs-loss": SHARE}
@@ -173,7 +178,8 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
                               "experiment's algorithms, RTTs and bottleneck; none drawn."])
     fig, (ax,) = new_figure()
     points = group_points(data.results)
-    bars = plot_vs_loss(ax, points, quantity.measured, loss_direction=experiment.loss_direction, ylabel=quantity.ylabel)
+    bars = plot_vs_loss(ax, points, quantity.measured, loss_direction=experiment.loss_direction, ylabel=quantity.ylabel,
+                        ideal=quantity.ceiling, ideal_label=lambda _params: quantity.ceiling_label)
     series = loss_series(points, experiment.loss_direction)
     colors = {_key_of_params(s[0].params): c for s, c in
               zip(series, series_colors([s[0].params for s in series]), strict=True)}
@@ -201,8 +207,9 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
     title = f"{data.title}: beside ReBBR's published numbers"
     ax.set_title(title)
     sources = "; ".join(f"{s.experiment}: {s.source}" for s, _ in drawn)
-    caption = (f"Solid: measured here, the bottleneck's throughput over the flow (ReBBR's \"goodput\", which "
-               f"counts headers, retransmissions and packets lost after the bottleneck). Dashed, hollow: {LABEL}, "
-               f"numbers only, one run per point on {KERNEL} under Mahimahi, from {sources}. Measured: median over "
-               f"repetitions; {bars}.")
+    caption = (f"Solid: measured here, the {BOTTLENECK.name} over the flow ({BOTTLENECK.meaning}). Dashed, hollow: "
+               f"{LABEL}, numbers only, one run per point on {KERNEL} under Mahimahi, from {sources}. Dotted: the "
+               f"{quantity.ceiling_label}; ReBBR compared this quantity with the paper's (1 − p) × link rate, which "
+               "bounds the bytes that survive the loss, not the bytes leaving the bottleneck before it. Measured: "
+               f"median over repetitions; {bars}.")
     return Section(figures=[FigureOut(f"{data.name}-published", title, fig, caption)])

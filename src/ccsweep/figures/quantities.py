@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ccsweep.figures.points import MSS_BYTES, PACKET_BYTES
 from ccsweep.result import CellResult
 
 
@@ -38,3 +39,17 @@ BOTTLENECK = Quantity("bottleneck_throughput_mbps", "bottleneck throughput",
 CAPACITY = Quantity("capacity_mbps", "capacity offered", "the delivery opportunities the link offered in the flow time")
 
 QUANTITIES = (GOODPUT, STEADY_GOODPUT, BOTTLENECK, CAPACITY)
+
+
+#: Payload of a full-sized packet: 1448 of 1500 bytes (20 IP, 20 TCP, 12 of TCP timestamps).
+PAYLOAD_SHARE = MSS_BYTES / PACKET_BYTES
+#: The ideal line of every goodput figure, and what it bounds.
+PAYLOAD_IDEAL_LABEL = "payload-rate ideal (1 − p) × link × 1448/1500"
+PAYLOAD_IDEAL_MEANING = ("the payload-rate ideal, (1 − p) × link rate × 1448/1500: the most application bytes a link "
+                         "can deliver in full-sized packets (1500 bytes, 52 of them IP and TCP headers with "
+                         "timestamps) when a fraction p is lost; receiver goodput cannot reach (1 − p) × link rate")
+
+
+def payload_ideal_mbps(rate_mbps: float, loss: float) -> float:
+    """The most goodput a link of `rate_mbps` can deliver at loss fraction `loss` (PAYLOAD_IDEAL_MEANING)."""
+    return (1 - loss) * rate_mbps * PAYLOAD_SHARE
