@@ -12,14 +12,18 @@ ran late (each kept under cells/<id>/late/ in the store), and how many cells ran
 Goodput is the figure's number: all application bytes over the flow time. `--quick` runs a
 two-cell spec of short flows instead, to check the bench works (not a measurement).
 
-`--cells-per-core` measures instead how many cells at 100 Mbit/s this machine carries with none
-late, with the emulator's old fixed 100 us release window and with each cell's own (500 us at
-100 ms), in one run: 1, 2, 3, ... identical saturating cells (BBR, 100 Mbit/s, 100 ms RTT, 0.001%
-loss, one BDP of droptail queue, 15 s flows, `--seconds`) started 1 s apart as the executor staggers them,
-each a `ccsweep cell` process, until one comes back late (or the cap). Per step it records each
-cell's CPU in total (os.wait4's rusage of the cell's process tree: the runner, the emulator with
-the receiving TCP stack its writes run, the endpoints with the sending one) over its wall time,
-the machine's busy cores from /proc/stat (softirq work included), and the cells' lateness.
+`--cells-per-core` measures instead how many cells at 100 Mbit/s this machine carries, with the
+emulator's old fixed 100 us release window and with each cell's own, in one run. Per arm, one
+saturating cell (BBR, 100 Mbit/s, 100 ms RTT, 0.001% loss, one BDP of droptail queue, 15 s flows,
+`--seconds`) first runs alone `--reps` times: its goodput's spread (the 95% prediction interval of
+N more alone runs, see AloneSpread.band) is the reference. Then 1, 2, 3, ... copies of that very cell (the same id,
+each a `ccsweep cell` process into a store of its own) start 1 s apart as the executor staggers
+them. A step counts only if every cell is stored, on time (neither late nor starved), and with
+goodput within the alone spread; the first step that does not ends the arm's search (or the
+cap), and a failed or starved cell's error text is reported. Per step it records each cell's CPU
+in total (os.wait4's rusage of the cell's process tree: the runner, the emulator with the
+receiving TCP stack its writes run, the endpoints with the sending one) over its wall time, the
+machine's busy cores from /proc/stat (softirq work included), and the cells' lateness and goodput.
 `make bench-emulator` prints the result next to its own figures (`cells_per_core_rows`).
 """
 
@@ -190,7 +194,6 @@ experiments:
       - {kind: droptail, bdp: 1, min_bytes: 30000}
     duration_s: {seconds}
     warmup_s: 1
-    repetitions: {n}
 """
 #: The arms by default: the emulator's old fixed window for every cell, and each cell's own.
 DEFAULT_WINDOWS = "100,cell"
@@ -204,8 +207,15 @@ class Step:
 
     arm: str
     cells: int
+    stored: int  # cells whose result.json is in their store: measured on time
     late: int
+    starved: int
     failed: int
+    #: Error text of each failed or starved cell (the record's one line).
+    errors: list[str]
+    goodput_mbps: list[float]  # every measured cell's, late ones included
+    #: Stored cells whose goodput lies outside the alone spread (None: no spread to compare with).
+    outside: int | None
     lateness_p99_us: list[float]
     threshold_us: float | None
     window_us: float | None
@@ -213,6 +223,37 @@ class Step:
     emulator_share: float  # cores: the emulators' own CPU share, averaged
     machine_busy: float  # cores busy on the whole machine over the step, less the idle baseline
     wall_s: float
+    load: float  # the machine's 1-minute load average at the step's end
+
+    @property
+    def counts(self) -> bool:
+        """Every cell stored, on time, and with goodput within the alone spread."""
+        return self.stored == self.cells and self.outside == 0
+
+
+@dataclass
+class AloneSpread:
+    """The goodput of the density cell run alone, `--reps` times: the reference a step is held to."""
+
+    goodput_mbps: list[float]
+
+    def band(self, cells: int = 1) -> tuple[float, float]:
+        """Where each of `cells` more alone runs falls, all of them together with 95% probability.
+
+        The prediction interval of one more run, mean +- t * sd * sqrt(1 + 1/n), with t's quantile
+        split over the step's cells (Bonferroni): otherwise eight cells that measure exactly as
+        alone would still leave a 95% band a third of the time.
+        """
+        from scipy.stats import t as student_t
+
+        n = len(self.goodput_mbps)
+        mean, sd = statistics.fmean(self.goodput_mbps), statistics.stdev(self.goodput_mbps)
+        half = float(student_t.ppf(1 - 0.025 / cells, n - 1)) * sd * math.sqrt(1 + 1 / n)
+        return mean - half, mean + half
+
+    def outside(self, values: list[float]) -> int:
+        low, high = self.band(len(values))
+        return sum(not low <= v <= high for v in values)
 
 
 def busy_jiffies() -> tuple[int, int]:
@@ -222,18 +263,21 @@ def busy_jiffies() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-def density_cells(n: int, seconds: float) -> list[dict[str, object]]:
+def density_cell(seconds: float) -> dict[str, object]:
     import yaml
 
     from ccsweep.expand import expand
     from ccsweep.spec import parse_spec
 
-    spec = yaml.safe_load(DENSITY_SPEC.replace("{n}", str(n)).replace("{seconds}", f"{seconds:g}"))
-    return [c.model_dump(mode="json") for c in expand(parse_spec(spec))]
+    spec = yaml.safe_load(DENSITY_SPEC.replace("{seconds}", f"{seconds:g}"))
+    (cell,) = expand(parse_spec(spec))
+    return cell.model_dump(mode="json")
 
 
-def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: float, seconds: float) -> Step:
-    """n cells, each a `ccsweep cell` process started STAGGER_S after the last, into one fresh store."""
+def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: float, seconds: float,
+             alone: AloneSpread | None = None) -> Step:
+    """n copies of the density cell, each a `ccsweep cell` process started STAGGER_S after the last,
+    each into a fresh store of its own (a store holds a cell once)."""
     ccsweep = str(Path(sys.executable).with_name("ccsweep"))
     env = {k: v for k, v in os.environ.items() if k != WINDOW_ENV}
     if window is not None:
@@ -242,13 +286,13 @@ def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: floa
     busy0, total0 = busy_jiffies()
     started = time.monotonic()
     processes = []
-    for i, cell in enumerate(density_cells(n, seconds)):
+    path = step_dir / "cell.json"
+    path.write_text(json.dumps(density_cell(seconds)))
+    for i in range(n):
         if i:
             time.sleep(STAGGER_S)
-        path = step_dir / f"cell-{i}.json"
-        path.write_text(json.dumps(cell))
-        processes.append((subprocess.Popen([ccsweep, "cell", "--cell", f"@{path}", "--store", str(step_dir / "store")],
-                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env),
+        argv = [ccsweep, "cell", "--cell", f"@{path}", "--store", str(step_dir / f"store-{i}")]
+        processes.append((subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env),
                           time.monotonic()))
     shares: dict[int, float] = {}
     while len(shares) < len(processes):  # reaped as each ends, so each cell's wall time is its own
@@ -269,20 +313,27 @@ def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: floa
     busy1, total1 = busy_jiffies()
     cores = os.cpu_count() or 1
     machine = (busy1 - busy0) / max(total1 - total0, 1) * cores - baseline
-    records = [json.loads(p.read_text()) for p in sorted((step_dir / "store").glob("cells/*/**/*.json"))
+    records = [json.loads(p.read_text()) for p in sorted(step_dir.glob("store-*/cells/*/**/*.json"))
                if p.name != "timeseries.json" and '"selfcheck"' in p.read_text()]
     checks = [((r.get("link") or {}).get("selfcheck") or {}) for r in records]
     windows = {c.get("release_window_us") for c in checks}
     thresholds = {c.get("threshold_us") for c in checks}
+    stored = [json.loads(p.read_text()) for p in sorted(step_dir.glob("store-*/cells/*/result.json"))]
+    stored_goodput = [float(r["goodput_mbps"]) for r in stored if r.get("status") == "ok"]
     shutil.rmtree(step_dir, ignore_errors=True)
-    return Step(arm=arm, cells=n, late=sum(r.get("status") == "late" for r in reports),
-                failed=sum(r.get("status") not in ("ok", "late") for r in reports),
+    return Step(arm=arm, cells=n, stored=len(stored_goodput), late=sum(r.get("status") == "late" for r in reports),
+                starved=sum(r.get("status") == "starved" for r in reports),
+                failed=sum(r.get("status") not in ("ok", "late", "starved") for r in reports),
+                errors=[f"{r.get('status')}: {r.get('error') or 'no report'}" for r in reports
+                        if r.get("status") not in ("ok", "late")],
+                goodput_mbps=[float(r["goodput_mbps"]) for r in reports if r.get("goodput_mbps") is not None],
+                outside=alone.outside(stored_goodput) if alone is not None else None,
                 lateness_p99_us=[float(r["lateness_p99_us"]) for r in reports if r.get("lateness_p99_us") is not None],
                 threshold_us=next(iter(thresholds)) if len(thresholds) == 1 else None,
                 window_us=next(iter(windows)) if len(windows) == 1 else None,
                 cpu_per_cell=statistics.fmean(shares.values()),
                 emulator_share=statistics.fmean([float(r["cpu_share"]) for r in reports if r.get("cpu_share")] or [0]),
-                machine_busy=machine, wall_s=wall)
+                machine_busy=machine, wall_s=wall, load=os.getloadavg()[0])
 
 
 def idle_baseline(seconds: float = 3.0) -> float:
@@ -300,7 +351,7 @@ def window_arms(windows: str) -> list[tuple[str, str | None]]:
     arms: list[tuple[str, str | None]] = []
     for item in windows.split(","):
         if item.strip() == "cell":
-            own = release_window_us(parse_cell(density_cells(1, 15)[0]))
+            own = release_window_us(parse_cell(density_cell(15)))
             arms.append((f"per cell ({own:g} us at 100 ms)", None))
         else:
             window = float(item)
@@ -315,46 +366,64 @@ def parse_cell(data: dict[str, object]) -> Any:
 
 
 def cells_per_core(max_cells: int = 8, seconds: float = 15.0, log: Any = print,
-                   windows: str = DEFAULT_WINDOWS) -> list[Step]:
-    """Each arm, 1, 2, ... cells at once until one is late or fails (or max_cells); every step run."""
+                   windows: str = DEFAULT_WINDOWS, reps: int = 5) -> tuple[list[Step], dict[str, AloneSpread]]:
+    """Per arm: the cell alone `reps` times, then 1, 2, ... at once until a step does not count (or max_cells).
+
+    Returns every step and each arm's alone spread (an arm whose alone runs were not all stored
+    on time has none, and no steps).
+    """
     steps: list[Step] = []
+    spreads: dict[str, AloneSpread] = {}
     with tempfile.TemporaryDirectory(prefix="ccsweep-cpc-") as tmp:
         for arm, window in window_arms(windows):
             baseline = idle_baseline()
             log(f"== {arm}: idle baseline {baseline:.2f} cores busy")
+            alone = [run_step(arm, window, 1, Path(tmp), baseline, seconds) for _ in range(reps)]
+            if not all(a.stored == 1 for a in alone):
+                log(f"alone: not every run stored on time ({'; '.join(e for a in alone for e in a.errors)}); "
+                    "no reference, arm skipped")
+                continue
+            spreads[arm] = AloneSpread([g for a in alone for g in a.goodput_mbps])
+            low, high = spreads[arm].band()
+            log(f"alone x{reps}: goodput {', '.join(f'{g:.2f}' for g in spreads[arm].goodput_mbps)} Mbit/s, "
+                f"band {low:.2f}-{high:.2f}")
             for n in range(1, max_cells + 1):
-                step = run_step(arm, window, n, Path(tmp), baseline, seconds)
+                step = run_step(arm, window, n, Path(tmp), baseline, seconds, spreads[arm])
                 steps.append(step)
-                log(f"{n} cell(s): {step.late} late, {step.failed} failed, p99 "
+                log(f"{n} cell(s): {step.stored} stored on time, {step.late} late, {step.starved} starved, "
+                    f"{step.failed} failed, {step.outside} outside the alone band, goodput "
+                    f"{', '.join(f'{g:.2f}' for g in step.goodput_mbps)} Mbit/s, p99 "
                     f"{', '.join(f'{v:.0f}' for v in step.lateness_p99_us)} us (threshold {step.threshold_us}), "
                     f"window {step.window_us} us, {step.cpu_per_cell:.3f} cores per cell (emulator "
                     f"{step.emulator_share:.3f}), machine {step.machine_busy:.2f} cores busy, load "
                     f"{os.getloadavg()[0]:.2f}")
-                if step.late or step.failed:
+                for error in step.errors:
+                    log(f"  {error}")
+                if not step.counts:
                     break
-    return steps
+    return steps, spreads
 
 
 def best_steps(steps: list[Step]) -> dict[str, Step | None]:
-    """Per arm, the largest step with every cell on time (None: not even one cell)."""
+    """Per arm, the largest step that counts (None: not even one cell)."""
     out: dict[str, Step | None] = {}
     for arm in dict.fromkeys(s.arm for s in steps):
-        good = [s for s in steps if s.arm == arm and not s.late and not s.failed]
+        good = [s for s in steps if s.arm == arm and s.counts]
         out[arm] = max(good, key=lambda s: s.cells) if good else None
     return out
 
 
 def cells_per_core_rows(steps: list[Step]) -> list[tuple[str, str, str]]:
-    """(measure, setting, result) rows for a table: cells per core with none late, and CPU per cell."""
+    """(measure, setting, result) rows for a table: cells per core that count, and CPU per cell."""
     cores = os.cpu_count() or 1
+    measure = "cells per core at 100 Mbit/s, all stored on time, goodput as alone"
     rows = []
     for arm, best in best_steps(steps).items():
-        capped = best is not None and best.cells == max(s.cells for s in steps if s.arm == arm) and not any(
-            s.late or s.failed for s in steps if s.arm == arm)
+        capped = best is not None and all(s.counts for s in steps if s.arm == arm)
         if best is None:
-            rows.append(("cells per core at 100 Mbit/s, none late", arm, "none: one cell alone came back late"))
+            rows.append((measure, arm, "none: one cell alone did not count"))
             continue
-        rows.append(("cells per core at 100 Mbit/s, none late", arm,
+        rows.append((measure, arm,
                      f"{best.cells / cores:.1f} ({best.cells} cells on {cores} cores"
                      f"{', the cap: more may fit' if capped else ''}; p99 up to {max(best.lateness_p99_us):.0f} us "
                      f"of {best.threshold_us:.0f})"))
@@ -364,26 +433,45 @@ def cells_per_core_rows(steps: list[Step]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def cells_per_core_report(steps: list[Step], load: tuple[float, float]) -> str:
+def cells_per_core_report(steps: list[Step], spreads: dict[str, AloneSpread], load: tuple[float, float]) -> str:
     cores = os.cpu_count() or 1
+    during = [s.load for s in steps]
+    during_text = f", during {min(during):.2f}-{max(during):.2f} (at each step's end)" if during else ""
     lines = [f"# Cells per core at 100 Mbit/s by release window, {TODAY}", "",
              f"**Machine.** {cores}-vCPU KVM guest (Firecracker), Linux {platform.release()}, running as "
-             f"{'root' if os.geteuid() == 0 else 'a user'}. Load average (1 min) before {load[0]:.2f}, after "
-             f"{load[1]:.2f}. {os.environ.get('BENCH_NOTE', '')}".rstrip(), "",
+             f"{'root' if os.geteuid() == 0 else 'a user'}. Load average (1 min) before {load[0]:.2f}{during_text}, "
+             f"after {load[1]:.2f}. {os.environ.get('BENCH_NOTE', '')}".rstrip(), "",
              f"**How.** `python benchmarks/density/bench.py --cells-per-core {' '.join(sys.argv[2:])}`".rstrip()
              + " (also printed by `make bench-emulator`): "
-             "N identical cells (BBR, 100 Mbit/s, 100 ms RTT, 0.001% loss, droptail 1 BDP, 15 s flows unless "
-             "`--seconds` said otherwise), each a "
-             "`ccsweep cell` process, started 1 s apart; N = 1, 2, ... until one is late. CPU per cell: the cell's "
-             "process tree (rusage) over its wall time; machine: busy cores from /proc/stat over the step, less the "
-             "idle baseline before the arm.", "",
-             "| window | cells at once | late | failed | lateness p99 (us) | threshold (us) | window (us) | "
-             "CPU per cell (cores) | emulator (cores) | machine busy (cores) | wall (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "one cell (BBR, 100 Mbit/s, 100 ms RTT, 0.001% loss, droptail 1 BDP, 15 s flows unless "
+             "`--seconds` said otherwise) alone `--reps` times for the reference spread of its goodput (the 95% "
+             "prediction interval of one more alone run, mean +- t * sd * sqrt(1 + 1/n), t's quantile split over "
+             "the N cells of a step so that all N fall in it together with 95% probability); then N copies of it at "
+             "once, each a `ccsweep cell` process into a store of its own, started 1 s apart; N = 1, 2, ... until a "
+             "step does not count. A step counts when every cell is stored, on time (neither late nor starved), and "
+             "with goodput within the alone band. CPU per cell: the cell's process tree (rusage) over its wall time; "
+             "machine: busy cores from /proc/stat over the step, less the idle baseline before the arm.", ""]
+    lines += ["| window | alone goodput (Mbit/s) | band for 1 cell (Mbit/s) | band for each of 8 (Mbit/s) |",
+              "|---|---|---|---|"]
+    for arm, alone in spreads.items():
+        (low, high), (low8, high8) = alone.band(), alone.band(8)
+        lines.append(f"| {arm} | {', '.join(f'{g:.2f}' for g in alone.goodput_mbps)} | {low:.2f}-{high:.2f} | "
+                     f"{low8:.2f}-{high8:.2f} |")
+    lines += ["", "| window | cells at once | stored on time | late | starved | failed | goodput (Mbit/s) | "
+              "outside alone band | counts | lateness p99 (us) | threshold (us) | window (us) | CPU per cell (cores) | "
+              "emulator (cores) | machine busy (cores) | wall (s) | load (1 min) |",
+              "|---" * 17 + "|"]
     for s in steps:
-        lines.append(f"| {s.arm} | {s.cells} | {s.late} | {s.failed} | "
+        goodput = f"{min(s.goodput_mbps):.2f}-{max(s.goodput_mbps):.2f}" if s.goodput_mbps else ""
+        lines.append(f"| {s.arm} | {s.cells} | {s.stored} | {s.late} | {s.starved} | {s.failed} | {goodput} | "
+                     f"{s.outside} | {'yes' if s.counts else 'NO'} | "
                      f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} | {s.threshold_us} | {s.window_us} | "
-                     f"{s.cpu_per_cell:.3f} | {s.emulator_share:.3f} | {s.machine_busy:.2f} | {s.wall_s:.0f} |")
+                     f"{s.cpu_per_cell:.3f} | {s.emulator_share:.3f} | {s.machine_busy:.2f} | {s.wall_s:.0f} | "
+                     f"{s.load:.2f} |")
+    errors = [(s, e) for s in steps for e in s.errors]
+    if errors:
+        lines += ["", "**Cells that failed or were starved** (their error text, which ended the search):", ""]
+        lines += [f"- {s.arm}, {s.cells} at once: {e}" for s, e in errors]
     lines += ["", "| measure | window | result |", "|---|---|---|"]
     lines += [f"| {m} | {w} | {r} |" for m, w, r in cells_per_core_rows(steps)]
     return "\n".join(lines) + "\n"
@@ -392,30 +480,36 @@ def cells_per_core_report(steps: list[Step], load: tuple[float, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="quick", help="preset or spec file (default: quick)")
-    parser.add_argument("--reps", type=int, default=3, help="runs alone (2 to 5)")
+    parser.add_argument("--reps", type=int,
+                        help="runs alone, 2 to 5 (default 3; with --cells-per-core 5: the spread that a step is "
+                             "held to needs a fair estimate of the run-to-run deviation)")
     parser.add_argument("--quick", action="store_true", help="a two-cell spec of 4 s flows: checks the bench works")
     parser.add_argument("--out", type=Path, help="also write the table here (Markdown)")
     parser.add_argument("--cells-per-core", action="store_true",
-                        help="measure cells per core at 100 Mbit/s with none late, 100 us vs per-cell window")
+                        help="measure cells per core at 100 Mbit/s (all stored on time, goodput as alone), "
+                             "100 us vs per-cell window; --reps alone runs give the goodput reference")
     parser.add_argument("--max-cells", type=int, default=8, help="--cells-per-core: most cells at once")
     parser.add_argument("--seconds", type=float, default=15.0, help="--cells-per-core: flow seconds of each cell")
     parser.add_argument("--windows", default=DEFAULT_WINDOWS,
                         help="--cells-per-core: release windows to compare, us or 'cell' (default: 100,cell)")
     options = parser.parse_args()
+    if options.reps is None:
+        options.reps = 5 if options.cells_per_core else 3
+    if not 2 <= options.reps <= 5:
+        parser.error("--reps: give 2 to 5 (the spread needs at least two runs)")
     if options.cells_per_core:
         if os.geteuid() != 0:
             sys.exit("run as root (network namespaces and TUN devices)")
         before = os.getloadavg()[0]
-        steps = cells_per_core(options.max_cells, options.seconds, windows=options.windows)
-        text = cells_per_core_report(steps, (before, os.getloadavg()[0]))
+        steps, spreads = cells_per_core(options.max_cells, options.seconds, windows=options.windows,
+                                        reps=options.reps)
+        text = cells_per_core_report(steps, spreads, (before, os.getloadavg()[0]))
         print("\n" + text)
         if options.out:
             options.out.parent.mkdir(parents=True, exist_ok=True)
             options.out.write_text(text)
             print(f"written: {options.out}")
         return
-    if not 2 <= options.reps <= 5:
-        parser.error("--reps: give 2 to 5 (the spread needs at least two runs)")
     if os.geteuid() != 0:
         sys.exit("run as root (network namespaces and TUN devices)")
     with tempfile.TemporaryDirectory(prefix="ccsweep-density-") as tmp:

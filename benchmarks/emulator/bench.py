@@ -337,9 +337,9 @@ def backend_rows(table: Table, console: Console, seconds: int) -> list[str]:
 
 
 def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
-    """The density that matters, in the same run: cells per core at 100 Mbit/s with none late and
-    the CPU of a cell in total, with the old fixed 100 us window and each cell's own
-    (benchmarks/density/bench.py --cells-per-core)."""
+    """The density that matters, in the same run: cells per core at 100 Mbit/s (all stored on time,
+    with goodput as alone) and the CPU of a cell in total, with the old fixed 100 us window and each
+    cell's own (benchmarks/density/bench.py --cells-per-core)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("density_bench", REPO / "benchmarks" / "density" / "bench.py")
@@ -347,7 +347,7 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
     density = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = density  # its dataclasses look their module up while it loads
     spec.loader.exec_module(density)
-    steps = density.cells_per_core(max_cells, log=console.print)
+    steps, _ = density.cells_per_core(max_cells, log=console.print)
     for measure, setting, result in density.cells_per_core_rows(steps):
         table.add_row(measure, setting, result, "", "")
     return [f"density, {s.arm}: {s.cells} at once, {s.late} late, p99 "

@@ -1,0 +1,74 @@
+"""Overload never turns a measurement into a failure: three times the cells admission would pick, forced.
+
+Saturating cells (BBR at 100 Mbit/s, 20 ms RTT, 3 s flows) are forced to run at once with
+`--jobs` and a `--cpu-budget` far above the machine's cores, three times as many as the executor's
+own admission would start on this machine (its prior cost model and default budget: 4 on a
+2-core machine, so 12 here). The overload is real: the cells' emulators, endpoints and kernel
+TCP compete for the same cores. Cells may come back late or starved; each such attempt must be
+kept with what it measured and the cell run again, until every cell is stored on time. No cell
+may fail, and every attempt that ran must be in the store.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from ccsweep.admission import prior_cost
+from ccsweep.executor import default_cpu_budget
+from ccsweep.expand import expand
+from ccsweep.result import RERUN_STATUSES, CellResult
+from ccsweep.spec import parse_spec
+from ccsweep.store import open_store
+from tinyspec import tiny_spec, write_tiny_spec
+
+pytestmark = pytest.mark.integration
+
+#: How many times admission's own pick are forced to run at once.
+OVERLOAD = 3
+
+
+def at_once(records: list[CellResult]) -> int:
+    """Most attempts whose runs overlapped in time, from the stored records' start and finish."""
+    events = sorted([(datetime.fromisoformat(r.started_at), 1) for r in records]
+                    + [(datetime.fromisoformat(r.finished_at), -1) for r in records])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def test_cells_forced_past_admission_all_end_stored_and_no_measurement_is_lost(tmp_path: Path):
+    fields = {"bandwidth_mbps": [100], "queue": None}
+    (one,) = expand(parse_spec(tiny_spec("overload", **fields)))
+    admitted = max(1, int(default_cpu_budget() / prior_cost(one)))
+    cells = OVERLOAD * admitted
+    spec = write_tiny_spec(tmp_path / "overload.yaml", "overload", repetitions=cells, **fields)
+    store_dir = tmp_path / "store"
+    done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
+                           "--no-figures", "--jobs", str(cells), "--cpu-budget", str(cells)],
+                          capture_output=True, text=True, timeout=900)
+    store = open_store(str(store_dir))
+    planned = store.get_manifest("overload").distinct_cells()
+    assert len(planned) == cells
+    failed = [key for c in planned for key in store.list_keys(f"cells/{c.id}/failed/")]
+    assert not failed, [store.read_bytes(key) for key in failed]
+    assert done.returncode == 0, done.stderr
+    results = [store.get_result(c.id) for c in planned]
+    assert all(r is not None and r.status == "ok" and r.goodput_mbps for r in results), done.stderr
+    attempts = [CellResult.model_validate_json(store.read_bytes(key) or b"") for c in planned
+                for status in RERUN_STATUSES for key in store.list_keys(f"cells/{c.id}/{status}/")]
+    # No measurement lost: every run of every cell is in the store, a spoiled one with its flows and logs.
+    runs = sum(r.attempt for r in results if r is not None)
+    assert len(attempts) + len(results) == runs, done.stderr
+    for attempt in attempts:
+        if attempt.flows_started_at is not None:
+            assert attempt.flows and "uplink.log.gz" in attempt.artifacts, attempt.error
+    # The overload happened: the first attempts ran far more cells at once than admission would have.
+    first_runs = [r for r in [*results, *attempts] if r is not None and r.attempt == 1]
+    assert at_once(first_runs) >= 2 * admitted, f"only {at_once(first_runs)} at once; admission picks {admitted}"
