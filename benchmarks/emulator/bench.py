@@ -122,14 +122,14 @@ def stop(process: subprocess.Popen | None) -> None:
 
 
 @contextlib.contextmanager
-def emulator(rate: str, delay: str, coalesce: str, stats: Path,
-             extra: tuple[str, ...] = ()) -> Iterator[tuple[str, str, subprocess.Popen]]:
+def emulator(rate: str, delay: str, coalesce: str, stats: Path, extra: tuple[str, ...] = (),
+             binary: str | None = None) -> Iterator[tuple[str, str, subprocess.Popen]]:
     """A pinned emulator between two fresh namespaces, with big TCP buffers inside them; `extra`
-    are further emulator options."""
+    are further emulator options, `binary` another build than the one `make emulator` made."""
     tag = f"ccb{os.getpid() % 100000}"
     sender, receiver = f"{tag}s", f"{tag}r"
     process = subprocess.Popen(
-        [*EMULATOR_CPU, link_binary(), "--sender-netns", sender, "--receiver-netns", receiver,
+        [*EMULATOR_CPU, binary or link_binary(), "--sender-netns", sender, "--receiver-netns", receiver,
          "--uplink-rate", rate, "--downlink-rate", rate, "--uplink-delay", delay, "--downlink-delay", delay,
          "--coalesce", coalesce, "--uplink-queue", "droptail packets=2000", "--stats", str(stats), *extra],
         stdout=subprocess.PIPE, text=True)
@@ -291,49 +291,63 @@ class LinkCpu(ShellsCpu):
         return float(np.interp(end, times, seconds) - np.interp(start, times, seconds))
 
 
-def backend_row(table: Table, result: CellResult, cpu: LinkCpu) -> float | None:
-    """One backend's CPU per 100 Mbit/s over its cell's flow window; None (and a row saying why) when unmeasured."""
+def backend_share(result: CellResult, cpu: LinkCpu) -> float | None:
+    """One cell's link CPU per 100 Mbit/s (cores) over its flow window; None when the cell did not run."""
     p = result.cell.params
     if result.status != "ok" or not result.flows_started_at or not result.bottleneck_throughput_mbps:
-        table.add_row("CPU per 100 Mbit/s", p.link, f"not measured: {result.status} {result.error or ''}", "", "no")
         return None
     start = datetime.fromisoformat(result.flows_started_at).timestamp()
-    share = cpu.between(start, start + p.duration_s) / p.duration_s
-    per_100 = share * 100 / result.bottleneck_throughput_mbps
-    setting = (f"{p.link}, one real cell: {result.bottleneck_throughput_mbps:.1f} Mbit/s of IP, "
-               f"{share:.1%} of a core over the {p.duration_s:g} s flow")
-    if p.link == "ccsweep-link":
-        cpu_row(table, "CPU per 100 Mbit/s", setting, per_100)
-    else:
-        table.add_row("CPU per 100 Mbit/s", setting + " (mm-delay + mm-loss + mm-link)", f"{per_100:.1%} of a core",
-                      "reference", "")
-    return per_100
+    return cpu.between(start, start + p.duration_s) / p.duration_s * 100 / result.bottleneck_throughput_mbps
 
 
-def backend_rows(table: Table, console: Console, seconds: int) -> list[str]:
-    """ccsweep-link and Mahimahi on the cross-check's 100 Mbit/s CUBIC cell without loss, back to back
-    in this run, sampled alike; returns the ratio of their CPU per 100 Mbit/s.
+def median_range(values: list[float]) -> str:
+    return f"{np.median(values):.1%} ({min(values):.1%}-{max(values):.1%})"
+
+
+def backend_rows(table: Table, console: Console, seconds: int, reps: int) -> list[str]:
+    """ccsweep-link and Mahimahi on the cross-check's 100 Mbit/s CUBIC cell without loss, `reps`
+    times each, alternating in this run and sampled alike; the median and range of each one's
+    CPU per 100 Mbit/s, and the ratio of the medians (with the range of the per-repetition ratios).
 
     Neither is pinned: the cells run as the runner runs them. A ccsweep-link cell whose emulator
     ran late is run again, as the executor would (crosscheck.run_grid).
     """
-    cells = [c for c in grid(seconds, 1, loss_percent=[0])
+    cells = [c for c in grid(seconds, reps, loss_percent=[0])
              if c.params.uplink.rate_mbps is not None and c.params.cc_label == "cubic"]
-    console.print(f"both links on one cell each: one CUBIC flow, 100 Mbit/s, 100 ms RTT, infinite queue, "
-                  f"{seconds} s ({', '.join(c.params.link for c in cells)})")
+    console.print(f"both links on one cell, alternating, {reps} times each: one CUBIC flow, 100 Mbit/s, 100 ms RTT, "
+                  f"infinite queue, {seconds} s")
     with tempfile.TemporaryDirectory(prefix="ccsweep-bench-links-") as scratch, mahimahi_host():
         cpu = LinkCpu()
         try:
-            results = run_grid(cells, Path(scratch))
+            results = run_grid(cells, Path(scratch), progress=lambda r: console.print(
+                f"  {r.cell.params.link} repetition {r.cell.params.repetition + 1}: {r.status}"))
         finally:
             cpu.stop()
-    per_100 = {r.cell.params.link: backend_row(table, r, cpu) for r in results}
-    ours, theirs = per_100.get("ccsweep-link"), per_100.get("mahimahi")
-    if ours is None or theirs is None:
-        return ["Mahimahi / ccsweep-link CPU per 100 Mbit/s: not measured (a cell above failed)"]
-    table.add_row("CPU ratio", "Mahimahi / ccsweep-link, the two cells above", f"{theirs / ours:.2f}", "", "")
-    return [f"CPU per 100 Mbit/s on the same cell: ccsweep-link {ours:.1%}, Mahimahi {theirs:.1%} of a core; "
-            f"Mahimahi / ccsweep-link = {theirs / ours:.2f}"]
+    shares: dict[str, list[float]] = {"ccsweep-link": [], "mahimahi": []}
+    pairs: dict[int, dict[str, float]] = {}
+    for result in results:
+        share = backend_share(result, cpu)
+        if share is None:
+            table.add_row("CPU per 100 Mbit/s", result.cell.params.link,
+                          f"repetition not measured: {result.status} {result.error or ''}", "", "no")
+            continue
+        shares[result.cell.params.link].append(share)
+        pairs.setdefault(result.cell.params.repetition, {})[result.cell.params.link] = share
+    ours, theirs = shares["ccsweep-link"], shares["mahimahi"]
+    if ours:
+        table.add_row("CPU per 100 Mbit/s", f"ccsweep-link, the same cell, {len(ours)} runs: median (range)",
+                      median_range(ours), "<= 5%", "yes" if np.median(ours) <= 0.05 else "no")
+    if theirs:
+        table.add_row("CPU per 100 Mbit/s", f"mahimahi (mm-delay + mm-loss + mm-link), {len(theirs)} runs: median "
+                      "(range)", median_range(theirs), "reference", "")
+    if not ours or not theirs:
+        return ["Mahimahi / ccsweep-link CPU per 100 Mbit/s: not measured (every run of one backend failed)"]
+    ratio = float(np.median(theirs) / np.median(ours))
+    per_rep = [p["mahimahi"] / p["ccsweep-link"] for p in pairs.values() if len(p) == 2]
+    table.add_row("CPU ratio", "Mahimahi / ccsweep-link, medians (range of the per-repetition ratios)",
+                  f"{ratio:.2f} ({min(per_rep):.2f}-{max(per_rep):.2f})", ">= 4", "yes" if ratio >= 4 else "no")
+    return [f"CPU per 100 Mbit/s on the same cell, {len(ours)} and {len(theirs)} runs alternating: ccsweep-link "
+            f"{median_range(ours)}, Mahimahi {median_range(theirs)} of a core; Mahimahi / ccsweep-link = {ratio:.2f}"]
 
 
 def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
@@ -363,7 +377,11 @@ def arguments() -> argparse.Namespace:
                         help="run only the real-time priority comparison under load")
     parser.add_argument("--no-density", action="store_true",
                         help="leave out cells per core at 100 Mbit/s (benchmarks/density/bench.py, ~8 min)")
-    parser.add_argument("--density-max-cells", type=int, default=8, help="most cells at once in the density rows")
+    parser.add_argument("--density-max-cells", type=int, default=16, help="most cells at once in the density rows")
+    parser.add_argument("--backend-reps", type=int, default=5, choices=range(1, 21), metavar="1-20",
+                        help="runs of each link backend on the same cell, alternating (default 5)")
+    parser.add_argument("--only-backends", action="store_true",
+                        help="run only the side-by-side comparison with Mahimahi")
     parser.add_argument("--without-mahimahi", action="store_true",
                         help="leave out the CPU comparison with upstream Mahimahi (for a machine without it)")
     return parser.parse_args()
@@ -380,21 +398,25 @@ def main() -> None:
     for column in ("measure", "setting", "result", "goal", "met"):
         table.add_column(column)
     with_mahimahi = not (options.only_priority or options.without_mahimahi)
+    if options.only_backends and options.without_mahimahi:
+        sys.exit("bench-emulator: --only-backends compares with Mahimahi; it cannot go with --without-mahimahi")
     missing = mahimahi_missing() if with_mahimahi else None
     if missing:
         sys.exit(f"bench-emulator: {missing}\n(`make mahimahi` builds it; --without-mahimahi leaves the "
                  "comparison out)")
     notes = []
-    if not options.only_priority:
+    everything = not (options.only_priority or options.only_backends)
+    if everything:
         console.print(f"max rate: 40 Gbit/s link, no delay, {options.seconds} s each of TCP (4 flows) and UDP")
         max_rate_row(table, "TCP, 4 cubic flows, 1500-byte packets", ["-P", "4", "-C", "cubic"], options.seconds)
         max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"], options.seconds)
         notes += paced_rows(table, console, options.seconds)
-    notes += priority_rows(table, console, options.seconds)
-    if not (options.only_priority or options.no_density):
+    if not options.only_backends:
+        notes += priority_rows(table, console, options.seconds)
+    if everything and not options.no_density:
         notes += density_rows(table, console, options.density_max_cells)
     if with_mahimahi:
-        notes += backend_rows(table, console, options.seconds)
+        notes += backend_rows(table, console, options.seconds, options.backend_reps)
     console.print(table)
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:
