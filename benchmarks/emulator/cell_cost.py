@@ -112,7 +112,7 @@ def softirq_jiffies() -> int:
 
 
 def one_cell(variant: Variant, seconds: float, scratch: Path) -> dict[str, float]:
-    cell = DENSITY.density_cells(1, seconds)[0]
+    cell = DENSITY.density_cell(seconds)
     path = scratch / "cell.json"
     path.write_text(json.dumps(cell))
     env = {**os.environ, "PYTHONPATH": str(variant.source), "CCSWEEP_LINK": str(variant.binary)}

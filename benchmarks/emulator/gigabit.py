@@ -89,7 +89,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("run as root (network namespaces and TUN devices)")
     cell = gigabit_cell(options.cc, options.seconds)
-    beside = DENSITY.density_cells(1, options.seconds + 5)[0]
+    beside = DENSITY.density_cell(options.seconds + 5)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     rows: dict[str, list[dict[str, Any]]] = {"alone": [], "beside a 100 Mbit/s cell": []}
     with tempfile.TemporaryDirectory(prefix="ccsweep-gigabit-") as tmp:
