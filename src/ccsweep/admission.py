@@ -8,11 +8,13 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 - the number of cells at once follows their lateness, additive increase and multiplicative
   decrease as TCP does: one more after each on-time cell, half as many after a late one; it
   starts at one cell (a clean first measurement), or at the user's --jobs, which also caps it;
-- what a cell costs comes from measurement: the CPU time the finished cells' processes used over
-  their wall time corrects the prior model (`prior_cost`: rate and the emulator's wake-ups, which
-  its release window sets), per kind of cell (rate and window) as soon as one of that kind has
-  finished, and for kinds not yet seen by the average over all, so the budget fills with what
-  cells cost on this machine rather than with a constant;
+- what a cell costs comes from measurement, per link backend: the CPU time the finished cells'
+  processes used over their wall time corrects the prior model (`prior_cost`: rate, and the
+  link's own cost, measured for each backend: ccsweep-link's wake-ups, which its release window
+  sets; Mahimahi's shells per 100 Mbit/s), per kind of cell (backend, rate and window) as soon as
+  one of that kind has finished, for kinds not yet seen by the average over the backend's
+  finished cells, and only before any of its cells finished by the average over all, so the
+  budget fills with what each backend's cells cost on this machine rather than with a constant;
 - a cell running again after a late attempt runs alone, with the whole machine as headroom.
 """
 
@@ -43,6 +45,10 @@ WAKEUP_CPU_S = 20e-6
 RELEASES_PER_MBIT = 1e6 / 12_000 * 1.5
 #: Mahimahi's link shells wake on their own 1 ms timer.
 MAHIMAHI_TICK_US = 1000.0
+#: CPU of Mahimahi's three shells (mm-delay, mm-loss, mm-link) per 100 Mbit/s, in place of
+#: ccsweep-link's wake-ups: 29.7% of a core at 93 Mbit/s of IP in the same run that measured
+#: ccsweep-link's 22.2% (benchmarks/results/2026-11-23-emulator-vs-mahimahi.md).
+MAHIMAHI_CORES_PER_100MBIT = 0.297
 
 
 def release_window(cell: Cell) -> float:
@@ -61,13 +67,16 @@ def prior_cost(cell: Cell) -> float:
     of cell (see Admission.observe).
     """
     rate = min(cell.params.uplink.rate_mbps or 50.0, 2000.0)
-    wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
-    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + wakeups * WAKEUP_CPU_S
+    if cell.params.link == "mahimahi":
+        link = rate / 100 * MAHIMAHI_CORES_PER_100MBIT
+    else:
+        link = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell)) * WAKEUP_CPU_S
+    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link
 
 
-def cost_class(cell: Cell) -> tuple[float | None, float]:
-    """Cells that cost alike: the same bottleneck rate and release window."""
-    return (cell.params.uplink.rate_mbps, release_window(cell))
+def cost_class(cell: Cell) -> tuple[str, float | None, float]:
+    """Cells that cost alike: the same link backend, bottleneck rate and release window."""
+    return (cell.params.link, cell.params.uplink.rate_mbps, release_window(cell))
 
 
 @dataclass
@@ -82,10 +91,13 @@ class Admission:
     measured: int = 0
     last_start: float = field(default=float("-inf"))
     #: The same, per cost_class: a measured kind of cell is sized by its own measurements.
-    corrections: dict[tuple[float | None, float], float] = field(default_factory=dict)
+    corrections: dict[tuple[str, float | None, float], float] = field(default_factory=dict)
+    #: The same, per link backend: a kind not measured yet is sized by its backend's measurements.
+    backend_corrections: dict[str, float] = field(default_factory=dict)
 
     def cost(self, cell: Cell) -> float:
-        return prior_cost(cell) * self.corrections.get(cost_class(cell), self.correction)
+        fallback = self.backend_corrections.get(cell.params.link, self.correction)
+        return prior_cost(cell) * self.corrections.get(cost_class(cell), fallback)
 
     def may_start(self, cell: Cell, running: list[tuple[Cell, bool]], now: float, *, alone: bool = False) -> bool:
         """Whether `cell` may start at `now` beside `running` (each a cell and whether it runs alone)."""
@@ -109,12 +121,16 @@ class Admission:
             weight = 1.0 if self.measured == 0 else COST_EWMA_WEIGHT
             self.correction = (1 - weight) * self.correction + weight * ratio
             self.measured += 1
-            kind = cost_class(cell)
-            previous = self.corrections.get(kind)
-            self.corrections[kind] = ratio if previous is None else (
-                (1 - COST_EWMA_WEIGHT) * previous + COST_EWMA_WEIGHT * ratio)
+            kind, link = cost_class(cell), cell.params.link
+            self.corrections[kind] = _averaged(self.corrections.get(kind), ratio)
+            self.backend_corrections[link] = _averaged(self.backend_corrections.get(link), ratio)
         if late:
             self.limit = max(1, self.limit // 2)
         else:
             ceiling = self.max_cells if self.max_cells is not None else max(1, int(self.budget / self.cost(cell)))
             self.limit = min(self.limit + 1, max(1, ceiling))
+
+
+def _averaged(previous: float | None, ratio: float) -> float:
+    """A correction with one more measurement in it (the first one is taken as it is)."""
+    return ratio if previous is None else (1 - COST_EWMA_WEIGHT) * previous + COST_EWMA_WEIGHT * ratio

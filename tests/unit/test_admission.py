@@ -87,3 +87,28 @@ def test_each_kind_of_cell_is_sized_by_its_own_measurements():
     admission.observe(SHORT_RTT, cpu_seconds=prior_cost(SHORT_RTT) * 20, wall_seconds=20, late=False)
     assert admission.cost(SHORT_RTT) == pytest.approx(prior_cost(SHORT_RTT))
     assert admission.cost(ONE) == pytest.approx(2 * prior_cost(ONE))
+
+
+MAHIMAHI = expand(parse_spec({"name": "m", "experiments": [
+    {"name": "m", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100], "duration_s": 20,
+     "link": "mahimahi"}]}))[0]
+
+
+def test_a_mahimahi_cell_is_priced_by_its_shells_measured_cost_not_by_ccsweep_links():
+    from ccsweep.admission import BASE_CORES, MAHIMAHI_CORES_PER_100MBIT, TCP_CORES_PER_100MBIT
+
+    assert prior_cost(MAHIMAHI) == pytest.approx(BASE_CORES + TCP_CORES_PER_100MBIT + MAHIMAHI_CORES_PER_100MBIT)
+    assert prior_cost(MAHIMAHI) > prior_cost(ONE)  # same rate and RTT, the dearer link
+
+
+def test_each_backend_learns_its_own_cost():
+    admission = Admission(budget=1.5)
+    # Mahimahi's cells measured at three times their prior say nothing of ccsweep-link's ...
+    admission.observe(MAHIMAHI, cpu_seconds=3 * prior_cost(MAHIMAHI) * 20, wall_seconds=20, late=False)
+    assert admission.cost(MAHIMAHI) == pytest.approx(3 * prior_cost(MAHIMAHI))
+    # ... until ccsweep-link has measurements of its own, its unmeasured kinds follow the average over all
+    assert admission.cost(SHORT_RTT) == pytest.approx(3 * prior_cost(SHORT_RTT))
+    admission.observe(ONE, cpu_seconds=prior_cost(ONE) * 20, wall_seconds=20, late=False)
+    # ... and from then on those of its own backend, whatever Mahimahi's cost.
+    assert admission.cost(SHORT_RTT) == pytest.approx(prior_cost(SHORT_RTT))
+    assert admission.cost(MAHIMAHI) == pytest.approx(3 * prior_cost(MAHIMAHI))
