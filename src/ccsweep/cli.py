@@ -439,8 +439,8 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--cpu-budget", type=click.FloatRange(0.1, 1024),
               help="Cores the cells may use (default: all but half a core).")
 @click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True,
-              help="Runs of a cell at most while its emulator comes back late (a late run is kept, "
-                   "never counted).")
+              help="Runs of a cell at most while its emulator comes back late or the machine starves it "
+                   "(such a run is kept, never counted).")
 @click.option("--max-failed-cells", type=click.IntRange(0, 1_000_000),
               help="Failure budget: once more cells than this have failed, start no new cell (running ones "
                    "finish). Default: no budget.")
