@@ -16,6 +16,9 @@ import pytest
 
 from ccsweep.runner.netns import namespace_names
 from ccsweep.store import open_store
+from mahimahi_host import mahimahi_host, mahimahi_missing
+
+MAHIMAHI_MISSING = mahimahi_missing()
 
 
 def light(cc: str = "bbr", loss: float = 0.0, seed: int = 1) -> dict:
@@ -104,3 +107,27 @@ def test_cells_side_by_side_do_not_disturb_each_other(cells):
         # 10 Mbit/s of IP packets carry at most 9.65 Mbit/s of data; 8 leaves room for a busy machine.
         assert 8.0 <= run.result.goodput_steady_mbps <= 9.7, run.describe()
         assert_clean(cells, run.namespaces)
+
+
+@pytest.mark.skipif(MAHIMAHI_MISSING is not None, reason=f"Mahimahi is not built ({MAHIMAHI_MISSING})")
+def test_a_failed_mahimahi_attempt_keeps_its_flows_and_link_logs(cells):
+    """The same rule and the same record on the other link: a dying receiver, the logs Mahimahi wrote kept."""
+    spec = light(seed=5)
+    spec["experiments"][0]["link"] = "mahimahi"
+    (cell,) = cells.of(spec)
+    with mahimahi_host(("bbr",)):
+        process = cells.start(cell)
+        names = namespace_names(cell.id, process.pid)
+        receiver = wait_for_process(cells, f"--label {names.sender}")  # Mahimahi's outside: the sender namespace
+        time.sleep(2.5)  # mid-flow
+        os.kill(receiver, signal.SIGKILL)  # a process this test's cell started
+        run = cells.finish(cell, process)
+    assert run.returncode == 1, run.describe()
+    assert run.report["error"].startswith("receiver was killed by signal 9 without 'done'"), run.report
+    store = open_store(str(cells.store))
+    (failed,) = store.list_keys(f"cells/{cell.id}/failed/")
+    record = json.loads(store.read_bytes(failed))
+    assert record["flows"] and record["flows"][0]["rtt_mean_ms"] is not None, record["flows"]
+    assert set(record["artifacts"]) == {"timeseries.json.gz", "uplink.log.gz", "downlink.log.gz"}
+    assert len(store.attempt_files(failed)["uplink.log.gz"]) > 100
+    assert_clean(cells, (names.sender, names.receiver))
