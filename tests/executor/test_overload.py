@@ -1,12 +1,14 @@
 """Overload never turns a measurement into a failure: three times the cells admission would pick, forced.
 
-Saturating cells (BBR at 100 Mbit/s, 20 ms RTT, 3 s flows) are forced to run at once with
-`--jobs` and a `--cpu-budget` far above the machine's cores, three times as many as the executor's
-own admission would start on this machine (its prior cost model and default budget: 4 on a
-2-core machine, so 12 here). The overload is real: the cells' emulators, endpoints and kernel
-TCP compete for the same cores. Cells may come back late or starved; each such attempt must be
-kept with what it measured and the cell run again, until every cell is stored on time. No cell
-may fail, and every attempt that ran must be in the store.
+Saturating cells (BBR at 100 Mbit/s, 20 ms RTT) are forced to run at once with `--jobs` and a
+`--cpu-budget` far above the machine's cores, three times as many as the executor's own
+admission would start on this machine (its prior cost model and default budget: 4 on a 2-core
+machine, so 12 here). The executor starts one cell a second, so each cell's flows last as many
+seconds as there are cells, plus 3: the last one starts while the first still runs, and at least
+twice admission's pick run at once (checked from the stored records). The overload is real: the
+cells' emulators, endpoints and kernel TCP compete for the same cores. Cells may come back late
+or starved; each such attempt must be kept with what it measured and the cell run again, until
+every cell is stored on time. No cell may fail, and every attempt that ran must be in the store.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def test_cells_forced_past_admission_all_end_stored_and_no_measurement_is_lost(t
     (one,) = expand(parse_spec(tiny_spec("overload", **fields)))
     admitted = max(1, int(default_cpu_budget() / prior_cost(one)))
     cells = OVERLOAD * admitted
-    spec = write_tiny_spec(tmp_path / "overload.yaml", "overload", repetitions=cells, **fields)
+    spec = write_tiny_spec(tmp_path / "overload.yaml", "overload", repetitions=cells, duration_s=cells + 3, **fields)
     store_dir = tmp_path / "store"
     done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                            "--no-figures", "--jobs", str(cells), "--cpu-budget", str(cells)],
@@ -71,4 +73,6 @@ def test_cells_forced_past_admission_all_end_stored_and_no_measurement_is_lost(t
             assert attempt.flows and "uplink.log.gz" in attempt.artifacts, attempt.error
     # The overload happened: the first attempts ran far more cells at once than admission would have.
     first_runs = [r for r in [*results, *attempts] if r is not None and r.attempt == 1]
+    print(f"{cells} cells (admission picks {admitted}), {at_once(first_runs)} at once, attempts kept: "
+          f"{sorted(a.status for a in attempts)}")  # shown with -rP, and when an assertion fails
     assert at_once(first_runs) >= 2 * admitted, f"only {at_once(first_runs)} at once; admission picks {admitted}"
