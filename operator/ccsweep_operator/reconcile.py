@@ -152,8 +152,10 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         message = str(exc)
         return Decision(status={**base, "phase": "Failed", "message": message, "cells": None, "conditions":
                                 with_condition(conditions, "Planned", False, "StoreError", message, sweep.generation)})
-    cells = CellCounts(total=len(plan.cells), cached=len(plan.cached)).model_dump()
-    planned = f"{len(plan.cells)} cells, {len(plan.cached)} already stored, {len(plan.pending)} to run"
+    # With adaptive repetitions, the runs wanted so far (later rounds of the workflow add to them).
+    cells = CellCounts(total=len(plan.wanted), cached=len(plan.cached)).model_dump()
+    planned = f"{len(plan.wanted)} cells, {len(plan.cached)} already stored, {len(plan.pending)} to run" + (
+        f", up to {plan.rounds} rounds of adaptive repetitions" if plan.rounds > 1 else "")
     conditions = with_condition(conditions, "Planned", True, "Planned", planned, sweep.generation)
     report_key = f"sweeps/{spec.name}/report.html"
     if not plan.pending and store.exists(report_key):

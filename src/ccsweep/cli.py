@@ -152,9 +152,17 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @click.option("--chunk", type=click.IntRange(min=0), metavar="I",
               help="Print only the cells of chunk I not stored yet, read from the stored manifest of --sweep "
                    "(nothing is planned or expanded; SPEC is not needed).")
+@click.option("--round", "round_number", type=click.IntRange(2, 1000), metavar="N",
+              help="Round N of a sweep with adaptive repetitions: print the cells its rule wants now, judged "
+                   "from the stored results, read from the stored manifest of --sweep (SPEC is not needed).")
+@click.option("--rounds-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the number of rounds the sweep needs at most here (1 without adaptive repetitions).")
+@click.option("--pending-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the number of cells to run now here (an Argo sweep's next round runs only if it is > 0).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
-         chunks_file: Path | None, chunk_size: int, chunk: int | None) -> None:
+         chunks_file: Path | None, chunk_size: int, chunk: int | None, round_number: int | None,
+         rounds_file: Path | None, pending_file: Path | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -169,9 +177,10 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`. A sweep with more cells to run
     than one Workflow carries is cut into chunks (--chunks-file): each runs in a Workflow of its own,
-    whose first step prints its cells with --chunk.
+    whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
+    after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
-    from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep
+    from ccsweep.plan import SweepPlan, pending_chunks, plan_chunk, plan_sweep, replan
 
     if chunk is not None:
         if sweep_name is None:
@@ -184,28 +193,47 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
                    f"{len(cells)} to run", err=True)
         click.echo(_plan_items(cells))
         return
-    inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-    if not inline and spec is None:
-        fail("give SPEC (or --spec-file), or --sweep with --chunk")
-    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
-    try:
-        the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
-    except (SpecError, StoreError) as exc:
-        fail(exc)
-    click.echo(f"sweep {sweep.name}: {len(the_plan.cells)} cells, {len(the_plan.cached)} already stored, "
-               f"{len(the_plan.pending)} to run", err=True)
+    the_plan: SweepPlan
+    if round_number is not None:
+        if sweep_name is None:
+            fail("--round reads a planned sweep's manifest: give --sweep")
+        try:
+            the_plan = replan(_open(store_url), _sweep(sweep_name))
+        except StoreError as exc:
+            fail(exc)
+        name = sweep_name
+    else:
+        inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
+        if not inline and spec is None:
+            fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
+        sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
+        try:
+            the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
+        except (SpecError, StoreError) as exc:
+            fail(exc)
+        name = sweep.name
+    wanted = len(the_plan.wanted)
+    rounds = f"round {round_number or 1} of at most {the_plan.rounds}: " if the_plan.points else ""
+    settled = sum(p.settled for p in the_plan.points)
+    click.echo(f"sweep {name}: {rounds}{wanted} cells wanted"
+               + (f" (of {len(the_plan.cells)} planned; {settled} of {len(the_plan.points)} settings settled)"
+                  if the_plan.points else "")
+               + f", {len(the_plan.cached)} already stored, {len(the_plan.pending)} to run", err=True)
     if pushgateway:
         from ccsweep.metrics import SweepMetrics
 
-        metrics = SweepMetrics(pushgateway, sweep.name)
-        metrics.update(total=len(the_plan.cells), cached=len(the_plan.cached))
+        metrics = SweepMetrics(pushgateway, name)
+        metrics.update(total=wanted, cached=len(the_plan.cached))
         metrics.close()
     pending = the_plan.pending
+    for path, value in ((rounds_file, the_plan.rounds), (pending_file, len(pending))):
+        if path is not None:
+            path.write_text(str(value))
     if chunks_file is not None:
         chunks = pending_chunks(the_plan, chunk_size)
         chunks_file.write_text(json.dumps(chunks))
         if chunks:
-            click.echo(f"sweep {sweep.name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "
+            click.echo(f"sweep {name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "
                        f"{chunk_size} cells", err=True)
             pending = []
     click.echo(_plan_items(pending))
@@ -548,7 +576,8 @@ def upload_spool(store_url: str | None, spool_dir: Path | None) -> None:
 def status(store_url: str, sweep_name: str) -> None:
     """How complete a planned sweep is: its cells with and without a stored result.
 
-    Exit status: 0 when every cell of the sweep's manifest has an on-time result, 1 otherwise
+    Exit status: 0 when every cell of the sweep's manifest has an on-time result (with adaptive
+    repetitions: every run its rule wants after the runs stored), 1 otherwise
     (then the cells without one are listed; cells measured only while the emulator ran late
     are counted as late). The last step of an Argo sweep runs this: the store, not
     Argo's step status (which says Succeeded for a fan-out that continues on failure), decides
@@ -557,11 +586,13 @@ def status(store_url: str, sweep_name: str) -> None:
     store = _open(store_url)
     sweep_name = _sweep(sweep_name)
     try:
-        manifest = store.get_manifest(sweep_name)
-        if manifest is None:
+        if store.get_manifest(sweep_name) is None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
-        cell_ids = list(dict.fromkeys(c.id for c in manifest.cells))
-        missing = [cell_id for cell_id in cell_ids if not store.has_result(cell_id)]
+        from ccsweep.plan import replan
+
+        the_plan = replan(store, sweep_name)  # with adaptive repetitions, the runs wanted after the last round
+        cell_ids = [c.id for c in the_plan.wanted]
+        missing = [c.id for c in the_plan.pending]
         late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
         starved = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/starved/")]
     except StoreError as exc:

@@ -339,7 +339,8 @@ def compare(a: Side, b: Side, quantity: QuantityDef, ignore: tuple[str, ...] = (
 
 # Output.
 CSV_COLUMNS = ["cell", "cc", "loss_percent", "rtt_ms", "bandwidth_mbps", "n_a", "n_b", "median_a", "median_b",
-               "difference", "ci_low", "ci_high", "interval", "p_mannwhitney", "p_anderson_darling", "verdict", "reason"]
+               "difference", "ci_low", "ci_high", "interval", "p_mannwhitney", "p_anderson_darling", "verdict",
+               "reason"]
 
 
 def to_csv(result: Comparison) -> str:

@@ -148,6 +148,11 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         target = defs[node["$ref"].rsplit("/", 1)[1]]
         # A field's own description (and default) wins over the referenced model's docstring.
         return _structural({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
+    if "oneOf" in node:  # a tagged union; only `repetitions` (a count or a mapping) has one
+        options = node["oneOf"]
+        if len(options) != 2 or options[0].get("type") != "integer" or "$ref" not in options[1]:
+            raise ValueError(f"not expressible as a structural schema (oneOf other than a count or a mapping): {node}")
+        return _int_or_object(node, options[0], _structural(options[1], defs))
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o != {"type": "null"}]
         if len(options) != 1:
@@ -184,6 +189,28 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         text = yaml.safe_dump(default, default_flow_style=True, width=1000).strip().removesuffix("...").strip()
         out["description"] = f"{out['description']} (default: {text})" if out.get("description") else f"default: {text}"
     return dict(sorted(out.items()))
+
+
+def _int_or_object(node: dict[str, Any], number: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    """A count or a mapping (`repetitions: 3` or `{min, max, target}`): no structural type covers both.
+
+    The field keeps any value (x-kubernetes-preserve-unknown-fields) and a CEL rule checks its
+    shape: an integer within the count's bounds, or a mapping with the model's required fields.
+    What else the mapping must hold (min below max, one target kind) the operator checks with the
+    model and reports as a condition, as for every rule a schema cannot say.
+    """
+    required = " && ".join(f"has(self.{name})" for name in model.get("required", []))
+    keys = ", ".join(f"'{name}'" for name in model["properties"])
+    rule = (f"type(self) == int ? (self >= {number['minimum']} && self <= {number['maximum']}) : "
+            f"(type(self) == map && {required} && self.all(k, k in [{keys}]))")
+    message = (f"an integer {number['minimum']} to {number['maximum']}, or a mapping with "
+               f"{', '.join(model.get('required', []))}")
+    out: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True,
+                           "x-kubernetes-validations": [{"rule": rule, "message": message}]}
+    if node.get("description"):
+        out["description"] = f"{node['description']} (default: {node['default']})" if "default" in node else \
+            node["description"]
+    return out
 
 
 def spec_schema() -> dict[str, Any]:

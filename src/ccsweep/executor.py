@@ -28,7 +28,7 @@ from rich.table import Table
 from ccsweep.admission import Admission
 from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics, publish_stored
-from ccsweep.plan import plan_sweep
+from ccsweep.plan import SweepPlan, plan_sweep
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
@@ -68,6 +68,8 @@ class SweepSummary:
     interrupted: bool = False
     #: Why cells were left unrun (the failure budget was spent), in one line; None when none were.
     stopped: str | None = None
+    #: Rounds of running cells (more than 1 only with adaptive repetitions).
+    rounds: int = 0
 
     def counts(self) -> Counter[str]:
         return Counter(o.status for o in self.outcomes)
@@ -129,34 +131,35 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     plan = plan_sweep(spec, store, revise=revise)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
-    available = available_congestion_controls()
-    runnable: list[Cell] = []
-    kernel = platform.release()
-    for cell in plan.pending:
-        missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
-        if cell.params.kernel is not None and cell.params.kernel != kernel:
-            summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"kernel {cell.params.kernel} asked for, "
-                                                                         f"this machine runs {kernel}"))
-        elif missing:
-            summary.outcomes.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
-                                                                         f"(available: {' '.join(sorted(available))})"))
-        else:
-            runnable.append(cell)
-    for reason in sorted({o.error or "" for o in summary.outcomes if o.status == "unavailable"}):
-        console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
-    console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.cells)} cells, {len(plan.cached)} already stored, "
-                  f"{len(runnable)} to run, store {store.url}", soft_wrap=True)
+    runnable = _runnable(plan.pending, summary, console)
+    console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.wanted)} cells, {len(plan.cached)} already stored, "
+                  f"{len(runnable)} to run, store {store.url}" + _rounds_note(plan), soft_wrap=True)
     warning_log = WarningLog(console)
     warnings = cast(TextIO, warning_log)  # a text stream to the metrics pushers, like stderr
     metrics = SweepMetrics(pushgateway, spec.name, err=warnings) if pushgateway else None
+    admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs,
+                          limit=jobs or 1)
+    budget = FailureBudget(max_failed_cells)
     try:
         if metrics:
-            metrics.update(total=len(plan.cells), **_progress(summary))
-        if runnable:
-            admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs,
-                                  limit=jobs or 1)
+            metrics.update(total=len(plan.wanted), **_progress(summary))
+        for round_number in range(1, plan.rounds + 1):
+            if not runnable:
+                break
             summary.interrupted = _run_cells(runnable, store, workdir, admission, max_attempts, pushgateway, summary,
-                                             console, warning_log, metrics, FailureBudget(max_failed_cells))
+                                             console, warning_log, metrics, budget)
+            summary.rounds = round_number
+            if summary.interrupted or summary.stopped or round_number == plan.rounds:
+                break
+            # Adaptive repetitions: judge every setting from what is stored now, and run what it wants next.
+            # A cell that ended this run (failed, late) waits for the next `ccsweep run`, as without rounds.
+            plan = plan_sweep(spec, store)
+            tried = {o.cell.id for o in summary.outcomes}
+            runnable = _runnable([c for c in plan.pending if c.id not in tried], summary, console)
+            if runnable:
+                console.print(f"round {round_number + 1} of at most {plan.rounds}: {len(runnable)} more runs for "
+                              f"{sum(p.state == 'needs more runs' for p in plan.points)} settings whose interval is "
+                              "wider than the target", soft_wrap=True)
     finally:
         if metrics:
             metrics.update(**_progress(summary))
@@ -171,6 +174,36 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         except StoreError as exc:
             warning_log.warn(f"ccsweep: warning: final metrics not published ({exc})")
     return summary
+
+
+def _runnable(cells: list[Cell], summary: SweepSummary, console: Console) -> list[Cell]:
+    """The cells this machine can run; the others are counted `unavailable` in `summary`, saying why."""
+    available = available_congestion_controls()
+    kernel = platform.release()
+    runnable: list[Cell] = []
+    skipped: list[CellOutcome] = []
+    for cell in cells:
+        missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
+        if cell.params.kernel is not None and cell.params.kernel != kernel:
+            skipped.append(CellOutcome(cell, "unavailable", error=f"kernel {cell.params.kernel} asked for, "
+                                                                 f"this machine runs {kernel}"))
+        elif missing:
+            skipped.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
+                                                                 f"(available: {' '.join(sorted(available))})"))
+        else:
+            runnable.append(cell)
+    for reason in sorted({o.error or "" for o in skipped}):
+        console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
+    summary.outcomes += skipped
+    return runnable
+
+
+def _rounds_note(plan: SweepPlan) -> str:
+    """', adaptive repetitions: ...' for a sweep with them, else ''."""
+    if not plan.points:
+        return ""
+    return (f"; adaptive repetitions: {sum(p.settled for p in plan.points)} of {len(plan.points)} settings settled, "
+            f"up to {plan.rounds} rounds")
 
 
 def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:

@@ -161,7 +161,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, enumerate(exp.queue), reverses,
-                             kernels, range(exp.repetitions))
+                             kernels, range(exp.max_runs))
     for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, rep in axes:
         up_loss = loss if exp.loss_direction in ("uplink", "both") else 0.0
         down_loss = loss if exp.loss_direction in ("downlink", "both") else 0.0

@@ -11,24 +11,39 @@ the stored manifest instead of expanding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ccsweep import __version__
+from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
-from ccsweep.spec import SweepSpec
+from ccsweep.spec import SpecError, SweepSpec, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 
 
 @dataclass
 class SweepPlan:
-    """A sweep's distinct cells (first occurrence wins), split into stored ones and ones to run."""
+    """A sweep's distinct cells (first occurrence wins), split into stored ones and ones to run.
+
+    With adaptive repetitions the manifest plans every run up to each experiment's `max`; `points`
+    says per setting how many are wanted after the rounds so far, and `pending` holds only wanted
+    cells (a run the rule has not asked for is neither run nor missing).
+    """
 
     manifest: SweepManifest
     cells: list[Cell]
     cached: list[Cell]
     pending: list[Cell]
+    points: list[PointRuns] = field(default_factory=list)
+    #: Rounds of planning and running the sweep needs at most (1 without adaptive repetitions).
+    rounds: int = 1
+
+    @property
+    def wanted(self) -> list[Cell]:
+        """The cells wanted so far: stored ones and those to run."""
+        unwanted, stored = unwanted_ids(self.points), {c.id for c in self.cached}
+        return [c for c in self.cells if c.id not in unwanted or c.id in stored]
 
 
 def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepPlan:
@@ -45,10 +60,31 @@ def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
         manifest = store.put_manifest(_new_manifest(spec, store), revise=revise)
     elif manifest.spec != wanted:
         raise store.spec_conflict(spec.name)
+    return _split(manifest, spec, store)
+
+
+def replan(store: ResultStore, sweep: str) -> SweepPlan:
+    """The plan of a planned sweep from its stored manifest alone: a later round of an adaptive sweep."""
+    manifest = stored_manifest(store, sweep)
+    try:
+        spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
+    except SpecError as exc:
+        raise StoreError(str(exc)) from None
+    return _split(manifest, spec, store)
+
+
+def _split(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> SweepPlan:
+    """Stored cells, and the wanted ones still to run (adaptive points judged from what is stored)."""
     cells = manifest.distinct_cells()
     cached = [c for c in cells if store.has_result(c.id)]
     done = {c.id for c in cached}
-    return SweepPlan(manifest=manifest, cells=cells, cached=cached, pending=[c for c in cells if c.id not in done])
+    rules = [e.adaptive for e in spec.experiments if e.adaptive is not None]
+    points = adaptive_points(spec.experiments, [c.to_cell(manifest.name) for c in manifest.cells],
+                             lambda cell_id: store.get_result(cell_id) if cell_id in done else None) if rules else []
+    unwanted = unwanted_ids(points)
+    return SweepPlan(manifest=manifest, cells=cells, cached=cached,
+                     pending=[c for c in cells if c.id not in done and c.id not in unwanted], points=points,
+                     rounds=max((round_bound(r) for r in rules), default=1))
 
 
 #: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
@@ -167,6 +203,7 @@ def chunk_parallelism(parallelism: int, chunks: int) -> int:
 
 
 def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Cell]:
-    """The cells of chunk `index` of a planned sweep not stored yet, from its stored manifest."""
-    cells = stored_manifest(store, sweep).distinct_cells()
-    return [c for c in chunk_cells(cells, index, size) if not store.has_result(c.id)]
+    """The cells of chunk `index` of a planned sweep still to run (wanted, not stored), from its stored manifest."""
+    plan = replan(store, sweep)
+    todo = {c.id for c in plan.pending}
+    return [c for c in chunk_cells(plan.cells, index, size) if c.id in todo]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
@@ -222,6 +222,49 @@ def _axis(description: str | None = None) -> Any:
     return Field(default=None, min_length=1, max_length=MAX_AXIS, description=description)
 
 
+#: Runs a cell may have at most, counted or adaptive.
+MAX_REPETITIONS = 100
+
+
+class PrecisionTarget(SpecModel):
+    """When a cell has had runs enough: its goodput's interval is narrow enough."""
+
+    ci_relative: float = Field(
+        gt=0, le=1, description="settled when the 95 % bootstrap CI of the median goodput has a half-width at most "
+                                "this fraction of the median")
+    ci_absolute_mbps: float | None = Field(
+        default=None, gt=0, le=100_000,
+        description="also settled when the half-width is at most this many Mbit/s (cells that deliver almost "
+                    "nothing, whose relative width means little)")
+
+
+class AdaptiveRepetitions(SpecModel):
+    """Runs until each cell is settled: `min` runs, then more after each round where the target is not met."""
+
+    min: int = Field(ge=2, le=MAX_REPETITIONS, description="runs every cell gets (2 or more: one run has no interval)")
+    max: int = Field(ge=2, le=MAX_REPETITIONS, description="runs a cell gets at most")
+    target: PrecisionTarget
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> AdaptiveRepetitions:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
+#: `repetitions`: a count, or a mapping for the adaptive rule. Told apart by the input's shape, so an
+#: error names the form that was meant (`repetitions.adaptive: min 5 is above max 4`).
+Repetitions = Annotated[
+    Annotated[Annotated[int, Field(ge=1, le=MAX_REPETITIONS)], Tag("count")]
+    | Annotated[AdaptiveRepetitions, Tag("adaptive")],
+    Discriminator(lambda value: "adaptive" if isinstance(value, dict | AdaptiveRepetitions) else "count"),
+]
+
+
+#: The tags of tagged unions, which pydantic puts into an error's location, by the fields they tag.
+UNION_TAGS: dict[str, tuple[str, ...]] = {"count": ("repetitions",), "adaptive": ("repetitions",)}
+
+
 class Experiment(SpecModel):
     """One experiment: its axes, what stays fixed, and the figure that shows it."""
 
@@ -246,7 +289,9 @@ class Experiment(SpecModel):
     reverse: list[ReversePath] | None = Field(default=None, min_length=1, max_length=64)
     duration_s: float = Field(gt=0, le=3600)
     warmup_s: float | None = Field(default=None, ge=0, le=3600)
-    repetitions: int = Field(default=1, ge=1, le=100)
+    repetitions: Repetitions = Field(
+        default=1, description="runs of every cell (seeds seed, seed + 1, ...), or {min, max, target}: runs "
+                               "until each cell's interval meets the target")
     seed: int = Field(default=1, ge=0, le=2**31)
     buffers: BufferSetting = BufferSetting()
     message_bytes: int = Field(default=1024, ge=1, le=1 << 20)
@@ -306,12 +351,21 @@ class Experiment(SpecModel):
             return self.mixes
         return [[FlowGroup(cc=cc, count=self.flows, stagger_s=self.flow_stagger_s)] for cc in self.cc or []]
 
+    @property
+    def max_runs(self) -> int:
+        """Runs a cell can get: the count, or an adaptive rule's max (the cells planned for each setting)."""
+        return self.repetitions if isinstance(self.repetitions, int) else self.repetitions.max
+
+    @property
+    def adaptive(self) -> AdaptiveRepetitions | None:
+        return None if isinstance(self.repetitions, int) else self.repetitions
+
     def cell_count(self) -> int:
-        """How many cells the experiment expands to, from the axes' lengths alone."""
+        """How many cells the experiment expands to, from the axes' lengths alone (an adaptive rule's max)."""
         bottlenecks = len(self.bandwidth_mbps if self.bandwidth_mbps is not None else self.trace or [])
         reverses = len(self.reverse) if self.reverse else 1
         return (len(self.flow_mixes()) * len(self.loss_fractions) * len(self.rtt_ms) * bottlenecks * len(self.queue)
-                * reverses * self.repetitions)
+                * reverses * self.max_runs)
 
 
 #: Fields of which an experiment gives exactly one (the Sweep CRD states the same as CEL rules).
@@ -644,6 +698,8 @@ def one_line(exc: ValidationError, raw: Any = None) -> str:
     parts: list[str] = []
     node: Any = raw
     for key in err["loc"]:
+        if key in UNION_TAGS and parts and parts[-1] in UNION_TAGS[key]:
+            continue  # the form a union took (repetitions: count or adaptive) is no field of the input
         if isinstance(key, int):
             label: str | int = key
             if parts and parts[-1] == "experiments":

@@ -14,19 +14,27 @@ from typing import Any
 import numpy as np
 import pytest
 
+import synthetic
 from ccsweep.cell import Cell
 from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.stats import collapsed_fraction, mean_ci, mean_ci_columns, median_ci
 from ccsweep.result import FlowSeries, LinkSeries, TimeSeries
 from ccsweep.store import SweepManifest
-from synthetic import experiment, goodput
+from synthetic import goodput
 
 #: Mathis at 1 % loss and 100 ms: 1448 B x 8 / 0.1 s x 1.22 / 0.1 = 1.41 Mbit/s.
 MATHIS_1PCT = mathis_mbps(100, 0.01, 100)
 
 
-def verdicts(claim_id: str, data: ExperimentData) -> list[bool]:
+def experiment(exp: dict[str, Any], measure: Callable[[Cell], dict[str, Any]],
+               series: Callable[[Cell], TimeSeries] | None = None) -> ExperimentData:
+    """synthetic.experiment with two runs of each cell unless `exp` says otherwise: a measure that gives both
+    runs one number gives a zero-width interval, which settles a claim either way (one run settles nothing)."""
+    return synthetic.experiment({"repetitions": 2, **exp}, measure, series)
+
+
+def verdicts(claim_id: str, data: ExperimentData) -> list[bool | None]:
     (claim,) = [c for c in CLAIMS if c.id == claim_id]
     return [v.ok for v in claim.evaluate(data)]
 
@@ -76,7 +84,8 @@ CASES = {
     "mathis": ({"cc": ["reno"], "loss_percent": [1]},
                goodput(lambda c: 1.9 * MATHIS_1PCT, rtt_mean_ms=100), goodput(lambda c: 2.1 * MATHIS_1PCT,
                                                                               rtt_mean_ms=100), None),
-    "bbr-step": ({"cc": ["bbr"], "loss_percent": [0], "rate_schedule": [{"at_s": 10, "factor": 2}]},
+    "bbr-step": ({"cc": ["bbr"], "loss_percent": [0], "rate_schedule": [{"at_s": 10, "factor": 2}],
+                  "repetitions": 1},  # judged per run
                  goodput(lambda c: 90.0), goodput(lambda c: 90.0), bbr_estimate),
     # 10 BDP at 100 Mbit/s drains in 1000 ms: both bounds are 100 + 500 ms.
     "bbr-low-delay": ({"cc": ["bbr"], "loss_percent": [0], "queue": [{"kind": "droptail", "bdp": 10}]},
@@ -104,6 +113,19 @@ def test_claim_passes_and_fails(claim_id: str):
     exp, passing, failing, series = CASES[claim_id]
     assert verdicts(claim_id, experiment(exp, passing, series and series(True))) == [True]
     assert verdicts(claim_id, experiment(exp, failing, series and series(False))) == [False]
+
+
+def test_a_claim_straddled_by_its_interval_is_not_settled():
+    """BBR at 1 % loss (bound 89.1 Mbit/s) with runs on both sides: neither passed nor failed, with the numbers."""
+    runs = [95.0, 60.0, 94.0, 58.0, 96.0, 61.0]
+    data = experiment({"cc": ["bbr"], "loss_percent": [1], "repetitions": 6},
+                      goodput(lambda c: runs[c.params.repetition]))
+    (verdict,) = CLAIMS[0].evaluate(data)
+    assert verdict.ok is None and verdict.word == "not settled"
+    assert "95 % bootstrap CI of the median, n = 6, interval [" in verdict.detail
+    # One run has no interval: not settled either, however far from the bound it lies.
+    one = experiment({"cc": ["bbr"], "loss_percent": [1], "repetitions": 1}, goodput(lambda c: 99.0))
+    assert [v.ok for v in CLAIMS[0].evaluate(one)] == [None]
 
 
 @pytest.mark.parametrize(("claim_id", "exp"), [

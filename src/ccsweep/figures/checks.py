@@ -2,13 +2,19 @@
 
 Each claim names its source and its scope -- the cells where the claim's physics applies -- so a
 failure means the platform (or the kernel) disagrees with the literature, not that a claim was
-stretched to a path it was never made for.  Values are means over repetitions and use the steady
+stretched to a path it was never made for.  Values are medians over repetitions of the
 steady-state goodput (after the warm-up), because the claims describe steady state; every
 verdict says so.
+
+A verdict is judged on the whole 95 % bootstrap interval of each median, not on the median alone:
+passed when the claim holds everywhere in it, failed when it holds nowhere, and not settled when
+the interval straddles the bound (a cell with two modes) or there is no interval (one run).  More
+runs settle it; with adaptive repetitions the detail says how many the cell had.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +36,7 @@ from ccsweep.figures.points import (
 )
 from ccsweep.figures.quantities import STEADY_GOODPUT, payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
+from ccsweep.figures.stats import Interval
 from ccsweep.result import CellResult
 
 #: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.
@@ -55,8 +62,13 @@ SHALLOW_LOW_PERCENT = 0.5
 @dataclass
 class Verdict:
     subject: str
-    ok: bool
+    #: True passed, False failed, None not settled (the interval straddles the bound, or one run).
+    ok: bool | None
     detail: str
+
+    @property
+    def word(self) -> str:
+        return {True: "pass", False: "fail", None: "not settled"}[self.ok]
 
 
 @dataclass
@@ -79,11 +91,41 @@ class CheckRow:
 
     @property
     def passed(self) -> int:
-        return sum(v.ok for v in self.verdicts)
+        return sum(v.ok is True for v in self.verdicts)
 
     @property
     def status(self) -> str:
-        return "pass" if self.passed == len(self.verdicts) else "fail"
+        """fail if any cell fails, not settled if any is not settled, else pass."""
+        if any(v.ok is False for v in self.verdicts):
+            return "fail"
+        return "not settled" if any(v.ok is None for v in self.verdicts) else "pass"
+
+
+def settle(outcomes: Sequence[bool]) -> bool | None:
+    """True if the claim held at every value tried across the intervals, False if at none, else None."""
+    return True if all(outcomes) else False if not any(outcomes) else None
+
+
+def across(interval: Interval) -> list[float]:
+    """Values spanning an interval (its ends and points between, for a bound that is a band); the
+    center alone without an interval, which then settles nothing (see `judged`)."""
+    if interval.low is None or interval.high is None:
+        return [interval.center]
+    return [float(v) for v in np.linspace(interval.low, interval.high, 9)]
+
+
+def judged(intervals: Sequence[Interval], holds: Callable[..., bool]) -> bool | None:
+    """`holds(*values)` over every combination of values across the intervals, settled; None if an
+    interval is missing (one run settles nothing)."""
+    if any(i.low is None for i in intervals):
+        return None
+    grids = [across(i) for i in intervals]
+    return settle([holds(*combo) for combo in itertools.product(*grids)])
+
+
+def stated(interval: Interval, unit: str = "Mbit/s") -> str:
+    """'median 41.2 [38.0, 43.1] Mbit/s (95 % bootstrap CI of the median, n = 12)'."""
+    return f"median {interval.text()} {unit} ({interval.label})".replace("  ", " ")
 
 
 steady_goodput = STEADY_GOODPUT.of
@@ -100,7 +142,7 @@ def _single(params: CellParams, *ccs: str) -> bool:
 def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
                metric: Callable[[CellResult], float | None],
                judge: Callable[[Point, float], tuple[bool, str]]) -> list[Verdict]:
-    """One verdict per point of the claim's scope: `judge` weighs the mean of `metric` over its repetitions.
+    """One verdict per point of the claim's scope: `judge` weighs `metric` across the interval of its median.
 
     The shape most claims share (a bound per parameter point); the claims that compare two points
     (a loss against its baseline, one algorithm against another) walk their series themselves.
@@ -112,8 +154,12 @@ def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
         stat = point.median_ci(metric)
         if stat is None:
             continue
-        ok, detail = judge(point, stat.center)
-        verdicts.append(Verdict(cell_summary(point.params, repetition=False), ok, detail))
+        _, detail = judge(point, stat.center)
+        ok = judged([stat], lambda value, point=point: judge(point, value)[0])
+        verdicts.append(Verdict(cell_summary(point.params, repetition=False), ok,
+                                f"{detail}; {stat.label}" + (f", interval [{stat.low:.3g}, {stat.high:.3g}]"
+                                                             if stat.low is not None and stat.high is not None
+                                                             else "")))
     return verdicts
 
 
@@ -136,9 +182,10 @@ def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
         at, base = lossy.median_ci(steady_goodput), reference.median_ci(steady_goodput)
         if at is None or base is None:
             continue
-        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), at.center <= base.center / 10,
-                                f"{STEADY} {at.center:.3g} Mbit/s at 0.1 % vs {base.center:.3g} at "
-                                f"{reference.params.loss * 100:g} % (ratio {base.center / max(at.center, 1e-9):.3g})"))
+        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False),
+                                judged([at, base], lambda a, b: a <= b / 10),
+                                f"{STEADY} {stated(at)} at 0.1 % vs {stated(base)} at {reference.params.loss * 100:g} % "
+                                f"(ratio {base.center / max(at.center, 1e-9):.3g})"))
     return verdicts
 
 
@@ -242,9 +289,10 @@ def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
         if cubic is None or bbr is None or bbr.center <= 0:
             continue
         ratio = cubic.center / bbr.center
-        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False), ratio <= FAR_BELOW,
-                                f"{STEADY}: CUBIC {cubic.center:.3g} Mbit/s vs BBR {bbr.center:.3g} "
-                                f"(ratio {ratio:.2f}, bound ≤ {FAR_BELOW:g})"))
+        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False),
+                                judged([cubic, bbr], lambda c, b: c <= FAR_BELOW * b),
+                                f"{STEADY}: CUBIC {stated(cubic)} vs BBR {stated(bbr)} (ratio {ratio:.2f}, "
+                                f"bound ≤ {FAR_BELOW:g})"))
     return verdicts
 
 
@@ -261,10 +309,14 @@ def _thousandeyes(data: ExperimentData) -> list[Verdict]:
             continue
         drop = 100 * (base.center - at.center) / base.center
         bbr = lossy.params.flows[0].cc == "bbr"
-        ok = drop < THOUSANDEYES_BBR_MAX_DROP if bbr else drop > THOUSANDEYES_CUBIC_MIN_DROP
+
+        def holds(a: float, b: float, bbr: bool = bbr) -> bool:
+            fall = 100 * (b - a) / b if b > 0 else 0.0
+            return fall < THOUSANDEYES_BBR_MAX_DROP if bbr else fall > THOUSANDEYES_CUBIC_MIN_DROP
+
         bound = f"< {THOUSANDEYES_BBR_MAX_DROP:g} %" if bbr else f"> {THOUSANDEYES_CUBIC_MIN_DROP:g} %"
-        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), ok,
-                                f"{STEADY} {at.center:.3g} Mbit/s vs baseline {base.center:.3g}: {-drop:+.1f} % "
+        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), judged([at, base], holds),
+                                f"{STEADY} {stated(at)} vs baseline {stated(base)}: {-drop:+.1f} % "
                                 f"(fall bound {bound})"))
     return verdicts
 

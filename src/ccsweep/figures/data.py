@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ccsweep.adaptive import PointRuns, adaptive_points, unwanted_ids
 from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
@@ -75,6 +76,8 @@ class SweepData:
     #: Per cell without an on-time result, its latest attempt measured while the emulator ran late:
     #: shown (greyed) in the report, never in figures or claims.
     late: list[CellResult] = field(default_factory=list)
+    #: Each setting of the experiments with adaptive repetitions: its runs and why it stopped.
+    points: list[PointRuns] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -114,15 +117,18 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     starved = {cell_id: attempt for cell_id, result in stored.items() if result is None and cell_id not in late
                and (attempt := store.latest_attempt(cell_id, "starved")) is not None}
     why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved)
+    # Runs an adaptive rule has not asked for are planned, not missing.
+    points = adaptive_points(spec.experiments, [c.to_cell(sweep) for c in manifest.cells], results.get)
+    unwanted = unwanted_ids(points)
     experiments = []
     for exp in spec.experiments:
         cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
         found = [results[i] for i in cells if i in results]
-        absent = [cell for cell_id, cell in cells.items() if cell_id not in results]
+        absent = [cell for cell_id, cell in cells.items() if cell_id not in results and cell_id not in unwanted]
         experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
-                     failures=list(failures.values()), late=list(late.values()))
+                     failures=list(failures.values()), late=list(late.values()), points=points)
 
 
 def counts(result: CellResult) -> bool:

@@ -1,8 +1,9 @@
 """The sweep's HTML report: one self-contained file (figures embedded as SVG data URIs).
 
-It holds what a reader needs to trust or doubt a figure: the reference checks, cells whose
-emulator ran late, missing and failed cells, the environment the cells ran in, and per cell its
-parameters, measurements and self-check.  Everything comes from the store.
+It holds what a reader needs to trust or doubt a figure: the reference checks, the runs each cell
+took under adaptive repetitions and why it stopped, cells whose emulator ran late, missing and
+failed cells, the environment the cells ran in, and per cell its parameters, measurements and
+self-check.  Everything comes from the store.
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ import base64
 import json
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from importlib.resources import files
 
 import jinja2
 import yaml
 
 from ccsweep import __version__
+from ccsweep.adaptive import unwanted_ids
 from ccsweep.figures.checks import CLAIMS, CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
+from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.result import CellResult
 from ccsweep.store.base import record_key
 
@@ -117,14 +121,48 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def runs_rows(sweep: SweepData) -> list[dict[str, object]]:
+    """Per setting of an adaptive experiment: its runs, interval, collapsed fraction, cell-seconds, why it stopped."""
+    stored = {r.cell.id: r for r in sweep.distinct_results()}
+    rows = []
+    for point in sweep.points:
+        interval = median_ci(point.values) if point.values else None
+        params = point.cells[0].params
+        records = [stored[c.id] for c in point.cells if c.id in stored]
+        rows.append({
+            "experiment": point.experiment,
+            "summary": cell_summary(params, repetition=False),
+            "runs": point.runs,
+            "interval": interval.text() if interval else "–",
+            "label": interval.label if interval else "no run stored",
+            "relative": interval.relative_half_width * 100 if interval and interval.low is not None else None,
+            "collapsed": collapsed_fraction(point.values, params.bandwidth_mbps),
+            "cell_seconds": sum(s for s in map(cell_seconds, records) if s is not None) if records else None,
+            "state": point.state,
+            "reason": point.reason,
+        })
+    return rows
+
+
+def cell_seconds(result: CellResult) -> float | None:
+    """Wall time of a cell's run, start to stored result (None where the record's times do not parse)."""
+    try:
+        return (datetime.fromisoformat(result.finished_at) - datetime.fromisoformat(result.started_at)).total_seconds()
+    except ValueError:
+        return None
+
+
 def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
                   checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None) -> str:
     """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top."""
     results = sweep.distinct_results()
     late = sweep.late
+    unwanted = unwanted_ids(sweep.points)
+    stored = {r.cell.id for r in results}
     experiments_of: dict[str, list[str]] = {}
     for cell in sweep.manifest.cells:
-        experiments_of.setdefault(cell.id, []).append(cell.experiment)
+        if cell.id not in unwanted or cell.id in stored:  # runs an adaptive rule has not asked for are not cells
+            experiments_of.setdefault(cell.id, []).append(cell.experiment)
     env = jinja2.Environment(loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}g}"
@@ -133,12 +171,15 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
     return env.get_template("report.html.j2").render(
         sweep=sweep,
         version=__version__,
-        counts={"entries": len(sweep.manifest.cells), "distinct": len(experiments_of), "stored": len(results),
+        counts={"entries": sum(map(len, experiments_of.values())), "distinct": len(experiments_of),
+                "stored": len(results),
                 "missing": len(experiments_of) - len(results), "failed": len(sweep.failures), "late": len(late)},
         checks=checks,
         inapplicable=[c for c in CLAIMS if c.id not in {row.claim.id for row in checks}],
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
+        runs=runs_rows(sweep),
+        collapse_percent=COLLAPSE_FRACTION * 100,
         environment=_environment_summary(results),
         selfchecks=_selfcheck_summary([*results, *late]),
         sections=[{

@@ -1,0 +1,126 @@
+"""Adaptive repetitions: which runs of each cell are wanted now, from the runs already stored.
+
+An experiment with `repetitions: {min, max, target}` plans `max` runs of every setting (a *point*:
+cells that differ only in repetition and seed), each its own content-addressed cell with seed
+`seed + index`, so run i of an adaptive experiment is the same cell as run i of `repetitions: n`,
+and a stored run is never run again.  Which of them run is decided here, after each round, from
+the stored results alone:
+
+- fewer than `min` runs stored: the first `min` are wanted;
+- else the point's interval (95 % bootstrap CI of its median goodput) is compared with the
+  target: met, the point stops ("target met"); `max` runs stored, it stops ("max reached");
+  otherwise it wants more, as many as the interval's width says it needs if runs shrink it as
+  1/√n, at least half again as many and at most twice as many as it has, never above `max`.
+
+A stricter target later (a revised spec) only adds runs: the cells are the same, so everything
+stored counts.  The same function decides for every executor (the local one, each round of the
+Argo workflow, the operator), so they agree on what is wanted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ccsweep.cell import Cell
+from ccsweep.result import CellResult
+from ccsweep.spec import AdaptiveRepetitions, Experiment
+
+#: The quantity a ci target judges: the goodput over the whole flow (Figure 8's y axis).
+TARGET_QUANTITY = "goodput_mbps"
+
+
+@dataclass(frozen=True)
+class PointRuns:
+    """One point of an adaptive experiment after a round: its runs, its interval, what it wants next."""
+
+    experiment: str
+    cells: tuple[Cell, ...]  # every planned run, by repetition
+    values: tuple[float, ...]  # the stored runs' goodput (Mbit/s)
+    wanted: int  # runs this point should have: the first `wanted` cells
+    state: str  # "target met", "max reached", "needs more runs", "below min"
+    reason: str  # the numbers behind the state, one line
+    rule: AdaptiveRepetitions
+
+    @property
+    def runs(self) -> int:
+        return len(self.values)
+
+    @property
+    def settled(self) -> bool:
+        return self.state in ("target met", "max reached")
+
+
+def point_of(cell: Cell) -> str:
+    """The point a cell belongs to: its parameters without repetition and seed."""
+    data = cell.params.model_dump(mode="json")
+    data.pop("repetition"), data.pop("seed")
+    return f"{cell.experiment}\n{sorted(data.items())}"
+
+
+def next_count(runs: int, relative: float, target: float, maximum: int) -> int:
+    """Runs a point should have next: enough if the interval shrinks as 1/√n, between 1.5x and 2x, <= max."""
+    estimate = math.ceil(runs * (relative / target) ** 2) if math.isfinite(relative) else 2 * runs
+    return min(maximum, max(runs + math.ceil(runs / 2), min(2 * runs, estimate)))
+
+
+def round_bound(rule: AdaptiveRepetitions) -> int:
+    """Rounds an adaptive experiment needs at most: the first, then one per growth step from min to max."""
+    rounds, runs = 1, rule.min
+    while runs < rule.max:
+        runs = min(rule.max, runs + math.ceil(runs / 2))
+        rounds += 1
+    return rounds
+
+
+def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str]:
+    """(runs wanted, state, reason) for a point with these stored runs."""
+    from ccsweep.figures.stats import median_ci
+
+    if len(values) < rule.min:
+        return rule.min, "below min", f"{len(values)} of min {rule.min} runs stored"
+    target = rule.target
+    interval = median_ci(values)
+    half = interval.half_width or 0.0
+    relative = interval.relative_half_width
+    met = relative <= target.ci_relative or (
+        target.ci_absolute_mbps is not None and half <= target.ci_absolute_mbps)
+    numbers = (f"median {interval.text()} Mbit/s ({interval.label}), half-width {half:.3g} = "
+               f"{relative * 100:.3g} % of the median, target {target.ci_relative * 100:g} %"
+               + (f" or {target.ci_absolute_mbps:g} Mbit/s" if target.ci_absolute_mbps is not None else ""))
+    if met:
+        return len(values), "target met", numbers
+    if len(values) >= rule.max:
+        return len(values), "max reached", numbers
+    return next_count(len(values), relative, target.ci_relative, rule.max), "needs more runs", numbers
+
+
+def adaptive_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
+                    stored: Callable[[str], CellResult | None]) -> list[PointRuns]:
+    """Every point of the adaptive experiments, judged from the stored results (`stored(id)`)."""
+    rules = {e.name: e.adaptive for e in experiments if e.adaptive is not None}
+    points: dict[str, list[Cell]] = {}
+    for cell in cells:
+        if cell.experiment in rules:
+            points.setdefault(point_of(cell), []).append(cell)
+    out = []
+    for members in points.values():
+        members.sort(key=lambda c: c.params.repetition)
+        rule = rules[members[0].experiment]
+        values = [v for v in (_value(stored(c.id)) for c in members) if v is not None]
+        wanted, state, reason = judge(rule, values)
+        out.append(PointRuns(members[0].experiment, tuple(members), tuple(values), wanted, state, reason, rule))
+    return out
+
+
+def _value(result: CellResult | None) -> float | None:
+    if result is None or result.status != "ok":
+        return None
+    value = getattr(result, TARGET_QUANTITY)
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def unwanted_ids(points: Iterable[PointRuns]) -> set[str]:
+    """Cells of adaptive points that no round has asked for (yet): planned, not to be run or missed."""
+    return {cell.id for point in points for cell in point.cells[point.wanted:]}

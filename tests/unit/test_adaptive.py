@@ -1,0 +1,158 @@
+"""Adaptive repetitions on stored results (no flows run): runs are added only where the target is not met.
+
+The goodput numbers are runs of this kernel's Figure 8 cells as an outside review recorded them
+(BBR at 100 Mbit/s, 100 ms, 30 s flows): a calm cell near the link rate, and BBR at 15 % loss, whose
+runs sit near 43 Mbit/s or below 5.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ccsweep.adaptive import next_count, round_bound
+from ccsweep.cli import main
+from ccsweep.expand import expand
+from ccsweep.figures.data import load_sweep
+from ccsweep.plan import plan_sweep, replan
+from ccsweep.result import CellResult
+from ccsweep.spec import AdaptiveRepetitions, SpecError, parse_spec
+from ccsweep.store import open_store
+from synthetic import ENV
+
+RULE = {"min": 3, "max": 20, "target": {"ci_relative": 0.05}}
+CALM = [94.8, 95.1, 94.9, 95.0, 95.2, 94.7, 95.0, 94.9, 95.1, 95.0]
+BIMODAL = [24.4, 2.2, 43.5, 41.0, 2.9, 36.2, 42.1, 3.3, 40.8, 42.9, 39.5, 4.1, 43.0, 41.7, 2.6, 42.2, 38.9, 43.1,
+           3.8, 42.4]
+
+
+def spec(repetitions: object, name: str = "adaptive") -> dict:
+    return {"name": name, "experiments": [{
+        "name": "fig8", "cc": ["bbr"], "loss_percent": [1, 15], "rtt_ms": [100], "bandwidth_mbps": [100],
+        "duration_s": 30, "warmup_s": 5, "repetitions": repetitions}]}
+
+
+def store_runs(store, cells, upto: int | None = None) -> list[str]:
+    """Store results for `cells` (those below repetition `upto`); goodput from the recorded runs above."""
+    stored = []
+    for cell in cells:
+        rep = cell.params.repetition
+        if upto is not None and rep >= upto:
+            continue
+        value = CALM[rep % len(CALM)] if cell.params.loss < 0.05 else BIMODAL[rep]
+        assert store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
+                                         goodput_mbps=value, goodput_steady_mbps=value))
+        stored.append(cell.id)
+    return stored
+
+
+def by_loss(cells) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for cell in cells:
+        out.setdefault(round(cell.params.loss * 100), []).append(cell.params.repetition)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_the_issue_form_validates_and_plain_counts_keep_their_ids():
+    parsed = parse_spec(spec(RULE))
+    assert isinstance(parsed.experiments[0].repetitions, AdaptiveRepetitions)
+    assert parsed.experiments[0].max_runs == 20 and parsed.experiments[0].cell_count() == 40
+    # Run i of the adaptive rule is run i of `repetitions: n`: the same cell, the same id, the same seed.
+    adaptive = expand(parsed)
+    counted = expand(parse_spec(spec(3)))
+    assert {c.id for c in counted} <= {c.id for c in adaptive}
+    assert [c.params.seed for c in adaptive if c.params.loss == 0.01] == list(range(1, 21))
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ({"min": 5, "max": 4, "target": {"ci_relative": 0.05}}, "repetitions: min 5 is above max 4"),
+    ({"min": 1, "max": 4, "target": {"ci_relative": 0.05}}, "repetitions.min: Input should be greater than or equal"),
+    ({"min": 3, "max": 20, "target": {}}, "repetitions.target.ci_relative: Field required"),
+    ({"min": 3, "max": 20, "target": {"ci_relative": 2}}, "repetitions.target.ci_relative: Input should be less"),
+    ({"min": 3, "max": 101, "target": {"ci_relative": 0.05}}, "repetitions.max: Input should be less than or equal"),
+])
+def test_bad_rules_are_one_line_naming_the_field(rule: dict, message: str):
+    with pytest.raises(SpecError, match=message.replace("[", r"\[")):
+        parse_spec(spec(rule))
+
+
+def test_a_stored_sweep_gains_runs_only_where_the_target_is_not_met(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    first = plan_sweep(parse_spec(spec(RULE)), store)
+    assert first.rounds == round_bound(AdaptiveRepetitions.model_validate(RULE)) == 6  # 3, 5, 8, 12, 18, 20
+    assert by_loss(first.pending) == {1: [0, 1, 2], 15: [0, 1, 2]}  # min runs first, of 40 planned
+    assert len(first.cells) == 40 and len(first.wanted) == 6
+    stored = store_runs(store, first.pending)
+    second = replan(store, "adaptive")
+    calm, bimodal = sorted(second.points, key=lambda p: p.cells[0].params.loss)
+    assert (calm.state, calm.runs, calm.wanted) == ("target met", 3, 3)
+    assert "half-width" in calm.reason and "target 5 %" in calm.reason
+    assert (bimodal.state, bimodal.runs) == ("needs more runs", 3)
+    # Only the unsettled cell gets runs, the next ones by index, and nothing stored is planned again.
+    assert by_loss(second.pending) == {15: list(range(3, bimodal.wanted))}
+    assert not {c.id for c in second.pending} & set(stored)
+    # Round after round, the bimodal cell grows to its max and stops there; the calm one never moves.
+    rounds = 1
+    plan = second
+    while plan.pending:
+        stored += store_runs(store, plan.pending)
+        plan = replan(store, "adaptive")
+        rounds += 1
+    assert rounds <= first.rounds
+    calm, bimodal = sorted(plan.points, key=lambda p: p.cells[0].params.loss)
+    assert (calm.runs, bimodal.runs, bimodal.state) == (3, 20, "max reached")
+    assert len(stored) == len(set(stored)) == 23
+    # `ccsweep status` counts the wanted runs only: the 17 unasked runs of the calm cell are not missing.
+    status = CliRunner().invoke(main, ["status", "--store", str(tmp_path), "--sweep", "adaptive"])
+    assert status.exit_code == 0 and "23 cells, 23 stored, 0 without a result" in status.output
+    assert all(not e.missing for e in load_sweep(store, "adaptive").experiments)
+    # The report says per cell how many runs it took and why it stopped, with the numbers.
+    built = CliRunner().invoke(main, ["figures", "--store", str(tmp_path), "--sweep", "adaptive"])
+    assert built.exit_code == 0, built.output
+    report = html.unescape((tmp_path / "sweeps" / "adaptive" / "report.html").read_text())
+    runs = report[report.index('id="runs"'):report.index('id="selfcheck"')]
+    rows = re.findall(r"<tr><td>fig8</td><td>([^<]*)</td><td class=\"num\">(\d+)</td>.*?<td class=\"(?:pass|late)\">([^<]*)</td>",
+                      runs, re.S)
+    assert [(cell.split(", ")[1], int(n), state) for cell, n, state in rows] == [
+        ("1 % loss", 3, "target met"), ("15 % loss", 20, "max reached")]
+    assert "95 % bootstrap CI of the median, n = 20" in runs
+    assert "<td class=\"num\">0.3</td>" in runs  # 6 of the bimodal cell's 20 runs below 5 Mbit/s
+    assert "23 cells (23 distinct)" in report and "0 missing" in report
+
+
+def test_a_stricter_target_later_only_adds_runs(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    stored = store_runs(store, plan_sweep(parse_spec(spec(RULE)), store).pending)
+    strict = {**RULE, "target": {"ci_relative": 0.0005}}
+    revised = plan_sweep(parse_spec(spec(strict)), store, revise=True)
+    assert {c.id for c in revised.cached} == set(stored)  # the same cells: everything stored still counts
+    assert by_loss(revised.pending) == {1: [3, 4, 5], 15: [3, 4, 5]}  # the calm cell too, now: only new runs
+
+
+def test_the_argo_round_plan_prints_only_wanted_cells(tmp_path: Path):
+    """`ccsweep plan --round N` (each later round of the Argo sweep) replans from the manifest alone."""
+    store = open_store(str(tmp_path))
+    store_runs(store, plan_sweep(parse_spec(spec(RULE)), store).pending)
+    rounds, pending = tmp_path / "rounds", tmp_path / "pending"
+    result = CliRunner().invoke(main, ["plan", "--sweep", "adaptive", "--store", str(tmp_path), "--round", "2",
+                                       "--rounds-file", str(rounds), "--pending-file", str(pending)])
+    assert result.exit_code == 0, result.output
+    assert "round 2 of at most 6: 9 cells wanted (of 40 planned; 1 of 2 settings settled)" in result.output
+    assert (rounds.read_text(), pending.read_text()) == ("6", "3")
+    bad = CliRunner().invoke(main, ["plan", "--round", "2", "--store", str(tmp_path)])
+    assert bad.exit_code == 2 and "--round reads a planned sweep's manifest: give --sweep" in bad.output
+
+
+@pytest.mark.parametrize(("runs", "relative", "expected"), [
+    (3, 0.10, 6),   # 3 x (0.10 / 0.05)^2 = 12, at most twice as many
+    (4, 0.055, 6),  # 4 x 1.21 = 4.84, but at least half again as many
+    (12, 0.06, 18),
+    (18, 0.5, 20),  # never above max
+    (3, float("inf"), 6),
+])
+def test_next_count(runs: int, relative: float, expected: int):
+    assert next_count(runs, relative, 0.05, 20) == expected
