@@ -115,8 +115,8 @@ def test_a_stored_sweep_gains_runs_only_where_the_target_is_not_met(tmp_path: Pa
     assert built.exit_code == 0, built.output
     report = html.unescape((tmp_path / "sweeps" / "adaptive" / "report.html").read_text())
     runs = report[report.index('id="runs"'):report.index('id="selfcheck"')]
-    rows = re.findall(r"<tr><td>fig8</td><td>([^<]*)</td><td class=\"num\">(\d+)</td>.*?<td class=\"(?:pass|late)\">([^<]*)</td>",
-                      runs, re.S)
+    rows = re.findall(r"<tr><td>fig8</td><td>([^<]*)</td><td class=\"num\">(\d+)</td>.*?"
+                      r"<td class=\"(?:pass|late)\">([^<]*)</td>", runs, re.S)
     assert [(cell.split(", ")[1], int(n), state) for cell, n, state in rows] == [
         ("1 % loss", 3, "target met"), ("15 % loss", 20, "max reached")]
     assert "95 % bootstrap CI of the median, n = 20" in runs

@@ -184,8 +184,8 @@ def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
             continue
         verdicts.append(Verdict(cell_summary(lossy.params, repetition=False),
                                 judged([at, base], lambda a, b: a <= b / 10),
-                                f"{STEADY} {stated(at)} at 0.1 % vs {stated(base)} at {reference.params.loss * 100:g} % "
-                                f"(ratio {base.center / max(at.center, 1e-9):.3g})"))
+                                f"{STEADY} {stated(at)} at 0.1 % vs {stated(base)} at "
+                                f"{reference.params.loss * 100:g} % (ratio {base.center / max(at.center, 1e-9):.3g})"))
     return verdicts
 
 
