@@ -87,7 +87,7 @@ def test_fixtures_are_real_cells():
 
 def test_goodput_vs_loss_is_figure8():
     ((data, section),) = sections("goodput-vs-loss")
-    (figure,) = section.figures
+    figure, _limits = section.figures
     assert figure.name == data.name
     (ax,) = figure.figure.axes
     assert ax.get_xscale() == "log"
@@ -111,6 +111,21 @@ def test_goodput_vs_loss_is_figure8():
     cubic = line(ax, "CUBIC")
     assert cubic.get_ydata()[-1] < 0.2 * cubic.get_ydata()[0]
     assert bbr.get_ydata()[-1] > 0.7 * bbr.get_ydata()[0]
+
+
+def test_goodput_vs_loss_shows_what_limited_the_senders():
+    """rwnd- and sndbuf-limited shares of busy time, recorded per flow, drawn per cell against loss."""
+    ((data, section),) = sections("goodput-vs-loss")
+    (limits,) = [f for f in section.figures if f.name == f"{data.name}-limits"]
+    rwnd_ax, sndbuf_ax = limits.figure.axes
+    assert rwnd_ax.get_ylabel() == "rwnd-limited (% of busy time)"
+    assert sndbuf_ax.get_ylabel() == "sndbuf-limited (% of busy time)"
+    for ax, field in ((rwnd_ax, "rwnd_limited_fraction"), (sndbuf_ax, "sndbuf_limited_fraction")):
+        bbr = line(ax, "BBR")
+        expected = {p.params.loss * 100: np.median([100 * getattr(r.flows[0], field) for r in p.results])
+                    for p in group_points(data.results) if p.params.cc_label == "bbr"}
+        np.testing.assert_allclose(bbr.get_ydata(), [expected[x] for x in bbr.get_xdata()])
+    assert "receiver's window" in limits.caption
 
 
 def test_capacity_share_has_one_series_per_rate():
@@ -247,14 +262,17 @@ def test_shallow_buffers_flows_and_drops_at_the_studys_buffer():
             drawn = line(rate_ax, f"flow {i + 1} ({cc_name(ccs[i])})")
             expected = rate_from_cumulative(flow.receiver_t, flow.receiver_bytes, 1.0, 0, point.params.duration_s)
             np.testing.assert_allclose(drawn.get_ydata(), expected.y)
-        # The drops per second add up to the drops the link counted within the flow's whole seconds.
-        drops = line(drop_ax, "drops").get_ydata()
+        # The study's drop rate, percent per second: each 1 s bin's drops over the packets offered in it,
+        # which weighted by those packets add up to the bins' share of all packets dropped.
+        rate = line(drop_ax, "drop rate")
         link = series.link
         lost = np.add(np.add(link.uplink_drops_queue, link.uplink_drops_aqm), link.uplink_drops_loss)
-        span = line(drop_ax, "drops").get_xdata()
-        window = np.interp([span[0] - 0.5, span[-1] + 0.5], link.t, lost)
-        assert drops.sum() == pytest.approx(window[1] - window[0])
-        assert drop_ax.get_ylabel() == "drops / s"
+        edges = np.append(rate.get_xdata() - 0.5, rate.get_xdata()[-1] + 0.5)
+        offered = np.diff(np.interp(edges, link.t, link.uplink_in_packets))
+        dropped = np.diff(np.interp(edges, link.t, lost))
+        np.testing.assert_allclose(rate.get_ydata(), 100 * dropped / np.where(offered > 0, offered, 1))
+        assert (rate.get_ydata() <= 100).all() and dropped.sum() > 0
+        assert drop_ax.get_ylabel() == "drop rate (% per s)"
 
 
 def test_loss_table_describes_per_second_throughput():

@@ -30,7 +30,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 #: The figures each fixture's sweep must produce (file stems under figures/).
 FIGURES = {
-    "goodput-vs-loss": ["fx-goodput"],
+    "goodput-vs-loss": ["fx-goodput", "fx-goodput-limits"],
     "capacity-share-vs-loss": ["fx-bandwidth"],
     "cellular": ["fx-cellular", "fx-cellular-capacity", "fx-cellular-delay", "fx-cellular-delay-cdf"],
     "step-response": ["fx-step"],
@@ -38,7 +38,7 @@ FIGURES = {
     "shallow-buffers": ["fx-shallow-bbr", "fx-shallow-bbr-queue", "fx-shallow-bbr-flows", "fx-shallow-mix",
                         "fx-shallow-mix-flows"],
     "loss-table": ["fx-loss-table"],
-    "rtt-2ms": ["fx-rtt-2ms"],
+    "rtt-2ms": ["fx-rtt-2ms", "fx-rtt-2ms-limits"],
 }
 HEADER = "congestion_control,loss_rate,goodput_Mbps,rtt_ms,bandwidth_Mbps,specified_bw_Mbps"
 

@@ -20,7 +20,7 @@ REBBR = {"figure8": 26, "bandwidth": 130, "algorithms": 78, "rtt": 130, "cellula
 
 def test_every_study_has_a_preset():
     assert set(REBBR) | {"full-sweep", "step-response", "bufferbloat", "shallow-buffers", "loss-table",
-                         "rebbr-buffers", "rebbr-queue"} <= set(PRESETS)
+                         "rebbr-buffers", "rebbr-queue", "rebbr-rtt-buffers"} <= set(PRESETS)
 
 
 def source_table() -> tuple[list[str], list[dict[str, str]]]:
@@ -69,8 +69,8 @@ ROWS = source_table()[1]
 
 
 def test_the_source_table_covers_the_reproducing_presets():
-    assert {row["preset"] for row in ROWS} == set(REBBR) | {"rebbr-buffers", "rebbr-queue", "shallow-buffers",
-                                                            "loss-table"}
+    assert {row["preset"] for row in ROWS} == set(REBBR) | {"rebbr-buffers", "rebbr-queue", "rebbr-rtt-buffers",
+                                                            "shallow-buffers", "loss-table"}
     assert all(row["source"] for row in ROWS)
 
 
@@ -149,6 +149,39 @@ def test_shallow_buffers_cover_quarter_to_eight_bdp():
 def test_loss_table_has_a_baseline_and_a_symmetric_and_an_asymmetric_path():
     cells = expand(load_spec("loss-table"))
     paths = {(c.params.downlink.delay_ms, c.params.downlink.loss) for c in cells}
-    assert paths == {(25, 0.0), (75, 0.01)}
+    assert paths == {(25, 0.0), (75, 0.0)}  # ThousandEyes names no ACK loss, and its baselines had none
     assert sorted({round(c.params.loss * 100, 6) for c in cells}) == list(range(0, 11))
     assert {c.params.uplink.rate_mbps for c in cells} == {1000}
+
+
+def preset_text(preset: str) -> str:
+    """A preset's description and experiment titles: the labels a report prints."""
+    spec = load_spec(preset)
+    return " ".join([spec.description, *(e.title or "" for e in spec.experiments)])
+
+
+def test_preset_labels_say_what_their_sources_say():
+    """Each label held to its source: what the source documents print, not what was once believed."""
+    # ReBBR's Figure 6 is its RTT experiment; the socket-buffer challenge is in its text.
+    buffers = preset_text("rebbr-buffers")
+    assert "Figure 6 is the RTT experiment" in buffers and buffers.count("Figure 6") == 1
+    assert "Figure 6" in preset_text("rebbr-rtt-buffers")
+    rtt, default = load_spec("rtt").experiments[0], load_spec("rebbr-rtt-buffers").experiments[0]
+    assert (default.rtt_ms, default.loss_percent, default.cc, default.duration_s) == \
+        (rtt.rtt_ms, rtt.loss_percent, rtt.cc, rtt.duration_s)
+    assert (default.buffers.tcp_rmem[2], default.buffers.tcp_wmem[2]) == (6291456, 4194304)  # Linux 4.11's
+    # The shallow-buffer text names no authors: it is not the ICNP paper, and says it ran 40, 80, 120 Mbit/s.
+    for text in (preset_text("shallow-buffers"), (REPO / "docs" / "experiments.md").read_text()):
+        assert "Hock" not in text and "ICNP" not in text
+    assert "40, 80 and 120" in preset_text("shallow-buffers")
+    # ReBBR's earlier queue had a 15 KB floor (its write-up), not 30 kB.
+    (queue,) = [q for q in load_spec("rebbr-queue").experiments[0].queue if q.kind == "droptail"]
+    assert queue.min_bytes == 15000 and "15 KB" in preset_text("rebbr-queue")
+    assert "30 kB floor" not in (REPO / "docs" / "experiments.md").read_text()
+
+
+def test_loss_table_baselines_are_loss_free_and_its_title_states_each_paths_rtt():
+    cells = expand(load_spec("loss-table"))
+    assert all(c.params.downlink.loss == 0 for c in cells if c.params.uplink.loss == 0)
+    stated = {float(v) for v in re.findall(r"(\d+) ms RTT", preset_text("loss-table"))}
+    assert stated == {c.params.rtt_ms for c in cells} == {50, 100}

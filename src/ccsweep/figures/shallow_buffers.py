@@ -5,8 +5,8 @@ buffer size, one line per algorithm and rate, and the standing queue over time p
 BDPs).  For mixed cells (2 BBR + 2 CUBIC): each algorithm's share of the throughput against buffer
 size -- the median and quartiles of its per-second share over time, and the mean share's 95 %
 t-interval over repetitions.  For both, at the study's 1.75 BDP (or the buffer nearest it), each
-flow's throughput and the bottleneck's drops per second over time in one run, the view in which
-Hock et al. showed BBR's flows and losses cycling.
+flow's throughput and the bottleneck's drop rate in percent per second over time in one run, the
+view in which the shallow-buffer study showed BBR's flows and losses cycling.
 """
 
 from __future__ import annotations
@@ -53,6 +53,19 @@ def dropped(link: LinkSeries) -> np.ndarray:
     """Cumulative packets dropped on the data direction by the queue, the AQM and random loss."""
     return np.add.reduce([np.asarray(c, dtype=float) for c in
                           (link.uplink_drops_queue, link.uplink_drops_aqm, link.uplink_drops_loss)])
+
+
+def drop_rate_percent(link: LinkSeries, duration_s: float) -> Run | None:
+    """Per 1 s bin of the flow, packets dropped on the data direction per packet offered, in percent.
+
+    The study's "drop rate percent per second"; None for a record without offered packets over time.
+    """
+    if len(link.uplink_in_packets) != len(link.t):
+        return None
+    drops = per_window(link.t, list(dropped(link)), WINDOW_S, 0, duration_s)
+    offered = per_window(link.t, [float(v) for v in link.uplink_in_packets], WINDOW_S, 0, duration_s)
+    share = np.divide(100 * drops.y, offered.y, out=np.zeros_like(drops.y), where=offered.y > 0)
+    return Run(drops.t, share)
 
 
 def steady_loss_percent(result: CellResult, series: TimeSeries | None) -> float | None:
@@ -221,16 +234,22 @@ def _focus_figure(data: ExperimentData, points: Sequence[Point], name: str) -> F
                     f"repetition {result.cell.params.repetition}")
         rate_ax.set_ylim(bottom=0)
         rate_ax.legend(loc="upper right", ncols=2, fontsize=7)
-        drops = per_window(link.t, list(dropped(link)), WINDOW_S, 0, duration)
-        drop_ax.plot(drops.t, drops.y / WINDOW_S, color="0.3", drawstyle="steps-mid", label="drops")
-        drop_ax.set_ylabel("drops / s")
+        rate = drop_rate_percent(link, duration)
+        if rate is not None:
+            drop_ax.plot(rate.t, rate.y, color="0.3", drawstyle="steps-mid", label="drop rate")
+            drop_ax.set_ylabel("drop rate (% per s)")
+        else:  # a record from before offered packets were kept over time: a count is all it has
+            drops = per_window(link.t, list(dropped(link)), WINDOW_S, 0, duration)
+            drop_ax.plot(drops.t, drops.y / WINDOW_S, color="0.3", drawstyle="steps-mid", label="drops")
+            drop_ax.set_ylabel("drops / s (no offered count)")
         drop_ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("time since flow start (s)")
     fig.suptitle(f"{data.title}: flows and drops near {FOCUS_BDP:g} BDP")
     return FigureOut(name, f"{data.title}: flows and drops near {FOCUS_BDP:g} BDP", fig,
                      f"One run per algorithm mix and rate at the buffer nearest {FOCUS_BDP:g} BDP (the study's "
-                     "plot): each flow's throughput at the receiver and the packets dropped at the bottleneck, "
-                     "1 s bins.")
+                     "plot): each flow's throughput at the receiver and the drop rate at the bottleneck in percent "
+                     "per second, as the study plotted it (packets dropped in each 1 s bin over packets offered in "
+                     "it; a record without offered counts over time shows drops per second, and its axis says so).")
 
 
 def _share_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
