@@ -395,7 +395,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
                            "kept_in": str(kept.kept_in) if kept.kept_in else None, "store_error": kept.reason,
                            "goodput_mbps": result.goodput_mbps, "error": result.error,
                            "late": result.late, "lateness_p99_us": check.lateness_p99_us if check else None,
-                           "lateness_from": check.lateness_from if check else None,
+                           "timing": check.measured_text() if check else None,
                            "cpu_share": check.cpu_share if check else None}))
     sys.exit(_cell_exit(result.status, kept, executor, interrupted))
 

@@ -410,8 +410,7 @@ def _outcome(item: _Running) -> CellOutcome:
     spooled, kept_in = report.get("spooled"), report.get("kept_in")
     error = report.get("error")
     if report["status"] == "late":
-        what = "run-queue delay" if report.get("lateness_from") == "run-queue" else "lateness"
-        error = f"p99 {what} {report.get('lateness_p99_us') or 0:,.0f} us"
+        error = report.get("timing")
     return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=error,
                        spooled=Path(spooled) if spooled else None, kept_in=Path(kept_in) if kept_in else None,
                        attempts=item.attempt)

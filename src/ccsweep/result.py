@@ -97,11 +97,27 @@ class SelfCheck(Record):
     release_window_us: float | None = Field(
         default=None, description="the emulator's release window (--coalesce, as its summary echoes it), "
                                   "counted in the lateness")
+    #: The link processes' run-queue delay per wake-up, time-weighted p99 over the flow time (us),
+    #: sampled from outside for both links (runner.runqueue); None in older records.
+    runqueue_p99_us: float | None = Field(
+        default=None, description="p99 run-queue delay of the link's processes; above threshold_us the cell is "
+                                  "late too (a link, or a whole cell, kept off the CPU)")
     #: None in records written before Mahimahi's timing was measured: those are ccsweep-link's own
     #: packet lateness, or nothing at all (Mahimahi, `lateness` in not_measured).
     lateness_from: LatenessSource | None = Field(
         default=None, description="packets: each packet's release lateness (ccsweep-link); run-queue: the link "
                                   "processes' run-queue delay per wake-up, from /proc schedstat (Mahimahi)")
+
+
+    def measured_text(self) -> str:
+        """What `late` was decided from, in words: the console's and the report's one wording."""
+        parts = []
+        if self.lateness_from != "run-queue" and self.lateness_p99_us is not None:
+            parts.append(f"p99 lateness {self.lateness_p99_us:,.0f} us")
+        if self.runqueue_p99_us is not None:
+            parts.append(f"p99 run-queue delay {self.runqueue_p99_us:,.0f} us")
+        text = ", ".join(parts) or "lateness not measured"
+        return text + (f" (threshold {self.threshold_us:,.0f} us)" if self.threshold_us is not None else "")
 
 
 class LinkSummary(Record):

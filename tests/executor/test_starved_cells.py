@@ -1,74 +1,77 @@
-"""A cell the machine starves is kept as an attempt, never counted as failed, and run again.
+"""A cell starved for real is flagged late, kept under late/ and run again, on either link.
 
-Starvation is produced for real: the test stops the first attempt's receiver with SIGSTOP in the
-middle of its flows, as a machine that gives a process no CPU does, so the runner's bounded wait
-for the flows' end runs out. The attempt is kept under starved/ with what it measured; the
-executor runs the cell again, alone, and stores the second attempt.
+Nothing is injected: 2 s into the first attempt's flows, the link's processes (Mahimahi's
+shells, or ccsweep-link) are pinned to one core and a busy loop at SCHED_FIFO 50 takes that core
+for STARVE_S seconds (starvation.py), as a noisy neighbour at a real-time priority would, while
+the sender keeps sending. ccsweep-link measures each packet's lateness
+itself; Mahimahi, unmodified, is timed from outside by its shells' run-queue delay
+(runner.runqueue), and so is ccsweep-link's own process. Both must come back late with the same
+threshold logic, and the executor must keep the attempt and run the cell again.
+
+The re-run is not required to be on time: on a machine busy enough, a Mahimahi cell is late
+without any hog (its shells run at normal priority), and a late re-run is the truth then.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from ccsweep.expand import expand
+from ccsweep.result import CellResult
+from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
+from starvation import Starver
 from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
-
-def receiver_pid(cell_prefix: str, timeout: float = 60) -> int:
-    """The PID of the flow receiver of the cell whose namespaces start with `ccs-<cell_prefix>`, once it runs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for proc in Path("/proc").iterdir():
-            try:
-                args = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:  # not a process, or it just ended
-                continue
-            if b"receiver" in args and any(a.startswith(f"ccs-{cell_prefix}-".encode()) for a in args):
-                return int(proc.name)
-        time.sleep(0.1)
-    pytest.fail(f"no receiver of cell {cell_prefix} within {timeout} s")
+FLOW_S = 10
+STARVE_S = 3.0
 
 
-def test_a_starved_attempt_is_kept_apart_and_the_cell_runs_again(tmp_path: Path):
-    spec = write_tiny_spec(tmp_path / "starved.yaml", "starved", duration_s=3)
+def mahimahi_context(link: str):  # noqa: ANN201 - a context manager from the integration tests' helpers
+    sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
+    from mahimahi_host import mahimahi_host, mahimahi_missing
+
+    if link == "mahimahi" and mahimahi_missing():
+        pytest.skip(mahimahi_missing() or "")
+    return mahimahi_host()
+
+
+@pytest.mark.parametrize("link", ["mahimahi", "ccsweep-link"])
+def test_a_starved_attempt_is_flagged_late_kept_and_run_again(link: str, tmp_path: Path):
+    spec = write_tiny_spec(tmp_path / "starved.yaml", f"starved-{link}", link=link, rtt_ms=[100], bandwidth_mbps=[20],
+                           duration_s=FLOW_S, queue=None)
+    (cell,) = expand(parse_spec(yaml.safe_load(spec.read_text())))
     store_dir = tmp_path / "store"
-    plan = subprocess.run([sys.executable, "-m", "ccsweep", "plan", str(spec), "--store", str(store_dir)],
-                          capture_output=True, text=True, timeout=60)
-    assert plan.returncode == 0, plan.stderr
-    (cell,) = open_store(str(store_dir)).get_manifest("starved").distinct_cells()
-    sweep = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                              "--no-figures"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stopped = receiver_pid(cell.id[:8])
-        time.sleep(1.5)  # mid-flow
-        os.kill(stopped, signal.SIGSTOP)  # a process this test's cell started: no CPU from now on
-        out, err = sweep.communicate(timeout=180)
-    finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
-    assert sweep.returncode == 0, err
+    with mahimahi_context(link):
+        run = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
+                                "--no-figures", "--max-attempts", "2"], stderr=subprocess.PIPE, text=True)
+        names = ("mm-",) if link == "mahimahi" else ("ccsweep-link",)
+        starver = Starver(run.pid, cell.id, STARVE_S, after_s=2.0, names=names)
+        _, stderr = run.communicate(timeout=600)
+        starver.join(30)
+    assert starver.error is None and starver.started_at is not None, starver.error
     store = open_store(str(store_dir))
-    (key,) = store.list_keys(f"cells/{cell.id}/starved/")
-    starved = json.loads(store.read_bytes(key))
-    assert starved["status"] == "starved" and starved["attempt"] == 1
-    assert starved["error"].startswith("the flows did not end within 15 s of their end time (receiver still running)")
-    assert "flows end " in starved["error"], starved["error"]
-    # What the attempt measured is kept: the sender's samples and the link's logs.
-    assert starved["flows"] and starved["flows"][0]["rtt_mean_ms"] is not None
-    assert {"timeseries.json.gz", "uplink.log.gz", "downlink.log.gz"} <= set(starved["artifacts"])
-    assert not store.list_keys(f"cells/{cell.id}/failed/"), "a starved attempt is no failure of the cell"
+    late_keys = store.list_keys(f"cells/{cell.id}/late/")
+    kept = [CellResult.model_validate_json(store.read_bytes(key) or b"") for key in late_keys]
+    first = next((r for r in kept if r.attempt == 1), None)
+    assert first is not None, f"no late first attempt kept: {late_keys}; {stderr[-2000:]}"
+    check = first.link.selfcheck if first.link else None
+    assert first.status == "late" and first.late is True and check is not None, stderr[-2000:]
+    assert check.lateness_from == ("run-queue" if link == "mahimahi" else "packets")
+    # Caught by the links' run-queue delay, measured the same way on both. ccsweep-link's per-packet
+    # p99 alone misses it: a stalled link returns no ACKs, so the sender stops, and only the packets
+    # in flight (about 1 % of the flow's) wait.
+    assert check.threshold_us == 1000 and check.runqueue_p99_us is not None
+    assert check.runqueue_p99_us > check.threshold_us, check
+    # Run again, alone: the second attempt is stored, or kept under late/ beside the first.
+    assert "running it again alone" in stderr, stderr[-2000:]
     result = store.get_result(cell.id)
-    assert result is not None and (result.status, result.attempt) == ("ok", 2)
-    assert "the machine starved it" in err and "running it again alone" in err, err
-    assert "1 late or starved attempt(s) run again" in err and ", 0 failed" in err, err
+    assert (result is not None and result.attempt == 2 and result.late is False) or len(late_keys) == 2, \
+        stderr[-2000:]

@@ -161,3 +161,16 @@ def test_the_record_keeps_the_window_the_emulator_reports_and_old_records_still_
     assert link_summary(SUMMARY, threshold_us=1000).selfcheck.release_window_us is None
     old = {k: v for k, v in check.model_dump().items() if k != "release_window_us"}
     assert SelfCheck.model_validate(old).release_window_us is None
+
+
+def test_a_link_kept_waiting_on_the_run_queue_is_late_even_with_few_late_packets():
+    """A stalled link holds back only the packets in flight (no ACKs, so the sender stops): their p99
+    stays low, the emulator's wait on the run queue does not."""
+    from ccsweep.runner.runqueue import RunQueueSummary
+
+    frozen = RunQueueSummary(p50_us=10.0, p99_us=40_000.0, max_us=3_000_000.0, windows=900)
+    quiet = RunQueueSummary(p50_us=5.0, p99_us=60.0, max_us=200.0, windows=900)
+    check = link_summary(SUMMARY, threshold_us=1000, run_queue=frozen).selfcheck
+    assert check.late and check.lateness_p99_us < 1000 and check.runqueue_p99_us == 40_000.0
+    assert "p99 run-queue delay 40,000 us (threshold 1,000 us)" in check.measured_text()
+    assert link_summary(SUMMARY, threshold_us=1000, run_queue=quiet).selfcheck.late is False

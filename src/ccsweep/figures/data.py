@@ -188,9 +188,6 @@ def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:
 def late_reason(result: CellResult) -> str:
     """Why an attempt does not count: its link's p99 lateness against the cell's threshold."""
     check = result.link.selfcheck if result.link else None
-    if check is None or check.lateness_p99_us is None or check.threshold_us is None:
-        return "emulator ran late"
-    what = ("Mahimahi's p99 run-queue delay" if check.lateness_from == "run-queue"
-            else "emulator p99 lateness")
-    return (f"{what} {check.lateness_p99_us:,.0f} us above the {check.threshold_us:,.0f} us threshold "
-            f"(attempt {result.attempt})")
+    if check is None:
+        return "link ran late"
+    return f"link ran late: {check.measured_text()} (attempt {result.attempt})"

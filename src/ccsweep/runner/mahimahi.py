@@ -169,7 +169,7 @@ def mahimahi_summary(p: CellParams, version: str, uplink: LinkLogTotals, downlin
     if timing is not None:
         check = SelfCheck(lateness_p50_us=timing.p50_us, lateness_p99_us=timing.p99_us, lateness_max_us=timing.max_us,
                           cpu_share=cpu_share, late=timing.p99_us > threshold_us, threshold_us=threshold_us,
-                          lateness_from="run-queue")
+                          lateness_from="run-queue", runqueue_p99_us=timing.p99_us)
     return LinkSummary(
         backend="mahimahi", version=version, order=order,
         uplink=log_counters(uplink), downlink=log_counters(downlink), selfcheck=check,

@@ -85,7 +85,7 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
     python = _unprivileged_python()
     _check_allowed(sorted({f.cc for f in p.flows}))
     live = LiveFeed(cell, observer)
-    waits: RunQueueDelay | None = None
+    run_queue: RunQueueDelay | None = None
     scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
     log_folder = scratch.with_name(f"{scratch.name}-logs")
     try:
@@ -107,7 +107,7 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
                 shells = run.sender = run.link = run.start(Child("mahimahi", _shells_argv(ns, command),
                                                                  workdir / "mahimahi.stderr", on_event=live.on_sender))
                 cpu = ShellsCpu(shells.process.pid, SHELL_NAMES)
-                waits = RunQueueDelay(shells.process.pid, SHELL_NAMES)
+                run_queue = RunQueueDelay(shells.process.pid, SHELL_NAMES)
                 receiver.wait_event("ready", base.READY_TIMEOUT_S)
                 pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
                 _attach_netns(inner, pid)
@@ -127,8 +127,8 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
                     raise ChildTimeout(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
                                        "of their sender") from None
             finally:
-                if waits is not None:
-                    waits.stop()
+                if run_queue is not None:
+                    run_queue.stop()
                 run.stop_all()
                 if attached:
                     with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
@@ -144,7 +144,7 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
 
     run.offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
     totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
-    timing = waits.summary(t0_ns, t0_ns + round(p.duration_s * 1e9)) if waits is not None else None
+    timing = base.flow_run_queue(run, run_queue)
     run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share,
                                    timing, threshold_us)
     # Read in the sender's namespace: the one whose buffers this backend had to set itself.

@@ -66,6 +66,7 @@ from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
 from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
+from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary
 from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 
 #: A generated rate schedule starts this long after the emulator, so the flows can start on it.
@@ -79,6 +80,8 @@ END_GRACE_S = 15.0
 #: One CFS period (100 ms): a pod that spent its CPU quota on start-up waits at most that long.
 GO_MARGIN_S = 0.1
 RECEIVER_PORT = 5201
+#: The emulator's process, whose run-queue delay the runner samples as it does Mahimahi's shells'.
+LINK_NAMES = ("ccsweep-link",)
 
 
 def check_kernel(cell: Cell, running: str) -> None:
@@ -190,12 +193,14 @@ def _run(run: CellRun, observer: CellObserver | None, threshold_us: float,
     priority, inject = realtime_priority(), injected_lateness(run.attempt)
     window = release_window_for(cell, threshold_us)
     live = LiveFeed(cell, observer)
+    run_queue: RunQueueDelay | None = None
 
     with cell_namespaces(cell.id, p.buffers) as ns:
         try:
             argv = link_command(cell, binary, ns.sender, ns.receiver, workdir, traces, link_limit_s,
                                 priority=priority, inject_lateness=inject, release_window=window)
             link = run.link = run.start(Child("ccsweep-link", argv, workdir / "link.stderr", on_event=live.on_link))
+            run_queue = RunQueueDelay(link.process.pid, LINK_NAMES)
             origin_ns = link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"]
             receiver = run.receiver = run.start(Child("receiver", _receiver_argv(cell, ns),
                                                       workdir / "receiver.stderr", on_event=live.on_receiver))
@@ -216,14 +221,23 @@ def _run(run: CellRun, observer: CellObserver | None, threshold_us: float,
             sysctls = read_sysctls(ns.receiver)
         finally:
             run.stop_all()
+            if run_queue is not None:
+                run_queue.stop()
             summaries = run.link.of_kind("summary") if run.link else []
             if summaries:  # a failed attempt's too: the emulator writes it when stopped
-                run.summary = link_summary(summaries[0], threshold_us)
+                run.summary = link_summary(summaries[0], threshold_us, flow_run_queue(run, run_queue))
 
     run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
         "rmem_max": next(iter(sysctls.get("net.core.rmem_max") or []), None),
         "wmem_max": next(iter(sysctls.get("net.core.wmem_max") or []), None)})
+
+
+def flow_run_queue(run: CellRun, run_queue: RunQueueDelay | None) -> RunQueueSummary | None:
+    """The link's run-queue delay over the flow time, if the flows started and it was sampled."""
+    if run_queue is None or run.t0_ns is None:
+        return None
+    return run_queue.summary(run.t0_ns, run.t0_ns + round(run.cell.params.duration_s * 1e9))
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
