@@ -44,6 +44,8 @@ def default_cpu_budget() -> float:
 
 #: Runs of a cell at most: the first, then re-runs while it comes back late or starved.
 DEFAULT_MAX_ATTEMPTS = 3
+#: Seconds running cells get to stop and clean up after the sweep is interrupted, before they are killed.
+CELL_STOP_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -335,12 +337,15 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted: stopping {len(running)} running cell(s); "
                       "every finished result is kept[/yellow]")
+        # SIGTERM, not SIGINT: a run started in the background (nohup, `&`) passes SIGINT's "ignore"
+        # on to its cells, and a cell that never stops is killed without cleaning up its namespaces.
         for item in running:
             if item.process.poll() is None:
-                item.process.send_signal(signal.SIGINT)
+                item.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + CELL_STOP_TIMEOUT_S  # one wait for all: they stop side by side
         for item in running:
             try:
-                item.process.wait(timeout=30)
+                item.process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 item.process.kill()
                 item.process.wait()

@@ -90,6 +90,32 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     assert resumed.returncode == 0, resumed.stderr
 
 
+
+def test_a_background_run_stopped_with_sigterm_stops_its_cells_cleanly(tmp_path: Path):
+    """`nohup ccsweep run ... &` starts with SIGINT ignored, and its cells inherit that: stopping
+    them must not rely on SIGINT, or they run on and are killed without removing their namespaces."""
+    # Flows longer than the executor's stop timeout: a cell that ignored the stop would be killed.
+    spec = write_tiny_spec(tmp_path / "bg.yaml", "bg", loss_percent=[0, 1], duration_s=60)
+    store_dir = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
+                             "--no-figures", "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(namespaces({c.id for c in _planned(store_dir, "bg")})) < 4:
+        time.sleep(0.5)
+    cells = _planned(store_dir, "bg")
+    assert len(namespaces({c.id for c in cells})) == 4, "both cells should be mid-flow"
+    proc.terminate()  # the executor alone, as `kill PID` does
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert "stopping 2 running cell(s)" in err
+    assert not namespaces({c.id for c in cells}), "a cell that ignored the stop was killed before cleaning up"
+
+
+def _planned(store_dir: Path, sweep: str) -> list:
+    manifest = open_store(str(store_dir)).get_manifest(sweep) if store_dir.exists() else None
+    return list(manifest.cells) if manifest is not None else []
+
 def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_finishes(spec_file: Path,
                                                                                        tmp_path: Path):
     spec = write_tiny_spec(tmp_path / "killed.yaml", "killed", duration_s=8)
