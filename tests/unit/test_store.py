@@ -100,3 +100,26 @@ def test_a_runner_that_loses_the_race_never_leaves_its_files_beside_the_record(t
     assert store.list_keys(f"cells/{first.cell.id}/") == sorted([
         f"cells/{first.cell.id}/result.json", f"{attempt_folder(first.cell.id, record)}/timeseries.json.gz"])
     assert len(list((tmp_path / "cells" / first.cell.id).iterdir())) == 2, "B's empty folder is gone too"
+
+
+def test_sweep_files_are_listed_without_the_manifest_or_revisions(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    manifest = SweepManifest(name="s", spec={"name": "s"}, cells=[], created_at="t0", ccsweep_version="0")
+    store.put_manifest(manifest)
+    store.put_manifest(manifest.model_copy(update={"spec": {"name": "s", "description": "changed"}}), revise=True)
+    store.put_sweep_file("s", "figures/a.png", b"png")
+    store.put_sweep_file("s", "report.html", b"<html>")
+    assert store.sweep_file_names("s") == ["figures/a.png", "report.html"]
+    assert store.get_sweep_file("s", "figures/a.png") == b"png"
+    assert store.get_sweep_file("s", "missing.png") is None
+
+
+def test_every_attempt_of_a_kind_is_read_oldest_first(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    first, second = make_result(status="late", goodput=1.0), make_result(status="late", goodput=2.0)
+    store.put_cell(first)
+    store.put_cell(second)
+    cell_id = first.cell.id
+    assert [a.goodput_mbps for a in store.attempts(cell_id, "late")] == [1.0, 2.0]
+    assert store.latest_attempt(cell_id, "late").goodput_mbps == 2.0
+    assert store.attempts(cell_id, "failed") == []

@@ -196,7 +196,15 @@ class ResultStore(ABC):
     def latest_attempt(self, cell_id: str, status: str) -> CellResult | None:
         """The newest attempt record of a kind (ATTEMPT_STATUSES); None when there is none or it is unreadable."""
         keys = self.list_keys(f"cells/{cell_id}/{status}/")
-        data = self.read_bytes(keys[-1]) if keys else None
+        return self._read_attempt(keys[-1]) if keys else None
+
+    def attempts(self, cell_id: str, status: str) -> list[CellResult]:
+        """Every readable attempt record of a kind, oldest first: what running a cell cost beyond its result."""
+        found = (self._read_attempt(key) for key in self.list_keys(f"cells/{cell_id}/{status}/"))
+        return [attempt for attempt in found if attempt is not None]
+
+    def _read_attempt(self, key: str) -> CellResult | None:
+        data = self.read_bytes(key)
         try:
             return CellResult.model_validate_json(data) if data is not None else None
         except ValidationError:
@@ -284,6 +292,15 @@ class ResultStore(ABC):
         key = f"{sweep_prefix(sweep)}/{name}"
         self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
+
+    def sweep_file_names(self, sweep: str) -> list[str]:
+        """The names of a sweep's figures, report and exports (its manifest and revisions are not files)."""
+        prefix = f"{sweep_prefix(sweep)}/"
+        return [key[len(prefix):] for key in self.list_keys(prefix)
+                if key != manifest_key(sweep) and not key[len(prefix):].startswith("revisions/")]
+
+    def get_sweep_file(self, sweep: str, name: str) -> bytes | None:
+        return self.read_bytes(f"{sweep_prefix(sweep)}/{name}")
 
     def location(self, key: str) -> str:
         """Where a key can be found by a person (a path or an s3:// URL)."""
