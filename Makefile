@@ -187,6 +187,10 @@ bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, effic
 bench-full-sweep: deps tools ## The 390-cell full sweep through Argo on the local cluster, time-scaled (SCALE=, default 0.05; root).
 	$(PY) benchmarks/cluster/full_sweep.py $(if $(SCALE),--time-scale $(SCALE)) --out benchmarks/results/$$(date -u +%F)-full-sweep.md
 
+.PHONY: reproduce
+reproduce: deps mahimahi ## ReBBR's whole study at full length on ccsweep-link and Mahimahi, beside ReBBR's numbers (hours; root; STORE=, LINKS=).
+	$(PY) benchmarks/rebbr/reproduce.py $(if $(STORE),--store $(STORE)) $(if $(LINKS),--links $(LINKS))
+
 .PHONY: bench-fanout
 bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fake nodes: 390 and 3,900 cells (root).
 	hack/tools/kwok.sh

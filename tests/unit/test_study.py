@@ -64,15 +64,19 @@ def test_references_below_the_floor_are_not_relative_differences() -> None:
     assert table.differences[0].median is None
 
 
-def test_run_stats_counts_cells_at_once_from_record_times() -> None:
+def test_run_stats_counts_cells_at_once_and_busy_time_from_record_times() -> None:
     data = experiment(FIGURE8, goodput(lambda _c: 50.0))
     spans = [("2026-01-01T00:00:00+00:00", "2026-01-01T00:01:00+00:00"),
              ("2026-01-01T00:00:30+00:00", "2026-01-01T00:01:30+00:00"),
-             ("2026-01-01T00:01:10+00:00", "2026-01-01T00:02:00+00:00")]
+             ("2026-01-01T00:01:10+00:00", "2026-01-01T00:02:00+00:00"),
+             # a resumed run an hour later: the pause is not wall time
+             ("2026-01-01T01:00:00+00:00", "2026-01-01T01:00:30+00:00")]
     results = [r.model_copy(update={"started_at": s, "finished_at": e})
-               for r, (s, e) in zip(data.results[:3], spans, strict=True)]
-    stats = run_stats(results[:2], results[2:])
-    assert (stats.cells, stats.late_attempts, stats.max_at_once) == (2, 1, 2)
-    assert stats.wall_s == 120
-    assert stats.mean_at_once == pytest.approx(170 / 120)
-    assert stats.cells_per_minute == pytest.approx(1.0)
+               for r, (s, e) in zip(data.results[:4], spans, strict=True)]
+    late = results[2].model_copy(update={"status": "late"})
+    stats = run_stats([results[0], results[1], results[3]], [late])
+    assert (stats.cells, stats.attempts, stats.max_at_once) == (3, {"late": 1}, 2)
+    assert stats.wall_s == 120 + 30
+    assert stats.cell_seconds == 60 + 60 + 50 + 30
+    assert stats.mean_at_once == pytest.approx(200 / 150)
+    assert stats.cells_per_minute == pytest.approx(3 / 2.5)

@@ -177,7 +177,9 @@ class RunStats:
     """What a run of stored cells took, from its records' own times."""
 
     cells: int
-    late_attempts: int
+    #: Attempts that did not count, per kind (late, starved, failed): each was run again.
+    attempts: dict[str, int]
+    #: Time with at least one cell running: pauses between runs of a resumed study are not counted.
     wall_s: float
     cell_seconds: float
     max_at_once: int
@@ -196,25 +198,30 @@ def _span(result: CellResult) -> tuple[datetime, datetime] | None:
         return None
 
 
-def run_stats(results: Sequence[CellResult], late: Sequence[CellResult]) -> RunStats:
-    """Wall time from the first start to the last end among stored results and late attempts, and
-    how many of them overlapped (every attempt occupied the machine, counted or not)."""
-    spans = [s for s in map(_span, [*results, *late]) if s is not None]
-    if not spans:
-        return RunStats(len(results), len(late), 0.0, 0.0, 0, 0.0, {})
-    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+def run_stats(results: Sequence[CellResult], attempts: Sequence[CellResult]) -> RunStats:
+    """Busy wall time, and how many cells ran at once, over stored results and the attempts that
+    did not count (every attempt occupied the machine, counted or not)."""
+    spans = [s for s in map(_span, [*results, *attempts]) if s is not None]
     events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda ev: (ev[0], ev[1]))
     at_once = peak = 0
-    for _, step in events:
+    busy_since: datetime | None = None
+    wall = 0.0
+    for when, step in events:
+        if at_once == 0 and step == 1:
+            busy_since = when
         at_once += step
         peak = max(peak, at_once)
-    busy = sum((e - s).total_seconds() for s, e in spans)
-    wall = (end - start).total_seconds()
+        if at_once == 0 and busy_since is not None:
+            wall += (when - busy_since).total_seconds()
+    cell_seconds = sum((e - s).total_seconds() for s, e in spans)
     shares: dict[str, list[float]] = {}
     for result in results:
         if result.link is not None and result.link.selfcheck.cpu_share is not None:
             rate = result.cell.params.bandwidth_mbps
             label = f"{rate:g} Mbit/s" if rate is not None else "trace"
             shares.setdefault(label, []).append(result.link.selfcheck.cpu_share)
-    return RunStats(len(results), len(late), wall, busy, peak, busy / wall if wall > 0 else 0.0,
+    kinds: dict[str, int] = {}
+    for attempt in attempts:
+        kinds[attempt.status] = kinds.get(attempt.status, 0) + 1
+    return RunStats(len(results), kinds, wall, cell_seconds, peak, cell_seconds / wall if wall > 0 else 0.0,
                     {label: statistics.median(v) for label, v in sorted(shares.items())})
