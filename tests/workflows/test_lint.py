@@ -283,6 +283,29 @@ def test_a_chunk_workflow_runs_this_template_with_the_sweeps_own_parameters():
     assert "spec-yaml" not in passed
 
 
+def test_adaptive_rounds_plan_again_and_fan_out_like_the_sweep_bounded_by_the_plan():
+    """After the first fan-out, `round` plans again (`ccsweep plan --round N`), runs the sweep's own cell
+    steps on what it printed, and calls itself for round N + 1 only while a round had cells to run and
+    the plan's count of rounds is not reached: the recursion ends."""
+    templates = all_templates()
+    sweep = {s["name"]: s for group in templates["sweep"]["steps"] for s in group}
+    assert sweep["rounds"]["template"] == "round" and sweep["rounds"]["when"] == \
+        "{{steps.plan.outputs.parameters.rounds}} > 1"
+    assert "--rounds-file=/tmp/rounds.txt" in templates["plan"]["container"]["args"]
+    steps = {s["name"]: s for group in templates["round"]["steps"] for s in group}
+    assert steps["plan"]["template"] == "plan-round"
+    assert (steps["cell"], steps["cell-mahimahi"], steps["chunk"]) == (sweep["cell"], sweep["cell-mahimahi"],
+                                                                       sweep["chunk"])
+    assert steps["next"]["template"] == "round"
+    assert steps["next"]["when"] == ("{{steps.plan.outputs.parameters.pending}} > 0 && "
+                                     "{{inputs.parameters.round}} < {{steps.plan.outputs.parameters.rounds}}")
+    args = templates["plan-round"]["container"]["args"]
+    outputs = {p["name"]: p["valueFrom"]["path"] for p in templates["plan-round"]["outputs"]["parameters"]}
+    for name, flag in (("chunks", "--chunks-file"), ("rounds", "--rounds-file"), ("pending", "--pending-file")):
+        assert f"{flag}={outputs[name]}" in args
+    assert "--round={{inputs.parameters.round}}" in args
+
+
 def test_a_chunk_workflow_takes_hostile_values_as_strings():
     """A Sweep's strings reach the child's manifest as JSON strings: none adds a field to it."""
     hostile = 'x"\n  serviceAccountName: admin\n  x: "'
@@ -297,7 +320,7 @@ def test_the_sweep_fans_out_cells_or_chunks_from_the_plans_two_outputs():
     a file read as an output parameter (the chunk step's items): the file `ccsweep plan` writes."""
     steps = {s["name"]: s for group in all_templates()["sweep"]["steps"] for s in group}
     plan = all_templates()["plan"]
-    (output,) = plan["outputs"]["parameters"]
+    (output,) = [p for p in plan["outputs"]["parameters"] if p["name"] == "chunks"]
     assert all("(steps.plan.outputs.result," in s["withParam"] for s in cell_steps().values())
     assert steps["chunk"]["withParam"] == f"{{{{steps.plan.outputs.parameters.{output['name']}}}}}"
     assert f"--chunks-file={output['valueFrom']['path']}" in plan["container"]["args"]
