@@ -1,0 +1,235 @@
+"""Adaptive repetitions against a fixed 10 runs per cell: cell-seconds spent and the widest interval left.
+
+    sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store            # measure, then report
+    python benchmarks/adaptive/bench.py --store /tmp/adaptive-store --report-only   # report what is stored
+
+Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue, 30 s flows) on both links for the
+cells of fixed.yaml / adaptive.yaml (edit both alike for another grid; the full Figure 8 is every
+loss rate of sweeps/figure8.yaml).  Two `ccsweep run`s share one store: first `fixed.yaml` (10 runs
+of each cell), then `adaptive.yaml` ({min: 3, max: 20, target: {ci_relative: 0.05}}), whose run i
+is the same cell as the fixed run i, so its rounds run only what the fixed run did not (runs 10 to
+19 of the cells still too wide).  Every run is measured once.  Each rule is then judged on those
+runs: the fixed rule takes runs 0-9; the adaptive rule is replayed as a fresh run would have
+applied it (3 runs, judge, more where the interval is too wide, judge again...), taking runs in
+index order.  A rule's cost is the wall time, start to stored result, of the runs it takes.
+
+Mahimahi's mm-* binaries are found as cells find them ($CCSWEEP_MAHIMAHI, <repo>/bin, PATH; `make
+mahimahi` builds them).  Writes benchmarks/results/<date>-adaptive-figure8.md and, beside it,
+`ccsweep compare` of the two links (-compare.csv and -compare.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ccsweep.adaptive import judge, point_of
+from ccsweep.figures.points import cell_summary
+from ccsweep.figures.report import cell_seconds
+from ccsweep.figures.stats import Interval, collapsed_fraction, median_ci
+from ccsweep.plan import stored_manifest
+from ccsweep.spec import AdaptiveRepetitions, parse_spec
+from ccsweep.store import ResultStore, open_store
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+FIXED_RUNS = 10
+
+
+@dataclass
+class Rule:
+    """What a rule took of one setting: its runs' values and wall seconds, and why it stopped."""
+
+    values: list[float]
+    seconds: list[float]
+    stopped: str
+
+    @property
+    def interval(self) -> Interval:
+        return median_ci(self.values)
+
+
+def runs_of(store: ResultStore, sweep: str) -> dict[str, list[tuple[int, float, float]]]:
+    """Per setting (experiment, parameters but seed and repetition): (repetition, goodput, wall s) stored."""
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for cell in stored_manifest(store, sweep).distinct_cells():
+        result = store.get_result(cell.id)
+        if result is None or result.goodput_mbps is None:
+            continue
+        seconds = cell_seconds(result)
+        out.setdefault(point_of(cell), []).append((cell.params.repetition, result.goodput_mbps, seconds or 0.0))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def contiguous(runs: list[tuple[int, float, float]]) -> list[tuple[int, float, float]]:
+    """The runs 0, 1, 2, ... up to the first one missing: what a rule taking runs in order can use."""
+    out = []
+    for i, run in enumerate(runs):
+        if run[0] != i:
+            break
+        out.append(run)
+    return out
+
+
+def fixed(runs: list[tuple[int, float, float]]) -> Rule:
+    taken = contiguous(runs)[:FIXED_RUNS]
+    return Rule([v for _, v, _ in taken], [s for _, _, s in taken],
+                f"{len(taken)} runs" + ("" if len(taken) == FIXED_RUNS else f" of {FIXED_RUNS} (rest not stored)"))
+
+
+def adaptive(runs: list[tuple[int, float, float]], rule: AdaptiveRepetitions) -> Rule:
+    """The rule replayed on the stored runs in index order, as a fresh adaptive run would take them."""
+    available = contiguous(runs)
+    n = rule.min
+    while True:
+        taken = available[:n]
+        if len(taken) < n:
+            return Rule([v for _, v, _ in taken], [s for _, _, s in taken],
+                        f"incomplete: wanted {n} runs, {len(taken)} stored")
+        wanted, state, _ = judge(rule, [v for _, v, _ in taken])
+        if state in ("target met", "max reached"):
+            return Rule([v for _, v, _ in taken], [s for _, _, s in taken], state)
+        n = wanted
+
+
+def run(store_url: str) -> dict[str, str]:
+    """Both `ccsweep run`s, one after the other; the load before and after, and the commands."""
+    env = {**os.environ}
+    ccsweep = str(REPO / ".venv" / "bin" / "ccsweep")
+    meta = {"load": "before the runs " + " ".join(f"{x:.1f}" for x in os.getloadavg())}
+    for spec in ("fixed.yaml", "adaptive.yaml"):
+        command = [ccsweep, "run", str(HERE / spec), "--store", store_url, "--no-figures"]
+        print("+", " ".join(command), flush=True)
+        subprocess.run(command, env=env, check=False)
+    meta["load"] += ", after " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return meta
+
+
+def span_s(store: ResultStore) -> float:
+    """First start to last finish over every stored run of both sweeps."""
+    stamps = [(r.started_at, r.finished_at) for sweep in ("fixed-figure8", "adaptive-figure8")
+              for c in stored_manifest(store, sweep).distinct_cells() if (r := store.get_result(c.id)) is not None]
+    if not stamps:
+        return 0.0
+    start = min(datetime.fromisoformat(a) for a, _ in stamps)
+    return (max(datetime.fromisoformat(b) for _, b in stamps) - start).total_seconds()
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    return f"{model}, {os.cpu_count()} cores, Linux {platform.release()}"
+
+
+def report(store_url: str, meta: dict[str, str]) -> str:
+    store = open_store(store_url)
+    spec = parse_spec(stored_manifest(store, "adaptive-figure8").spec)
+    rule = spec.experiments[0].adaptive
+    assert rule is not None
+    runs = runs_of(store, "fixed-figure8")
+    for key, more in runs_of(store, "adaptive-figure8").items():
+        runs[key] = sorted(set(runs.get(key, [])) | set(more))
+    cells = {point_of(c): c for c in stored_manifest(store, "fixed-figure8").distinct_cells()}
+    rows, totals = [], {"fixed": 0.0, "adaptive": 0.0}
+    widest = {"fixed": (0.0, ""), "adaptive": (0.0, "")}
+    for key, cell in cells.items():
+        point_runs = runs.get(key, [])
+        rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
+        label = f"{cell.experiment.split('-')[1]}: {cell_summary(cell.params, repetition=False).split(', 100 ms')[0]}"
+        cols = []
+        for name, taken in rules.items():
+            interval = taken.interval if taken.values else None
+            seconds = sum(taken.seconds)
+            totals[name] += seconds
+            relative = interval.relative_half_width if interval else float("inf")
+            if relative > widest[name][0]:
+                widest[name] = (relative, label)
+            collapsed = collapsed_fraction(taken.values, cell.params.bandwidth_mbps)
+            cols.append(f"{len(taken.values)} | {interval.text() if interval else '–'} | "
+                        f"{relative * 100:.1f} % | {'–' if collapsed is None else f'{collapsed:.2f}'} | "
+                        f"{seconds:.0f} | {taken.stopped}")
+        rows.append(f"| {label} | " + " | ".join(cols) + " |")
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
+    head = [
+        f"# Adaptive repetitions against a fixed 10 runs: Figure 8's path on both links ({date})",
+        "",
+        f"Machine: {machine()}. Load average (1, 5, 15 min): {meta['load']}; the runs' records span "
+        f"{span_s(store):.0f} s of wall time, first start to last stored result. The machine "
+        "was shared with a long measurement and other builds and tests throughout (it is 2 cores), so the "
+        "cell-seconds include waiting for CPU; both rules' runs were measured in the same hours, run by run.",
+        "",
+        "Command: `sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store` (the two `ccsweep run`s "
+        "of fixed.yaml and adaptive.yaml below it, then this report; `--report-only` rebuilds the report).",
+        "",
+        "What ran: 100 Mbit/s, 100 ms RTT, infinite queue, 30 s flows (5 s warm-up), seeds 1 + i; on "
+        "ccsweep-link and on upstream Mahimahi; three cells of Figure 8's grid: BBR at 15 % loss and CUBIC at "
+        "0.1 % (wide on this kernel; BBR's runs there are bimodal) and BBR at 1 % (calm). Not the whole "
+        "Figure 8 (26 cells a link): on this shared machine it did not fit the time there was.",
+        "",
+        f"Rules: fixed, 10 runs per cell; adaptive, `repetitions: {{min: {rule.min}, max: {rule.max}, target: "
+        f"{{ci_relative: {rule.target.ci_relative:g}}}}}`: after each round, a cell whose 95 % bootstrap CI of "
+        "the median goodput has a half-width above 5 % of the median gets more runs, up to 20. Each run was "
+        "measured once: the fixed `ccsweep run` measured runs 0-9 of every cell, then the adaptive `ccsweep run` "
+        "(same store, same cells) ran rounds of runs 10-19 for the cells it judged too wide. The adaptive rule's "
+        "columns replay it from scratch on those runs, in index order (3 runs, judge, more...), as a fresh "
+        "adaptive run would have taken them; its cost is the wall time of the runs it takes.",
+        "",
+        "Interval: 95 % percentile-bootstrap CI of the median goodput (Mbit/s), n = the runs column; half-width "
+        "as % of the median; collapsed: fraction of runs below 5 % of the link rate (5 Mbit/s); cell-seconds: "
+        "the runs' wall time, start to stored result.",
+        "",
+        "| cell | fixed: runs | median [95 % CI] | half-width | collapsed | cell-s | stopped "
+        "| adaptive: runs | median [95 % CI] | half-width | collapsed | cell-s | stopped |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    saving = 1 - totals["adaptive"] / totals["fixed"] if totals["fixed"] else 0.0
+    tail = [
+        "",
+        f"Total cell-seconds: fixed {totals['fixed']:.0f}, adaptive {totals['adaptive']:.0f} "
+        f"({saving * 100:+.0f} % {'saved' if saving >= 0 else 'more'} by the adaptive rule).",
+        f"Widest interval left: fixed {widest['fixed'][0] * 100:.1f} % of the median ({widest['fixed'][1]}); "
+        f"adaptive {widest['adaptive'][0] * 100:.1f} % ({widest['adaptive'][1]}).",
+        "",
+    ]
+    return "\n".join(head + rows + tail)
+
+
+def compare_links(store_url: str, out: Path) -> None:
+    """`ccsweep compare` of the adaptive sweep's two links, as a CSV and the terminal table beside the report."""
+    command = [str(REPO / ".venv" / "bin" / "ccsweep"), "compare", "adaptive-figure8@link=ccsweep-link",
+               "adaptive-figure8@link=mahimahi", "--ignore", "link", "--store", store_url,
+               "--csv", str(out.with_name(out.stem + "-compare.csv"))]
+    shown = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "150"})
+    text = shown.stdout.replace(str(out.with_name(out.stem + "-compare.csv")), out.stem + "-compare.csv")
+    out.with_name(out.stem + "-compare.txt").write_text(
+        f"$ ccsweep compare adaptive-figure8@link=ccsweep-link adaptive-figure8@link=mahimahi --ignore link "
+        f"--store STORE --csv {out.stem}-compare.csv\n{text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", required=True, help="the store both runs share (a folder or URL)")
+    parser.add_argument("--report-only", action="store_true", help="only report what the store holds")
+    parser.add_argument("--out", type=Path,
+                        help="the Markdown result (default benchmarks/results/DATE-adaptive-figure8.md)")
+    parser.add_argument("--load", help="with --report-only: the load averages during the runs, as measured")
+    args = parser.parse_args()
+    meta: dict[str, str] = {"load": args.load or "not measured"}
+    if not args.report_only:
+        if os.geteuid() != 0:
+            sys.exit("run as root (network namespaces and TUN devices)")
+        meta = run(args.store)
+    out = args.out or REPO / "benchmarks" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-adaptive-figure8.md"
+    out.write_text(report(args.store, meta))
+    compare_links(args.store, out)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
