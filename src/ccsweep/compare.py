@@ -215,23 +215,28 @@ def sweep_side(store: ResultStore, ref: SideRef, quantity: QuantityDef, ignore: 
         if not experiments:
             names = ", ".join(e.name for e in data.experiments)
             raise CompareError(f"{ref.label}: sweep {ref.name} has no experiment {ref.experiment} (it has {names})")
+    return results_side(ref.label, [r for e in experiments for r in e.results], quantity, ignore, ref.where)
+
+
+def results_side(label: str, results: Iterable[CellResult], quantity: QuantityDef, ignore: Iterable[str],
+                 where: tuple[tuple[str, str], ...] = ()) -> Side:
+    """Results (each cell once) with the `where` parameters, grouped into cells matched ignoring `ignore`."""
     seen: set[str] = set()
     points: dict[str, SidePoint] = {}
     ignored = tuple(ignore)
-    for exp in experiments:
-        for result in exp.results:
-            params = result.cell.params
-            if result.cell.id in seen or any(_param(params, result, k) != v for k, v in ref.where):
-                continue
-            seen.add(result.cell.id)
-            value = quantity.measured(result)
-            if value is None or not math.isfinite(value):
-                continue
-            if params.kernel is None and "kernel" not in ignored:
-                params = params.model_copy(update={"kernel": result.environment.kernel})
-            key = match_key(params, ignored)
-            points.setdefault(key, SidePoint(cell_summary(params, repetition=False), params)).values.append(value)
-    return Side(ref.label, points)
+    for result in results:
+        params = result.cell.params
+        if result.cell.id in seen or any(_param(params, result, k) != v for k, v in where):
+            continue
+        seen.add(result.cell.id)
+        value = quantity.measured(result)
+        if value is None or not math.isfinite(value):
+            continue
+        if params.kernel is None and "kernel" not in ignored:
+            params = params.model_copy(update={"kernel": result.environment.kernel})
+        key = match_key(params, ignored)
+        points.setdefault(key, SidePoint(cell_summary(params, repetition=False), params)).values.append(value)
+    return Side(label, points)
 
 
 def csv_side(ref: SideRef, quantity: QuantityDef) -> Side:
@@ -348,18 +353,30 @@ def to_csv(result: Comparison) -> str:
     out = io.StringIO()
     out.write(f"# A: {result.a.label}; B: {result.b.label}; quantity: {result.quantity.label}; "
               f"matched ignoring: {', '.join(result.ignore) or 'nothing'}\n")
-    out.write(f"# verdict: agree when the interval of median(A) - median(B) lies within ±{result.tolerance:g} of the "
-              f"larger median; differ when it excludes 0 and Mann-Whitney p < {result.alpha:g}\n")
+    out.write(f"# verdict: {rule_text(result)}\n")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    writer.writerows(csv_rows(result))
+    return out.getvalue()
+
+
+def rule_text(result: Comparison) -> str:
+    return (f"agree when both sides have 2 runs or more and the interval of median(A) - median(B) lies within "
+            f"±{result.tolerance:g} of the larger median; differ when it excludes 0 and Mann-Whitney p < "
+            f"{result.alpha:g}; else not settled")
+
+
+def csv_rows(result: Comparison) -> list[list[object]]:
+    """The rows of CSV_COLUMNS, numbers as text with 6 significant digits."""
+    rows: list[list[object]] = []
     for row in result.rows:
         p = row.params
-        writer.writerow([row.summary, p.cc_label if p else "", _g(p.loss * 100 if p else None),
-                         _g(p.rtt_ms if p else None), _g(p.bandwidth_mbps if p else None), len(row.a), len(row.b),
-                         _g(row.median_a), _g(row.median_b), _g(row.difference.center), _g(row.difference.low),
-                         _g(row.difference.high), row.difference.label, _g(row.p_rank), _g(row.p_anderson),
-                         row.verdict, row.reason])
-    return out.getvalue()
+        rows.append([row.summary, p.cc_label if p else "", _g(p.loss * 100 if p else None),
+                     _g(p.rtt_ms if p else None), _g(p.bandwidth_mbps if p else None), len(row.a), len(row.b),
+                     _g(row.median_a), _g(row.median_b), _g(row.difference.center), _g(row.difference.low),
+                     _g(row.difference.high), row.difference.label, _g(row.p_rank), _g(row.p_anderson),
+                     row.verdict, row.reason])
+    return rows
 
 
 def _g(value: float | None) -> str:

@@ -149,3 +149,26 @@ def test_cli_table_csv_and_exit_2(tmp_path: Path):
     assert bad.exit_code == 2 and "sweep 'nope' has no manifest" in bad.output
     bad = runner.invoke(main, ["compare", "study", "study", "--ignore", "queue", "--store", str(tmp_path)])
     assert bad.exit_code == 2 and "--ignore: 'queue' is not one of link, kernel" in bad.output
+
+
+def test_a_sweep_on_both_links_gets_the_overlay_and_the_comparison_in_its_report(tmp_path: Path):
+    """Two experiments that differ only in link: the report draws both links with their intervals and
+    tables the comparison (tables/links-compare.csv), as `ccsweep compare` makes it."""
+    store = open_store(str(tmp_path))
+    both = spec("both", "ccsweep-link", 10)
+    both["experiments"].append({**both["experiments"][0], "name": "fig8-mahimahi", "link": "mahimahi"})
+    plan = plan_sweep(parse_spec(both), store)
+    for cell in plan.cells:
+        v = same(cell.params.loss, cell.params.repetition) * (0.8 if cell.params.link == "mahimahi" else 1)
+        store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
+                                  goodput_mbps=v, goodput_steady_mbps=v))
+    built = CliRunner().invoke(main, ["figures", "--store", str(tmp_path), "--sweep", "both"])
+    assert built.exit_code == 0, built.output
+    out = tmp_path / "sweeps" / "both"
+    assert (out / "figures" / "links-overlay.png").read_bytes().startswith(b"\x89PNG")
+    rows = list(csv.DictReader(io.StringIO((out / "tables" / "links-compare.csv").read_text())))
+    assert [(r["loss_percent"], r["n_a"], r["n_b"], r["verdict"]) for r in rows] == [
+        ("1", "10", "10", "differ"), ("15", "10", "10", "not settled")]
+    report = (out / "report.html").read_text()
+    assert 'id="links"' in report and "2 cells on both links: 0 agree, 1 differ, 1 not settled" in report
+    assert "bars: 95 % bootstrap CI of the median, n = 10 per point" in report

@@ -12,7 +12,9 @@ from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.report import RenderedFigure, data_uri, render_report
+from ccsweep.figures.section import Section
 from ccsweep.figures.style import render
+from ccsweep.result import CellResult
 from ccsweep.store import ResultStore
 
 CELLS_CSV = "cells.csv"
@@ -27,12 +29,11 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     def put(name: str, blob: bytes) -> None:
         written[name] = store.put_sweep_file(sweep, name, blob)
 
-    sections = []
-    for exp in data.experiments:
-        section = build_section(exp)
+    def store_section(section: Section, results: list[CellResult]) -> list[RenderedFigure]:
+        """Render and store a section's figures (stamped with the kernels they were made on) and tables."""
         figures = []
-        kernels = ", ".join(sorted({r.environment.kernel for r in exp.results})) or "none (no results)"
-        scaled = sorted({r.cell.params.time_scale for r in exp.results if r.cell.params.time_scale != 1})
+        kernels = ", ".join(sorted({r.environment.kernel for r in results})) or "none (no results)"
+        scaled = sorted({r.cell.params.time_scale for r in results if r.cell.params.time_scale != 1})
         stamp = f"kernel {kernels}" + (f"; flow times scaled ×{', '.join(f'{s:g}' for s in scaled)}" if scaled else "")
         for fig in section.figures:
             fig.figure.text(0.995, 0.005, stamp, ha="right", va="bottom", fontsize=6, color="0.45")
@@ -43,7 +44,12 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
                                           f"figures/{fig.name}.png", f"figures/{fig.name}.svg"))
         for table in section.tables:
             put(f"tables/{table.name}.csv", table.to_csv().encode())
-        sections.append((exp, section, figures))
+        return figures
+
+    sections = []
+    for exp in data.experiments:
+        section = build_section(exp)
+        sections.append((exp, section, store_section(section, exp.results)))
         if exp.results:
             put(f"rebbr/{exp.name}.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(exp.results)).encode())
     put("rebbr.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(data.distinct_results())).encode())
@@ -51,7 +57,11 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     cells, flows = tidy.tables(data, lambda key: f"../../{key}")
     put(CELLS_CSV, tidy.write_csv(cells).encode())
     put(FLOWS_CSV, tidy.write_csv(flows).encode())
+    from ccsweep.figures.links import links_section  # imports ccsweep.compare, which imports this package
+
+    both = links_section(data)
+    links = (both, store_section(both, data.distinct_results())) if both else None
     html = render_report(data, sections, run_checks(data), outputs=[*written, "report.html"],
-                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)})
+                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links)
     put("report.html", html.encode())
     return list(written.values())

@@ -153,8 +153,10 @@ def cell_seconds(result: CellResult) -> float | None:
 
 
 def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
-                  checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None) -> str:
-    """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top."""
+                  checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None,
+                  links: tuple[Section, list[RenderedFigure]] | None = None) -> str:
+    """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top;
+    `links`, the both-links section of a sweep run on ccsweep-link and Mahimahi (figures.links)."""
     results = sweep.distinct_results()
     late = sweep.late
     unwanted = unwanted_ids(sweep.points)
@@ -179,6 +181,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
         runs=runs_rows(sweep),
+        links={"section": links[0], "figures": links[1]} if links else None,
         collapse_percent=COLLAPSE_FRACTION * 100,
         environment=_environment_summary(results),
         selfchecks=_selfcheck_summary([*results, *late]),
