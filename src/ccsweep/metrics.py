@@ -277,7 +277,7 @@ def _flow_values(base: dict[str, str], index: int, cc: str) -> list[str]:
 
 
 #: Final counts of a finished sweep, as the store says (see publish_final).
-FINAL_STATES = ("stored", "late", "failed", "missing")
+FINAL_STATES = ("stored", "late", "starved", "failed", "missing")
 
 
 def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: dict[str, CellResult],
@@ -329,8 +329,9 @@ def publish_stored(pushgateway_url: str, store: ResultStore, sweep: str, *, err:
     cells = data.manifest.distinct_cells()
     failed = {f.cell_id for f in data.failures}
     late = {r.cell.id for r in data.late}
-    counts = {"stored": len(results), "late": len(late), "failed": len(failed),
-              "missing": sum(1 for c in cells if c.id not in results and c.id not in late and c.id not in failed)}
+    starved = {r.cell.id for r in data.starved}
+    counts = {"stored": len(results), "late": len(late), "starved": len(starved), "failed": len(failed),
+              "missing": sum(1 for c in cells if c.id not in results.keys() | late | starved | failed)}
     return publish_final(pushgateway_url, sweep, cells, results, counts, err=err)
 
 

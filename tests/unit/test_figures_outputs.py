@@ -223,6 +223,22 @@ def test_missing_trace_cells_are_described_from_the_manifest_without_the_traces(
     assert missing.reason == "no result stored: not run yet, or interrupted"
 
 
+def test_a_cell_the_machine_starved_is_missing_as_starved_not_as_failed(tmp_path: Path):
+    """Its record under starved/ says why it has no result; it is counted apart from failures."""
+    root, sweep = copy_store("goodput-vs-loss", tmp_path)
+    store = FileStore(root)
+    (first, *_) = load_sweep(store, sweep).experiments[0].results
+    starved = first.model_copy(update={"status": "starved", "error": "the flows did not end within 15 s of their "
+                                       "end time (receiver still running)"})
+    shutil.rmtree(root / "cells" / first.cell.id)
+    store.put_cell(starved)
+    data = load_sweep(store, sweep)
+    (missing,) = data.experiments[0].missing
+    assert missing.reason == ("starved by the machine on attempt 1: the flows did not end within 15 s of their end "
+                              "time (receiver still running)")
+    assert [r.cell.id for r in data.starved] == [first.cell.id] and not data.failures and not data.late
+
+
 def test_report_self_check_shows_each_release_window_and_old_records_as_the_default(tmp_path: Path):
     import json
 

@@ -76,6 +76,8 @@ class SweepData:
     #: Per cell without an on-time result, its latest attempt measured while the emulator ran late:
     #: shown (greyed) in the report, never in figures or claims.
     late: list[CellResult] = field(default_factory=list)
+    #: Per cell without a result, late attempt or failure, its latest attempt the machine starved.
+    starved: list[CellResult] = field(default_factory=list)
     #: Each setting of the experiments with adaptive repetitions: its runs and why it stopped.
     points: list[PointRuns] = field(default_factory=list)
 
@@ -114,7 +116,8 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
             late[cell_id] = attempt
     failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in stored.items()
                                        if result is None and cell_id not in late) if f is not None}
-    starved = {cell_id: attempt for cell_id, result in stored.items() if result is None and cell_id not in late
+    starved = {cell_id: attempt for cell_id, result in stored.items()
+               if result is None and cell_id not in late and cell_id not in failures
                and (attempt := store.latest_attempt(cell_id, "starved")) is not None}
     why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved)
     # Runs an adaptive rule has not asked for are planned, not missing.
@@ -128,7 +131,8 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
-                     failures=list(failures.values()), late=list(late.values()), points=points)
+                     failures=list(failures.values()), late=list(late.values()), starved=list(starved.values()),
+                     points=points)
 
 
 def counts(result: CellResult) -> bool:
