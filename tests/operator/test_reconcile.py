@@ -94,6 +94,24 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
 
 
+def test_an_adaptive_sweep_counts_the_runs_it_wants_and_its_workflow_plans_the_rounds(tmp_path: Path):
+    """The operator plans an adaptive sweep with the same rule as every executor: its status counts the
+    runs wanted now (min per cell), not the max planned, and says how many rounds the Workflow may run
+    (the WorkflowTemplate's round steps run them)."""
+    body = yaml.safe_load((EXAMPLES / "quick" / "sweep.yaml").read_text())
+    body["spec"]["experiments"] = [{**e, "repetitions": {"min": 3, "max": 20, "target": {"ci_relative": 0.05}}}
+                                   for e in body["spec"]["experiments"]]
+    body["metadata"] |= {"namespace": "lab", "uid": "0d6c1f3e-9a57-4b3e-8f43-5c7e3f1b2a90", "generation": 1}
+    decision = decide(SweepObject.from_body(body), settings(tmp_path))
+    status = SweepStatus.model_validate(decision.status)
+    assert status.cells is not None and (status.cells.total, status.cells.cached) == (6, 0)  # 2 cells x min 3
+    planned = next(c for c in status.conditions if c.type == "Planned")
+    assert planned.message == "6 cells, 0 already stored, 6 to run, up to 6 rounds of adaptive repetitions"
+    assert decision.workflow is not None
+    assert decision.workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
+    assert len(open_store(f"file://{tmp_path}").get_manifest("quick-e2e").cells) == 40  # every run up to max
+
+
 def test_stored_cells_are_not_run_again(tmp_path: Path):
     sweep = sweep_object("quick")
     cells = expand(parse_spec(yaml.safe_load(decide(sweep, settings(tmp_path)).workflow["spec"]["arguments"]
