@@ -90,6 +90,11 @@ def test_figure8_overlay_draws_rebbrs_exact_numbers_with_its_label_and_source():
     (figure,) = [f for f in build_section(data).figures if f.name.endswith("-published")]
     assert "github.com/jervisfm/rebbr" in figure.caption and COMMIT[:7] in figure.caption
     assert "figure8.csv" in figure.caption and "Linux 4.11" in figure.caption
+    # The overlay speaks through ccsweep compare: one run per cell on both sides settles no cell, and the
+    # pooled line says where the measured cells sit against ReBBR's.
+    (note,) = published_section(data).notes
+    assert note.startswith("ccsweep compare e published:rebbr-figure8 (the bottleneck throughput): ")
+    assert "cells compared: 0 agree, 0 differ," in note and "Wilcoxon signed-rank" in note
 
 
 def test_bandwidth_overlay_divides_by_the_capacity_as_rebbr_did():

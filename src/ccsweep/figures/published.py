@@ -212,4 +212,18 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
                f"{quantity.ceiling_label}; ReBBR compared this quantity with the paper's (1 − p) × link rate, which "
                "bounds the bytes that survive the loss, not the bytes leaving the bottleneck before it. Measured: "
                f"median over repetitions; {bars}.")
-    return Section(figures=[FigureOut(f"{data.name}-published", title, fig, caption)])
+    return Section(figures=[FigureOut(f"{data.name}-published", title, fig, caption)],
+                   notes=[comparison_note(data, published) for published, _ in drawn
+                          if experiment.figure != "capacity-share-vs-loss"])
+
+
+def comparison_note(data: ExperimentData, published: PublishedSet) -> str:
+    """What `ccsweep compare` says of the experiment's cells against the published set, in one line."""
+    from ccsweep.compare import QUANTITIES, SideRef, compare, csv_side, pooled, results_side, summary_line
+
+    quantity = QUANTITIES["bottleneck-throughput"]
+    ours = results_side(data.name, data.results, quantity, ())
+    result = compare(ours, csv_side(SideRef("published", published.name), quantity), quantity)
+    overall = pooled(result)
+    return (f"ccsweep compare {data.name} published:{published.name} (the {BOTTLENECK.name}): "
+            f"{summary_line(result)}" + (f"; {overall}" if overall else "") + ".")
