@@ -29,6 +29,7 @@ from ccsweep.cell import (
 )
 from ccsweep.runner.mahimahi import mahimahi_cannot
 from ccsweep.spec import (
+    MIN_QUEUE_BYTES,
     PLAIN_NAME,
     Experiment,
     FlowGroup,
@@ -168,7 +169,8 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         down_delay = rtt / 2
         if reverse is not None:
             down_delay = reverse.delay_ms if reverse.delay_ms is not None else down_delay
-            down_loss = reverse.loss_percent / 100 if reverse.loss_percent is not None else down_loss
+            # Rounded as the forward loss is (Experiment.loss_fractions): one physical cell, one id.
+            down_loss = round(reverse.loss_percent / 100, 12) if reverse.loss_percent is not None else down_loss
         params = CellParams(
             flows=tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix)),
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
@@ -223,6 +225,10 @@ def _queue(setting: QueueSetting, rate_mbps: float, rtt_ms: float, where: str) -
     bdp_bytes = rate_mbps * 1e6 / 8 * rtt_ms / 1000
     if setting.bdp is not None:
         limit_bytes = max(setting.min_bytes, round(setting.bdp * bdp_bytes))
+        if limit_bytes < MIN_QUEUE_BYTES and setting.packets is None:
+            raise SpecError(f"{where}: bdp {setting.bdp:g} of a {bdp_bytes:.0f}-byte BDP at {rate_mbps:g} Mbit/s and "
+                            f"{rtt_ms:g} ms RTT is {limit_bytes} bytes, less than one full-size packet "
+                            f"({MIN_QUEUE_BYTES}); set min_bytes")
     try:
         return QueueParams(kind=setting.kind, packets=setting.packets, bytes=limit_bytes, target_ms=setting.target_ms,
                            interval_ms=setting.interval_ms, qdelay_ref_ms=setting.qdelay_ref_ms,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
@@ -28,16 +28,22 @@ SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 #: searched for it (traces, included specs), never /etc/passwd or ../../x.
 PLAIN_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
+#: Characters no text field takes besides C0 controls: C1 controls, the bidirectional overrides,
+#: embeddings and isolates (they reorder what a reader sees: a title could show another sweep's
+#: name), the marks that steer them, and Unicode's line and paragraph separators (a second line
+#: inside "one line"). Written as the characters themselves, which Python's `re` and the API
+#: server's Go regexp (the CRD's patterns) both read alike.
+_UNSEEN = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
 #: One line of text (titles, labels); TEXT also allows newlines and tabs (descriptions).
-TEXT_LINE = r"^[^\x00-\x1f\x7f]*$"
-TEXT = r"^[^\x00-\x08\x0b-\x1f\x7f]*$"
+TEXT_LINE = f"^[^\\x00-\\x1f{_UNSEEN}]*$"
+TEXT = f"^[^\\x00-\\x08\\x0b-\\x1f{_UNSEEN}]*$"
 
 #: What each pattern means, for error messages people can act on.
 PATTERN_WORDS = {
     SLUG: "a name (lowercase letters, digits and '-', at most 63, no '-' at either end)",
     PLAIN_NAME: "a plain file name (letters, digits, '.', '_' and '-'; no folder, no leading '.')",
-    TEXT_LINE: "one line of text (no control characters)",
-    TEXT: "text (no control characters but newline and tab)",
+    TEXT_LINE: "one line of text (no control characters, bidirectional overrides or line separators)",
+    TEXT: "text (no control characters but newline and tab, no bidirectional overrides or line separators)",
 }
 
 #: Limits that keep reading a spec fast and small whatever it holds; a real spec is far below each.
@@ -94,8 +100,31 @@ class SpecError(ValueError):
 
 
 class SpecModel(BaseModel):
-    # inf and nan are refused everywhere: JSON cannot carry them, so a stored cell would not load.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    """The fields of a spec, typed as the Sweep CRD types them.
+
+    Strict: a number is a number and text is text, so `"10"` where a number belongs is refused as
+    the CRD refuses it, not converted (an integer still stands for a float, as in JSON). inf and
+    nan are refused everywhere: JSON cannot carry them, so a stored cell would not load. -0.0 is
+    stored as 0.0, so the same physical cell never gets two ids.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_negative_zero(cls, value: Any) -> Any:
+        return _without_negative_zero(value)
+
+
+def _without_negative_zero(value: Any) -> Any:
+    """`value` with every -0.0 in it (lists and tuples too) written as 0.0; ids hash the sign."""
+    if isinstance(value, float):
+        return value + 0.0  # -0.0 + 0.0 is 0.0; every other float is unchanged
+    if isinstance(value, list):
+        return [_without_negative_zero(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_without_negative_zero(v) for v in value)
+    return value
 
 
 def _within(low: float, high: float, unit: str, *, open_low: bool = False) -> AfterValidator:
@@ -117,10 +146,24 @@ def _bounds(low: float, high: float, *, open_low: bool = False) -> WithJsonSchem
 LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
 LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
 RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
-RateMbps = Annotated[float, _within(0, 100_000, "Mbit/s", open_low=True), _bounds(0, 100_000, open_low=True)]
+#: 0.01 Mbit/s is ReBBR's lowest rate (the bandwidth preset): a full-size packet then takes 1.2 s on
+#: the wire. Below it a cell measures the link's start-up, not congestion control (at 1e-9 Mbit/s
+#: one packet would take 380 years). docs/spec.md, "Bounds".
+MIN_RATE_MBPS = 0.01
+RateMbps = Annotated[float, _within(MIN_RATE_MBPS, 100_000, "Mbit/s"), _bounds(MIN_RATE_MBPS, 100_000)]
 #: A socket-buffer size in bytes as the kernel's tcp_rmem/tcp_wmem sysctls take it (an int).
-SocketBytes = Annotated[int, Field(ge=1, le=2**31 - 1)]
+SocketBytes = Annotated[int, Field(ge=1, le=2**31 - 1, strict=True)]
 
+
+#: A queue shorter than one full-size packet drops every data packet: the flow never starts.
+MIN_QUEUE_BYTES = 1500
+#: A rate schedule becomes a trace of one line per 1500-byte delivery opportunity, written by the
+#: runner for the link's whole life (the flows plus SCHEDULE_LINK_OVERHEAD_S: lead, two ready
+#: timeouts, end grace; ccsweep.runner.run). 10^7 lines are about 90 MB on disk and seconds to
+#: write; 1 Gbit/s for a 60 s flow is 9.8 x 10^6 (docs/spec.md, "Bounds").
+MAX_SCHEDULE_OPPORTUNITIES = 10_000_000
+SCHEDULE_LINK_OVERHEAD_S = 57.0
+TRACE_OPPORTUNITY_BITS = 12_000
 
 #: The arguments only one queue kind takes (mm-link's CoDel and PIE parameters).
 KIND_ONLY_FIELDS: dict[str, tuple[str, ...]] = {
@@ -134,7 +177,8 @@ class QueueSetting(SpecModel):
 
     kind: QueueKind = "infinite"
     packets: int | None = Field(default=None, ge=1, le=10_000_000)
-    bytes: int | None = Field(default=None, ge=1, le=10_000_000_000)
+    bytes: int | None = Field(default=None, ge=MIN_QUEUE_BYTES, le=10_000_000_000,
+                              description="at least one full-size packet (1500 bytes)")
     bdp: float | None = Field(default=None, gt=0, le=1000,
                               description="limit as a multiple of the bandwidth-delay product")
     min_bytes: int = Field(default=0, ge=0, le=10_000_000_000,
@@ -205,8 +249,9 @@ class RateStepSetting(SpecModel):
 class BufferSetting(SpecModel):
     """Socket-buffer sysctls of the cell's namespaces: (min, default, max) bytes, in that order."""
 
-    tcp_rmem: tuple[SocketBytes, SocketBytes, SocketBytes] = (4096, 87380, 6553600)
-    tcp_wmem: tuple[SocketBytes, SocketBytes, SocketBytes] = (4096, 65536, 6553600)
+    # A YAML or JSON list of three: strict on the numbers, not on the list being a tuple.
+    tcp_rmem: tuple[SocketBytes, SocketBytes, SocketBytes] = Field(default=(4096, 87380, 6553600), strict=False)
+    tcp_wmem: tuple[SocketBytes, SocketBytes, SocketBytes] = Field(default=(4096, 65536, 6553600), strict=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> BufferSetting:
@@ -215,6 +260,31 @@ class BufferSetting(SpecModel):
             if not low <= default <= high:
                 raise ValueError(f"{name}: {low} {default} {high} must be min <= default <= max")
         return self
+
+
+def _drawable(title: str) -> str:
+    """A title matplotlib can draw: between two `$`, mathtext that parses (else every figure of the
+    sweep would fail when drawn, long after the spec was accepted)."""
+    if title.replace("\\$", "").count("$") < 2:
+        return title
+    from matplotlib.mathtext import MathTextParser
+
+    try:
+        MathTextParser("path").parse(title)
+    except ValueError as exc:
+        raise ValueError(f"matplotlib cannot draw it: {' '.join(str(exc).split())[:200]} "
+                         "(write \\$ for a dollar sign)") from None
+    return title
+
+
+def _repeated(values: list[Any]) -> Any:
+    """The first value that occurs twice in `values`, or None."""
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            return value
+        seen.append(value)
+    return None
 
 
 def _axis(description: str | None = None) -> Any:
@@ -269,7 +339,7 @@ class Experiment(SpecModel):
     """One experiment: its axes, what stays fixed, and the figure that shows it."""
 
     name: str = Field(pattern=SLUG)
-    title: str = Field(default="", max_length=200, pattern=TEXT_LINE)
+    title: Annotated[str, AfterValidator(_drawable)] = Field(default="", max_length=200, pattern=TEXT_LINE)
     figure: FigureKind = "goodput-vs-loss"
     cc: list[CongestionControl] | None = Field(default=None, min_length=1, max_length=len(KNOWN_CONGESTION_CONTROLS),
                                                description="one algorithm per cell, for every flow")
@@ -335,10 +405,46 @@ class Experiment(SpecModel):
                 raise ValueError(f"rate_schedule[{i}].at_s {step.at_s:g} is not before duration_s {self.duration_s:g}")
         return self
 
+    @model_validator(mode="after")
+    def _no_value_twice(self) -> Experiment:
+        """Each value of an axis once: a repeat is the same cell twice, or two cells under one label."""
+        axes: list[tuple[str, list[Any]]] = [
+            ("cc", self.cc or []), ("mixes", [[g.model_dump() for g in m] for m in self.mixes or []]),
+            ("loss" if self.loss is not None else "loss_percent", self.loss_fractions), ("rtt_ms", self.rtt_ms),
+            ("bandwidth_mbps", self.bandwidth_mbps or []), ("trace", [t.name for t in self.trace or []]),
+            ("trace", [(t.uplink, t.downlink) for t in self.trace or []]),
+            ("queue", [q.model_dump() for q in self.queue]), ("reverse", [r.label for r in self.reverse or []]),
+            ("reverse", [(r.delay_ms, r.loss_percent) for r in self.reverse or []]),
+            ("rate_schedule", [step.at_s for step in self.rate_schedule]), ("kernels", self.kernels or []),
+            ("published", self.published)]
+        for field, values in axes:
+            twice = _repeated(values)
+            if twice is not None:
+                shown = (f"{twice * 100:g}" if field == "loss_percent" else
+                         f"{twice:g}" if isinstance(twice, float) else _short(twice))
+                raise ValueError(f"{field}: {shown} is given twice; each value of an axis makes cells of its own")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_trace_fits(self) -> Experiment:
+        if not self.rate_schedule or not self.bandwidth_mbps:
+            return self
+        factor = max([1.0, *(step.factor for step in self.rate_schedule)])
+        lines = (max(self.bandwidth_mbps) * 1e6 * factor * (self.duration_s + SCHEDULE_LINK_OVERHEAD_S)
+                 / TRACE_OPPORTUNITY_BITS)
+        if lines > MAX_SCHEDULE_OPPORTUNITIES:
+            raise ValueError(f"rate_schedule: at {max(self.bandwidth_mbps):g} Mbit/s x {factor:g} for "
+                             f"{self.duration_s:g} s the schedule's trace has {lines:.3g} lines, more than "
+                             f"{MAX_SCHEDULE_OPPORTUNITIES:.0e} (a lower rate, factor or duration_s)")
+        return self
+
+    def _fraction(self, value: float) -> float:
+        return value if self.loss is not None else round(value / 100, 12)
+
     @property
     def loss_fractions(self) -> list[float]:
         # Rounded so loss_percent 0.1 and loss 0.001 give the same cell id (0.1 / 100 is not exactly 0.001).
-        return self.loss if self.loss is not None else [round(p / 100, 12) for p in self.loss_percent or []]
+        return [self._fraction(value) for value in (self.loss if self.loss is not None else self.loss_percent or [])]
 
     @property
     def effective_warmup_s(self) -> float:
@@ -364,8 +470,9 @@ class Experiment(SpecModel):
         """How many cells the experiment expands to, from the axes' lengths alone (an adaptive rule's max)."""
         bottlenecks = len(self.bandwidth_mbps if self.bandwidth_mbps is not None else self.trace or [])
         reverses = len(self.reverse) if self.reverse else 1
+        kernels = len(self.kernels) if self.kernels else 1
         return (len(self.flow_mixes()) * len(self.loss_fractions) * len(self.rtt_ms) * bottlenecks * len(self.queue)
-                * reverses * self.max_runs)
+                * reverses * kernels * self.max_runs)
 
 
 #: Fields of which an experiment gives exactly one (the Sweep CRD states the same as CEL rules).
@@ -620,6 +727,10 @@ class _SpecLoader(yaml.SafeLoader):
         event = self.peek_event()
         return int(event.start_mark.line) + 1 if event and event.start_mark else 0
 
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_scalars(node, "", set())
+        return super().construct_document(node)
+
     def construct_undefined(self, node: yaml.Node) -> Any:
         raise _Refused(f"line {node.start_mark.line + 1}: {node.tag.replace('tag:yaml.org,2002:', '!!')} values "
                        "have no place in a spec")
@@ -640,8 +751,86 @@ class _SpecLoader(yaml.SafeLoader):
 
 
 # Binary data, sets and ordered pairs are YAML types no spec field takes; refused by tag, not coerced.
-for _tag in ("binary", "set", "omap", "pairs"):
+for _tag in ("binary", "set", "omap", "pairs", "timestamp", "value"):
     _SpecLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _SpecLoader.construct_undefined)
+
+_YAML_11 = "tag:ccsweep,yaml-1.1"
+#: Plain scalars read as YAML 1.2's core schema, the JSON types the Sweep CRD has: true/false,
+#: null, decimal integers (and 0o/0x), decimal floats with an optional exponent (1e3 included,
+#: which YAML 1.1 reads as text), .inf/.nan (refused by the model). PyYAML reads YAML 1.1, where
+#: `off`/`yes` are booleans, `1:30` is 90 (base 60), `010` is 8 and `1_000` is 1000: forms a
+#: person did not mean as those numbers, so each is refused with its line instead of read.
+_CORE_RESOLVERS: list[tuple[str, str, str]] = [
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float",
+     r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+     r"|\.(?:nan|NaN|NAN))$",
+     "-+0123456789."),
+    # Last: only what none of the above took. YAML 1.1's booleans, base-60 numbers, leading-zero
+    # (octal) and binary integers, numbers with `_`, and dates.
+    (_YAML_11,
+     r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF"
+     r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"
+     r"|[-+]?0[0-9_]+(?:\.[0-9_]*)?|[-+]?0b[01_]+|[-+]?[0-9][0-9]*_[0-9_]*(?:\.[0-9_]*)?"
+     r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?)$",
+     "yYnNoO-+0123456789"),
+]
+#: Integers beyond this are no spec field's (the largest, a queue's bytes, is 10^10): refused
+#: when read, so a 4,000-digit literal is one line, not a conversion traceback.
+_MAX_INT_DIGITS = 19
+_SpecLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in _CORE_RESOLVERS:
+    _SpecLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _scalar_problem(node: yaml.ScalarNode) -> str | None:
+    """Why a plain scalar cannot stand in a spec as YAML reads it, or None."""
+    text = str(node.value)
+    if node.tag == _YAML_11:
+        return (f"{text[:24]!r} is read differently by YAML 1.1 and 1.2 (a yes/no/on/off boolean, a base-60 or "
+                "leading-zero number, a date); write true/false or the plain number, or quote it for text")
+    if node.tag == "tag:yaml.org,2002:int" and len(text.lstrip("+-")) > _MAX_INT_DIGITS:
+        return f"{text[:12]}... ({len(text)} digits) is larger than any spec field takes"
+    if node.tag == "tag:yaml.org,2002:float" and "." + text.lower().lstrip("+-.") not in (".inf", ".nan") \
+            and abs(float(text)) == float("inf"):
+        return f"{text[:24]} is larger than any spec field takes"
+    return None
+
+
+def _check_scalars(node: yaml.Node, path: str, seen: set[int]) -> None:
+    """Refuse the first plain scalar _scalar_problem names, saying where it is (field path and line)."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        problem = _scalar_problem(node) if node.style is None else None
+        if problem:
+            raise _Refused(f"{path or 'document'}: {problem} (line {node.start_mark.line + 1})")
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_scalars(item, f"{path}[{i}]", seen)
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _check_scalars(key, path, seen)
+            name = str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+            _check_scalars(value, f"{path}.{name}" if path else name, seen)
+
+
+def _construct_int(loader: _SpecLoader, node: yaml.ScalarNode) -> int:
+    return int(str(loader.construct_scalar(node)), 0)
+
+
+def _construct_float(loader: _SpecLoader, node: yaml.ScalarNode) -> float:
+    text = str(loader.construct_scalar(node)).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+_SpecLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_SpecLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_SpecLoader.add_constructor(_YAML_11, _SpecLoader.construct_undefined)
 
 
 def _short(value: Any) -> str:
@@ -718,9 +907,20 @@ def one_line(exc: ValidationError, raw: Any = None) -> str:
         message = "unknown field"
     elif err["type"] == "literal_error":
         message = f"{_short(err.get('input'))}: {message}"
+    elif err["type"] in _TYPE_ERRORS:
+        message = f"{_short(err.get('input'))} ({_kind(err.get('input'))}): {_TYPE_ERRORS[err['type']]}"
     elif err["type"] == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") in PATTERN_WORDS:
         message = f"{_short(err.get('input'))} is not {PATTERN_WORDS[err['ctx']['pattern']]}"
     return f"{'.'.join(parts) or 'spec'}: {message}"
+
+
+#: Type errors in the words of the CRD's types; quoted numbers are the usual cause.
+_TYPE_ERRORS = {
+    "float_type": "must be a number (unquoted)",
+    "int_type": "must be a whole number (unquoted)",
+    "bool_type": "must be true or false (unquoted)",
+    "string_type": "must be text",
+}
 
 
 def _has(node: Any, key: Any) -> bool:

@@ -216,7 +216,7 @@ def test_every_list_is_bounded_and_every_string_has_a_pattern():
     ("loss_percent", {"type": "number", "minimum": 0, "maximum": 100}),
     ("loss", {"type": "number", "minimum": 0, "maximum": 1}),
     ("rtt_ms", {"type": "number", "minimum": 0, "maximum": 20000}),
-    ("bandwidth_mbps", {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 100000}),
+    ("bandwidth_mbps", {"type": "number", "minimum": 0.01, "maximum": 100000}),
 ])
 def test_axis_items_carry_their_range(axis: str, item: dict):
     experiment = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][

@@ -69,7 +69,7 @@ def test_bad_cell_json_is_one_line(tmp_path: Path):
     ("{kind: droptail}", 10, "experiments[x].queue[0]: kind droptail needs a limit: packets, bytes or bdp"),
     ("{kind: infinite, bdp: 1}", 10, "experiments[x].queue[0]: kind infinite takes no limit (bdp given)"),
     ("{kind: droptail, packets: 10, target_ms: 5}", 10, "experiments[x].queue[0]: target_ms: only for kind codel"),
-    ("{kind: droptail, bdp: 1}", 0, "experiments[x].queue[0]: bytes: Input should be greater than or equal to 1"),
+    ("{kind: droptail, bdp: 1}", 0, "experiments[x].queue[0]: bdp 1 of a 0-byte BDP"),
 ])
 def test_bad_queue_is_one_line_exit_2_and_store_untouched(tmp_path: Path, queue: str, rtt: int, expected: str):
     store = tmp_path / "store"

@@ -51,12 +51,13 @@ def test_a_trace_replaces_the_rate(tmp_path: Path):
 
 def test_a_generated_schedule_trace_has_the_rate_and_the_step():
     # 12 Mbit/s = one 1500-byte opportunity per ms; twice that from 1 s after a 0.5 s lead.
-    trace = [int(x) for x in rate_schedule_trace(12, (RateStep(at_s=1, factor=2),), lead_s=0.5, length_s=3).split()]
+    text = "".join(rate_schedule_trace(12, (RateStep(at_s=1, factor=2),), lead_s=0.5, length_s=3))
+    trace = [int(x) for x in text.split()]
     assert trace[-1] == 3000
     per_ms = {ms: trace.count(ms) for ms in (1, 500, 1500, 1501, 3000)}
     assert per_ms == {1: 1, 500: 1, 1500: 1, 1501: 2, 3000: 2}
     # An error accumulator spreads a fractional rate evenly: 100 Mbit/s is 8.33 opportunities per ms.
-    steady = [int(x) for x in rate_schedule_trace(100, (), lead_s=0, length_s=1).split()]
+    steady = [int(x) for x in "".join(rate_schedule_trace(100, (), lead_s=0, length_s=1)).split()]
     assert len(steady) == 8333
     assert {steady.count(ms) for ms in range(1, 1001)} == {8, 9}
 
@@ -174,3 +175,21 @@ def test_a_link_kept_waiting_on_the_run_queue_is_late_even_with_few_late_packets
     assert check.late and check.lateness_p99_us < 1000 and check.runqueue_p99_us == 40_000.0
     assert "p99 run-queue delay 40,000 us (threshold 1,000 us)" in check.measured_text()
     assert link_summary(SUMMARY, threshold_us=1000, run_queue=quiet).selfcheck.late is False
+
+
+def test_the_specs_schedule_bound_uses_the_runners_link_life_and_opportunity_size():
+    """spec.py bounds a schedule's trace from these constants; they must stay the runner's."""
+    from ccsweep import spec
+    from ccsweep.runner import link, run
+
+    assert spec.SCHEDULE_LINK_OVERHEAD_S == run.SCHEDULE_LEAD_S + 2 * run.READY_TIMEOUT_S + run.END_GRACE_S
+    assert spec.TRACE_OPPORTUNITY_BITS == link.TRACE_OPPORTUNITY_BITS
+
+
+def test_a_schedule_trace_is_written_as_it_is_made():
+    """A generator of one millisecond's lines at a time: a 10^7-line trace is never a list in memory."""
+    chunks = rate_schedule_trace(1000, (RateStep(at_s=0.5, factor=2),), lead_s=0, length_s=1)
+    first = next(chunks)
+    assert first == "1\n" * 83  # 1000 Mbit/s: 83.3 opportunities per ms
+    # 0.5 s at 1000 and 0.5 s at 2000 Mbit/s: 125,000 opportunities, less the fraction still owed.
+    assert sum(chunk.count("\n") for chunk in chunks) + 83 in (124_999, 125_000)

@@ -20,7 +20,7 @@ def with_exp(**changes):
     ({"loss_percent": [150]}, "experiments[e].loss_percent[0]: 150.0 is outside [0, 100] (percent)"),
     ({"loss_percent": None, "loss": [1.5]}, "experiments[e].loss[0]: 1.5 is outside [0, 1]"),
     ({"rtt_ms": [-1]}, "experiments[e].rtt_ms[0]: -1.0 is outside [0, 20000] ms"),
-    ({"bandwidth_mbps": [0]}, "experiments[e].bandwidth_mbps[0]: 0.0 is outside (0, 100000] Mbit/s"),
+    ({"bandwidth_mbps": [0]}, "experiments[e].bandwidth_mbps[0]: 0.0 is outside [0.01, 100000] Mbit/s"),
     ({"cc": ["BBR"]}, "experiments[e].cc[0]: 'BBR': Input should be 'bbr', 'bbr2', 'bbr3', 'bic', 'cdg', 'cubic'"),
     ({"repetitions": 0}, "experiments[e].repetitions: Input should be greater than or equal to 1"),
     ({"warmup_s": 10}, "warmup_s 10.0 must be below duration_s 10.0"),
@@ -68,8 +68,8 @@ def test_a_bdp_limit_of_zero_bytes_names_the_queue():
         expand(spec)
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith("experiments[e].queue[1]: bytes: Input should be greater than or equal to 1 ")
-    assert "0 bytes; set min_bytes" in message
+    assert message.startswith("experiments[e].queue[1]: bdp 1 of a 0-byte BDP")
+    assert "is 0 bytes, less than one full-size packet (1500); set min_bytes" in message
     # A floor makes the same path valid.
     (_, cell) = expand(parse_spec(with_exp(rtt_ms=[0], queue=[{"kind": "infinite"},
                                                               {"kind": "droptail", "bdp": 1, "min_bytes": 3000}])))
@@ -121,3 +121,31 @@ def test_repository_presets_validate(preset):
     spec = load_spec(preset)
     assert spec.name == preset
     assert expand(spec)
+
+
+def test_negative_zero_is_the_same_cell_as_zero():
+    """ids hash the numbers' JSON: -0.0 would be a second id for the same physical cell."""
+    (plain,) = expand(parse_spec(with_exp(loss_percent=[0], rtt_ms=[20])))
+    (signed,) = expand(parse_spec(with_exp(loss_percent=[-0.0], rtt_ms=[20], flow_stagger_s=-0.0)))
+    assert signed.id == plain.id
+    assert str(expand(parse_spec(with_exp(loss_percent=[-0.0])))[0].params.uplink.loss) == "0.0"
+
+
+def test_a_reverse_loss_is_rounded_like_the_forward_one():
+    """0.7 % is 0.007 (not 0.006999999999999999) either way it is written: forward and reverse agree."""
+    base = {"loss_direction": "both", "reverse": [{"label": "r"}]}
+    (forward,) = expand(parse_spec(with_exp(loss_percent=[0.7], **base)))
+    (reverse,) = expand(parse_spec(with_exp(loss_percent=[0.7], loss_direction="uplink",
+                                            reverse=[{"label": "r", "loss_percent": 0.7}])))
+    assert forward.params.downlink.loss == reverse.params.downlink.loss == 0.007
+
+
+def test_cell_count_counts_kernels():
+    spec = parse_spec(with_exp(kernels=["6.8.0", "6.9.0"], rtt_ms=[10, 20]))
+    (exp,) = spec.experiments
+    assert exp.cell_count() == len(expand(spec)) == 4
+
+
+def test_a_title_with_mathtext_matplotlib_draws_is_accepted():
+    (exp,) = parse_spec(with_exp(title=r"Goodput at $\alpha = 0.1$ and \$5")).experiments
+    assert exp.title.startswith("Goodput")

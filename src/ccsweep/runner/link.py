@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +49,20 @@ def find_link_binary(explicit: str | os.PathLike[str] | None = None) -> Path:
                     "or name it in CCSWEEP_LINK")
 
 
-def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s: float, length_s: float) -> str:
-    """A Mahimahi trace of `length_s` seconds: the base rate for `lead_s`, then the schedule.
+def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s: float,
+                        length_s: float) -> Iterator[str]:
+    """A Mahimahi trace of `length_s` seconds, as text one millisecond at a time: the base rate for
+    `lead_s`, then the schedule.
 
     Opportunities are spread with an error accumulator (8, 8, 9, ... per ms at 100 Mbit/s), as
     ReBBR generated its constant-rate traces.  `at_s` of each step counts from the end of the lead.
+    A trace has up to spec.MAX_SCHEDULE_OPPORTUNITIES lines (10^7, about 90 MB): written as it is
+    made, never held whole in memory (a list of them would pass a cell pod's memory limit).
     """
     steps = sorted(schedule, key=lambda s: s.at_s)
-    lines: list[str] = []
     owed = 0.0
     total_ms = round(length_s * 1000)
+    last = 0
     for ms in range(1, total_ms + 1):
         flow_t = ms / 1000 - lead_s
         factor = 1.0
@@ -67,10 +72,11 @@ def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s
         owed += rate_mbps * factor * 1000 / TRACE_OPPORTUNITY_BITS
         whole = int(owed)
         owed -= whole
-        lines.extend([str(ms)] * whole)
-    if not lines or lines[-1] != str(total_ms):
-        lines.append(str(total_ms))  # a trace must end at its period
-    return "\n".join(lines) + "\n"
+        if whole:
+            last = ms
+            yield f"{ms}\n" * whole
+    if last != total_ms:
+        yield f"{total_ms}\n"  # a trace must end at its period
 
 
 #: Folder of a cell's workdir holding trace files fetched from the store, named by their sha256.
@@ -117,7 +123,8 @@ def prepare_traces(cell: Cell, workdir: Path, lead_s: float, length_s: float) ->
         elif direction.rate_schedule:
             assert direction.rate_mbps is not None
             path = workdir / f"{name}.schedule.trace"
-            path.write_text(rate_schedule_trace(direction.rate_mbps, direction.rate_schedule, lead_s, length_s))
+            with path.open("w") as trace:
+                trace.writelines(rate_schedule_trace(direction.rate_mbps, direction.rate_schedule, lead_s, length_s))
             traces[name] = path
     return traces
 
