@@ -328,6 +328,8 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
     cells = {**(status.get("cells") or {}), "running": running,
              "done": sum(p == "Succeeded" for p in phases),
              "failed": sum(p in ("Failed", "Error") for p in phases)}
+    # Adaptive repetitions: later rounds run cells the first plan did not count; the total takes them in.
+    cells["total"] = max(int(cells.get("total") or 0), int(cells.get("cached") or 0) + len(phases))
     patch: dict[str, Any] = {"phase": phase, "cells": cells, "startedAt": wf_status.get("startedAt") or None,
                              "finishedAt": wf_status.get("finishedAt") or None}
     generation = int(status.get("observedGeneration") or 0)

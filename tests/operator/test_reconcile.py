@@ -268,6 +268,13 @@ def test_running_workflow_counts_cells(tmp_path: Path):
     SweepStatus.model_validate({**sweep.status, **patch})
 
 
+def test_later_rounds_of_adaptive_repetitions_add_to_the_total(tmp_path: Path):
+    """The first plan counted 2 cells; a second round ran 2 more: the total follows the cells run."""
+    nodes = [cell_node(c, "Retry", "Succeeded") for c in "abc"] + [cell_node("d", "Retry", "Running")]
+    patch = follow(planned(tmp_path), workflow("Running", nodes))
+    assert patch["cells"] == {"total": 4, "cached": 0, "running": 1, "done": 3, "failed": 0}
+
+
 def test_a_sweep_run_in_chunks_counts_the_cells_of_every_chunk(tmp_path: Path):
     """A large sweep's cells run in chunk Workflows (the sweep's Workflow has only chunk pods): the
     Sweep counts them there, and a spent failure budget stops the chunks with the sweep's Workflow."""
