@@ -57,7 +57,7 @@ venv: $(VENV)/.installed ## The Python virtualenv with ccsweep (editable) and th
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint,data]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint,data,release]'
 	touch $@
 
 .PHONY: tools
@@ -65,6 +65,7 @@ tools: ## Pinned tools into ./bin: Kubernetes, Helm, MinIO, Argo (Go module prox
 	hack/tools/apt.sh
 	hack/tools/kubernetes.sh
 	hack/tools/helm.sh
+	hack/tools/helm-docs.sh
 	hack/tools/minio.sh
 	hack/tools/argo.sh
 	hack/tools/mahimahi.sh
@@ -118,6 +119,14 @@ test-services: deps ## Real MinIO, Prometheus and Pushgateway on 127.0.0.1.
 test-e2e: deps tools ## A real single-node Kubernetes cluster with Argo (builds tools into the cache).
 	$(PYTEST) -q tests -m e2e
 
+# The flags tests/chart/test_chart.py checks the README with (--dry-run): one place.
+HELM_DOCS_FLAGS := --chart-search-root charts --sort-values-order file --skip-version-footer --ignore-non-descriptions
+
+.PHONY: chart-readme
+chart-readme: ## Rewrite charts/ccsweep/README.md's values table from values.yaml's `# --` comments (helm-docs).
+	hack/tools/helm-docs.sh
+	bin/helm-docs $(HELM_DOCS_FLAGS)
+
 .PHONY: lint-workflows
 lint-workflows: venv ## `argo lint --offline` every workflow, and check them against the CLI they call.
 	hack/tools/argo.sh
@@ -147,6 +156,18 @@ cluster-down: ## Stop the local cluster and everything beside it (by recorded PI
 .PHONY: image
 image: ## Build the cell image (images/cell/Dockerfile) with buildah; REGISTRY=host[:port] pushes it, ARCHIVE=file writes an OCI archive.
 	images/build.sh $(if $(REGISTRY),--push $(REGISTRY)) $(if $(ARCHIVE),--archive $(ARCHIVE)) $(if $(LOCAL_BASE),--local-base)
+
+.PHONY: image-tag
+image-tag: ## Print the tag `make image` gives the cell image here: VERSION-gCOMMIT (-dirty: uncommitted changes).
+	@PYTHONPATH=src python3 -m ccsweep.buildinfo
+
+RELEASE_DIR ?= dist
+
+.PHONY: release
+release: venv ## From HEAD into RELEASE_DIR (dist/) with SHA256SUMS: wheel, sdist, chart, cell image (OCI archive), its SBOM.
+	hack/tools/apt.sh
+	hack/tools/helm.sh
+	hack/release.sh $(RELEASE_DIR) $(if $(LOCAL_BASE),--local-base)
 
 .PHONY: images
 images: tools ## Every image the local cluster runs (cell, argoexec, pause) with buildah, base images made locally.

@@ -4,7 +4,8 @@
 # (`apt-get install buildah`), as anyone building ccsweep for their own cluster does. Prints the
 # image's name, REGISTRY/ccsweep/NAME:TAG, or localhost/ccsweep/NAME:TAG without --push:
 #   cell      images/cell/Dockerfile (the default): cells, operator and node probe; TAG is the
-#             package's version, which is the chart's appVersion
+#             build identity VERSION-gCOMMIT (ccsweep/buildinfo.py; -dirty: uncommitted changes),
+#             so every build has a tag of its own, and the commit is stamped into the package
 #   argoexec  images/argoexec/Dockerfile: Argo's executor, TAG its release (ARGO_WORKFLOWS_VERSION)
 #   pause     images/pause/Dockerfile: the test cluster's pod sandbox, TAG KUBERNETES_VERSION; its
 #             context is the static pause binary hack/tools/kubernetes.sh built (bin/pause)
@@ -34,7 +35,7 @@ while (($#)); do
     --push) registry=${2:-}; [[ -n $registry ]] || usage "--push needs a registry host, e.g. registry.example.org"; shift 2 ;;
     --archive) archive=${2:-}; [[ -n $archive ]] || usage "--archive needs a file name"; shift 2 ;;
     --local-base) pull=(--pull=never); shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     cell|argoexec|pause) name=$1; shift ;;
     *) usage "unknown argument $1 (allowed: --push REGISTRY, --local-base, --archive FILE, cell|argoexec|pause)" ;;
   esac
@@ -45,8 +46,12 @@ fi
 command -v buildah >/dev/null || { echo "images/build.sh: buildah not found (apt-get install buildah)" >&2; exit 1; }
 
 context=$REPO_ROOT
+build_args=()
 case $name in
-  cell) tag=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO_ROOT/src/ccsweep/__init__.py") ;;
+  cell)
+    buildinfo() { PYTHONPATH=$REPO_ROOT/src python3 -m ccsweep.buildinfo "$@"; }
+    tag=$(buildinfo)
+    build_args=(--build-arg "CCSWEEP_COMMIT=$(buildinfo --commit)" --build-arg "CCSWEEP_BUILD=$tag") ;;
   argoexec) tag=$ARGO_WORKFLOWS_VERSION ;;
   pause)
     tag=$KUBERNETES_VERSION
@@ -59,7 +64,7 @@ image=${registry:-localhost}/ccsweep/$name:$tag
 
 ((${#pull[@]} == 0)) || "$REPO_ROOT/images/local-base.sh" "$name" >&2
 
-buildah bud --isolation "${BUILDAH_ISOLATION:-chroot}" --layers "${pull[@]}" \
+buildah bud --isolation "${BUILDAH_ISOLATION:-chroot}" --layers "${pull[@]}" "${build_args[@]}" \
   --file "$REPO_ROOT/images/$name/Dockerfile" --ignorefile "$REPO_ROOT/images/$name/Dockerfile.dockerignore" \
   --tag "$image" "$context" >&2
 [[ -z $registry ]] || buildah push "$image" "docker://$image" >&2

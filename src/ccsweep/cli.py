@@ -18,7 +18,7 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 
-from ccsweep import __version__
+from ccsweep.buildinfo import build_identity
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.plan import CHUNK_SIZE
@@ -94,13 +94,21 @@ store_option = click.option("--store", "store_url", default=DEFAULT_STORE, show_
 
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version: the build identity, computed only when asked (it may run git in a clone)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"ccsweep {build_identity()}")
+        ctx.exit()
+
+
 def pushgateway_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--pushgateway, also read from $CCSWEEP_PUSHGATEWAY (a cluster or shell sets it once)."""
     return click.option("--pushgateway", envvar="CCSWEEP_PUSHGATEWAY", show_envvar=True, help=help_text)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="ccsweep")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the commit it was built from, and exit.")
 def main() -> None:
     """Batch TCP congestion-control experiments over an emulated link.
 

@@ -148,6 +148,9 @@ class Environment(Record):
     kernel: str
     available_cc: list[str]
     ccsweep_version: str
+    ccsweep_commit: str | None = Field(
+        default=None, description="git commit the ccsweep build came from (ccsweep.buildinfo; -dirty: uncommitted "
+        "changes); None when unknown, and in records made before it was recorded")
     python: str
     rmem_max: int | None = None
     wmem_max: int | None = None

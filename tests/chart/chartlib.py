@@ -69,6 +69,10 @@ class InstallDoc:
     sections: dict[str, list[list[str]]]  # those command lines under each `## ` heading, in order
 
 
+#: The page's shell substitution for the cell image's tag (the clone's build identity).
+IMAGE_TAG_COMMAND = "$(make -s image-tag)"
+
+
 def _sh_commands(text: str) -> list[list[str]]:
     return [shlex.split(line, comments=True) for m in _BLOCK.finditer(text) if m["lang"] == "sh"
             for line in m["body"].splitlines() if line.strip() and not line.lstrip().startswith("#")]
@@ -89,7 +93,8 @@ def install_doc() -> InstallDoc:
         (found,) = [body for lang, body in blocks if lang == "yaml" and body.startswith(first_line)]
         return found
 
-    return InstallDoc(helm_install=command("helm", "install", "ccsweep"), values=yaml_block("# ccsweep-values.yaml"),
+    return InstallDoc(helm_install=command("helm", "install", "ccsweep", "charts/ccsweep"),
+                      values=yaml_block("# ccsweep-values.yaml"),
                       monitoring_values=yaml_block("serviceMonitor:"),
                       label_namespace=command("kubectl", "label", "namespace"), commands=commands,
                       sections=sections)

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ccsweep.buildinfo import build_identity
+
 sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import CHART, INSTALL_DOC, KUBE_VERSION, REPO, install_doc, run_helm  # noqa: E402
+from chartlib import CHART, IMAGE_TAG_COMMAND, INSTALL_DOC, KUBE_VERSION, REPO, install_doc, run_helm  # noqa: E402
 from test_chart import by_kind, validation_errors  # noqa: E402
 from versions import ARGO_WORKFLOWS_VERSION  # noqa: E402
 
@@ -35,7 +37,7 @@ def render_doc_install(tmp_path: Path, *extra_values: str) -> list[dict]:
             arg = str(tmp_path / arg)
         elif arg == "charts/ccsweep":
             arg = str(REPO / arg)
-        args.append(arg)
+        args.append(arg.replace(IMAGE_TAG_COMMAND, build_identity()))  # `make image-tag` in this clone
     for i, text in enumerate(extra_values):
         (tmp_path / f"extra-{i}.yaml").write_text(text)
         args += ["-f", str(tmp_path / f"extra-{i}.yaml")]
@@ -53,7 +55,8 @@ def test_the_documented_install_renders_valid_manifests(tmp_path: Path):
     for manifest in docs:
         assert validation_errors(manifest) == [], f"{manifest['kind']}/{manifest['metadata']['name']}"
     operator = by_kind(docs, "Deployment")["ccsweep-operator"]["spec"]["template"]["spec"]["containers"][0]
-    assert operator["image"] == "registry.example.org/ccsweep/cell:0.1.0"  # what `make image REGISTRY=...` pushes
+    # What `make image REGISTRY=...` pushes: the tag is this build's identity, as step 5 passes it.
+    assert operator["image"] == f"registry.example.org/ccsweep/cell:{build_identity()}"
     assert {e["name"]: e.get("value") for e in operator["env"]}["CCSWEEP_STORE"] == "s3://ccsweep/results"
     assert not by_kind(docs, "Secret")  # the page creates the Secret itself, keys never in values
 

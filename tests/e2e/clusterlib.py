@@ -22,13 +22,13 @@ from pathlib import Path
 
 import yaml
 
-from ccsweep import __version__
+from ccsweep.buildinfo import build_identity
 from versions import ARGO_WORKFLOWS_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
-#: What images/build.sh names the cell image it builds without --push: the package's version.
-CELL_IMAGE = f"localhost/ccsweep/cell:{__version__}"
+#: What images/build.sh names the cell image it builds without --push: the build identity.
+CELL_IMAGE = f"localhost/ccsweep/cell:{build_identity()}"
 EXECUTOR_IMAGE = f"localhost/ccsweep/argoexec:{ARGO_WORKFLOWS_VERSION}"
 NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 

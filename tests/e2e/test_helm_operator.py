@@ -34,9 +34,10 @@ import yaml
 from clusterlib import CELL_IMAGE, REPO, NodeServices
 
 sys.path.insert(0, str(REPO / "tests/chart"))
+from ccsweep import __version__  # noqa: E402
 from ccsweep.spec import KNOWN_CONGESTION_CONTROLS  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from chartlib import helm, install_doc  # noqa: E402
+from chartlib import IMAGE_TAG_COMMAND, helm, install_doc  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -55,12 +56,17 @@ RUN_SECTIONS = ("1. The clone and the image", "4. The namespace and the S3 Secre
                 "6. A sweep and its report")
 #: docs/install.md's steps the test does not run, and why.
 ASIDE_SECTIONS = {
+    "From a release folder instead of a clone": "tests/e2e/test_release_chart.py installs the release's chart and "
+                                                "image archive; no registry here for its push",
     "2. Argo Workflows": "the session runs Argo's controller itself (hack/cluster/argo.sh)",
     "3. The S3 store": "MinIO runs on the node (hack/cluster/services.sh); its chart is on the network",
 }
 ASIDE_COMMANDS = {
     ("make", "image", "REGISTRY=registry.example.org"): "no registry here: the page's archive path instead",
     ("helm", "upgrade"): "the optional node setup: a privileged DaemonSet changing the host's kernel",
+    ("helm", "repo"): "the chart repositories are out of reach of the test machine",
+    ("helm", "install", "kube-prometheus-stack"): "its chart repository is out of reach; the node runs Prometheus",
+    ("helm", "install", "prometheus-pushgateway"): "its chart repository is out of reach; the node runs one",
 }
 
 
@@ -109,6 +115,10 @@ class DocRunner:
                 rest = [re.sub(r"\$\(cat (\S+)\)", lambda m: (self.cwd / m[1]).read_text(), a) for a in rest]
                 return [str(base / "argo"), *rest]
             case ["helm", "install", *rest]:
+                # The shell's $(make -s image-tag): the clone's build identity, its image's tag.
+                tag = subprocess.run(["make", "-s", "image-tag"], cwd=self.cwd, capture_output=True, text=True,
+                                     check=True, timeout=60).stdout.strip()
+                rest = [a.replace(IMAGE_TAG_COMMAND, tag) for a in rest]
                 return ["nsenter", f"--net=/run/netns/{self.cluster.ns}", str(helm()),
                         f"--kubeconfig={base / 'admin.kubeconfig'}", "install", *rest, *self.overlays]
         raise AssertionError(f"docs/install.md has a command this test does not run: {argv}; "
@@ -206,9 +216,14 @@ def test_the_chart_runs_the_image_the_clone_built(release: Release):
     the chart's pods run it from the node's containerd."""
     sock = str(release.cluster.base / "containerd/containerd.sock")
     images = release.cluster.in_ns("ctr", "-a", sock, "-n", "k8s.io", "images", "ls", "-q").stdout.split()
-    assert CELL_IMAGE in images, images
+    assert release.doc.clone is not None
+    # The clone's HEAD, clean: its build identity, whatever this work tree holds beside HEAD.
+    commit = subprocess.run(["git", "-C", str(release.doc.clone), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    built = CELL_IMAGE.split(":")[0] + f":{__version__}-g{commit}"
+    assert built in images, images
     operator = release.get("deployment", f"{RELEASE}-operator")["spec"]["template"]["spec"]["containers"][0]
-    assert operator["image"] == CELL_IMAGE
+    assert operator["image"] == built
     shell = release.cluster.kubectl("-n", NAMESPACE, "exec", f"deployment/{RELEASE}-operator", "--", "stat", "-c",
                                     "%U %A", "/opt/ccsweep/mahimahi/bin/mm-link", check=False)
     assert shell.returncode == 0 and shell.stdout.split()[0] == "root" and shell.stdout.split()[1][3] == "s", shell

@@ -47,8 +47,8 @@ def data_uri(svg: bytes) -> str:
 def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]]:
     """(field, value, cells) for each value seen: usually one value per field."""
     rows = []
-    for field in ("hostname", "kernel", "ccsweep_version", "python", "executor", "available_cc", "tcp_rmem", "tcp_wmem",
-                  "rmem_max", "wmem_max"):
+    for field in ("hostname", "kernel", "ccsweep_version", "ccsweep_commit", "python", "executor", "available_cc",
+                  "tcp_rmem", "tcp_wmem", "rmem_max", "wmem_max"):
         counts = Counter(_text(getattr(r.environment, field)) for r in results)
         rows += [(field, value, n) for value, n in sorted(counts.items())]
     scales = Counter(r.cell.params.time_scale for r in results)

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ccsweep import __version__
+from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult, CellStatus, Environment, LinkSummary, TimeSeries
 from ccsweep.runner.api import (
@@ -113,7 +114,8 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     check_kernel(cell, platform.release())
     check_congestion_controls(cell, available)
     environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,
-                              ccsweep_version=__version__, python=platform.python_version(), executor=executor)
+                              ccsweep_version=__version__, ccsweep_commit=source_commit(),
+                              python=platform.python_version(), executor=executor)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     run = CellRun(cell, workdir, environment, started_at, attempt)
