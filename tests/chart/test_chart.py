@@ -9,6 +9,7 @@ tests/e2e/test_helm_operator.py; its RBAC against a real authorizer is tests/ope
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -280,7 +281,9 @@ def test_pushgateway_scrape_job_is_valid_prometheus_config(tmp_path: Path):
 def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
     """The dashboards read recorded series: the chart carries monitoring/rules.yml itself."""
     rules = by_kind(rendered("full-values.yaml"), "ConfigMap")["sweeps-recording-rules"]["data"]["ccsweep-rules.yml"]
-    assert rules.strip() == (REPO / "monitoring/rules.yml").read_text().strip()
+    # monitoring/rules.yml's groups as they are, then the alert group (tests/chart/test_hooks_and_alerts.py).
+    recording = yaml.safe_load((REPO / "monitoring/rules.yml").read_text())["groups"]
+    assert yaml.safe_load(rules)["groups"][:len(recording)] == recording
     (tmp_path / "rules.yml").write_text(rules)
     done = promtool("check", "rules", str(tmp_path / "rules.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -312,7 +315,9 @@ def test_prometheus_operator_resources_carry_the_scrape_and_the_rules():
     assert monitor["spec"]["endpoints"] == [{"port": "http", "interval": "2s", "honorLabels": True}]
     rule = by_kind(docs, "PrometheusRule")["rel-ccsweep-recording-rules"]
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
-    assert rule["spec"] == yaml.safe_load((REPO / "monitoring/rules.yml").read_text())
+    recording = yaml.safe_load((REPO / "monitoring/rules.yml").read_text())["groups"]
+    assert rule["spec"]["groups"][:len(recording)] == recording
+    assert [g["name"] for g in rule["spec"]["groups"][len(recording):]] == ["ccsweep-alerts"]
     off = rendered("default-values.yaml")
     assert not by_kind(off, "ServiceMonitor") and not by_kind(off, "PrometheusRule")
 
@@ -363,13 +368,22 @@ def test_chart_installs_from_a_clone_without_dependencies():
     assert render(), "helm template of the clone's chart rendered nothing"
 
 
-def test_readme_lists_every_value():
-    done = subprocess.run([sys.executable, str(CHART / "readme.py"), "--check"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    sys.path.insert(0, str(CHART))
-    from readme import documented_keys  # noqa: PLC0415
+def helm_docs_flags() -> list[str]:
+    """The flags `make chart-readme` runs helm-docs with (the Makefile's HELM_DOCS_FLAGS)."""
+    (line,) = [ln for ln in (REPO / "Makefile").read_text().splitlines() if ln.startswith("HELM_DOCS_FLAGS :=")]
+    return line.split(":=", 1)[1].split()
 
-    documented = [k for k, _ in documented_keys((CHART / "values.yaml").read_text())]
+
+def test_readme_is_helm_docs_output_and_lists_every_value():
+    helm_docs = REPO / "bin/helm-docs"
+    if not helm_docs.exists():
+        subprocess.run([str(REPO / "hack/tools/helm-docs.sh")], check=True, timeout=1800)
+    done = subprocess.run([str(helm_docs), *helm_docs_flags(), "--dry-run"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    readme = (CHART / "README.md").read_text()
+    assert done.stdout.strip() == readme.strip(), "charts/ccsweep/README.md is stale: run make chart-readme"
+    documented = re.findall(r"^\| ([\w.\[\]/-]+) \| \w+ \|", readme, flags=re.M)
 
     def leaves(node: Any, prefix: str = "") -> list[str]:
         if isinstance(node, dict) and node and prefix not in documented:
@@ -391,4 +405,4 @@ def test_packaged_chart_carries_the_workflow_templates_as_files(tmp_path: Path):
             member = members[f"ccsweep/files/workflows/{name}.yaml"]
             assert member.isfile()
             assert yaml.safe_load(tgz.extractfile(member).read()) == SOURCE_TEMPLATES[name]
-        assert "ccsweep/ci/default-values.yaml" not in members and "ccsweep/readme.py" not in members
+        assert "ccsweep/ci/default-values.yaml" not in members and "ccsweep/README.md.gotmpl" not in members

@@ -68,3 +68,80 @@ app.kubernetes.io/component: {{ . }}
 - name: CCSWEEP_S3_ENDPOINT
   valueFrom: {secretKeyRef: {name: {{ .Values.store.s3.secretName | quote }}, key: endpoint}}
 {{- end }}
+
+{{/* A pod template's metadata: the component's labels (which win over podLabels) plus its podLabels,
+and its podAnnotations. Call with (dict "root" $ "component" "operator" "values" $.Values.operator). */}}
+{{- define "ccsweep.podMetadata" -}}
+{{- $labels := merge (include "ccsweep.labels" . | fromYaml) (deepCopy (.values.podLabels | default dict)) }}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with .values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* A ServiceAccount's annotations (cloud identity: IRSA's eks.amazonaws.com/role-arn, GKE's
+iam.gke.io/gcp-service-account); call with the serviceAccount values. */}}
+{{- define "ccsweep.serviceAccountAnnotations" -}}
+{{- with .annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The rule groups of monitoring/rules.yml (the dashboards' recording rules), each with
+metrics.rules.interval when set, plus the alert group when metrics.alerts.enabled. */}}
+{{- define "ccsweep.ruleGroups" -}}
+{{- $groups := (.Files.Get "files/monitoring/rules.yml" | fromYaml).groups }}
+{{- if .Values.metrics.alerts.enabled }}
+{{- $groups = append $groups (include "ccsweep.alertGroup" . | fromYaml) }}
+{{- end }}
+{{- with .Values.metrics.rules.interval }}
+{{- range $groups }}
+{{- $_ := set . "interval" $.Values.metrics.rules.interval }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "groups" $groups) }}
+{{- end }}
+
+{{/* Alerts on the recorded sweep series: a sweep that stopped finishing cells, and one whose
+failed or late cells pass a share of the cells it runs. */}}
+{{- define "ccsweep.alertGroup" -}}
+{{- $a := .Values.metrics.alerts }}
+name: ccsweep-alerts
+rules:
+  - alert: CcsweepSweepStalled
+    expr: |
+      sweep:ccsweep_progress:ratio < 1
+      and on (sweep) changes(sweep:ccsweep_progress:ratio[{{ $a.stalledMinutes }}m]) == 0
+      and on (sweep) (time() - max by (sweep) (ccsweep_sweep_started_timestamp_seconds)) > {{ mul $a.stalledMinutes 60 }}
+    for: 5m
+    labels:
+      {{- toYaml $a.labels | nindent 6 }}
+    annotations:
+      summary: {{ printf "Sweep {{ $labels.sweep }} finished no cell in %d minutes" (int $a.stalledMinutes) | quote }}
+      description: "Cells are left but none finished: pods Pending (no node offers the algorithm, a quota), or the workflow stopped. See the sweep's Argo workflow and `kubectl get sweep`."
+  - alert: CcsweepCellsFailing
+    expr: |
+      sweep:ccsweep_cells:failed
+      / on (sweep) (sweep:ccsweep_cells:total - sweep:ccsweep_cells:cached > 0)
+      > {{ $a.failedRatio }}
+    for: 1m
+    labels:
+      {{- toYaml $a.labels | nindent 6 }}
+    annotations:
+      summary: {{ printf "Sweep {{ $labels.sweep }}: {{ $value | humanizePercentage }} of its cells failed (threshold %v)" $a.failedRatio | quote }}
+      description: "Failed cells are kept as attempts in the store with their error; `ccsweep status` lists them."
+  - alert: CcsweepCellsLate
+    expr: |
+      sweep:ccsweep_cells_late:count
+      / on (sweep) (sweep:ccsweep_cells:total - sweep:ccsweep_cells:cached > 0)
+      > {{ $a.lateRatio }}
+    for: 1m
+    labels:
+      {{- toYaml $a.labels | nindent 6 }}
+    annotations:
+      summary: {{ printf "Sweep {{ $labels.sweep }}: {{ $value | humanizePercentage }} of its cells ran late (threshold %v)" $a.lateRatio | quote }}
+      description: "A late cell's emulator missed its release times (CPU contention on the node): give cells more CPU or run fewer per node."
+{{- end }}
