@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grafana_foundation_sdk.builders import barchart, bargauge, common, dashboard, prometheus, stat, timeseries
+from grafana_foundation_sdk.builders import barchart, bargauge, common, dashboard, prometheus, stat, table, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.common import (
     BigValueColorMode,
@@ -28,6 +28,7 @@ from grafana_foundation_sdk.models.common import (
 )
 from grafana_foundation_sdk.models.dashboard import (
     DashboardCursorSync,
+    DashboardLinkType,
     DataSourceRef,
     DataTransformerConfig,
     Threshold,
@@ -50,6 +51,13 @@ GOODPUT_VS_LOSS = (f'label_join(sweep_algorithm_loss:ccsweep_cell_result_goodput
                    '"series", " ", "algorithm", "rtt", "bandwidth", "experiment")')
 FLOW_LEGEND = "flow {{flow}} {{cc}}"
 LAST = common.ReduceDataOptions().calcs(["lastNotNull"])
+#: Where a sweep's Argo workflows and its report are, from the Sweeps dashboard's variables (Grafana
+#: keeps them when a link passes them on): the Argo UI's address and namespace, and an HTTP address
+#: serving the store's objects (a bucket behind a gateway or an S3 console's public link).
+UID_SWEEPS, UID_OVERVIEW, UID_CELL = "ccsweep-sweeps", "ccsweep-sweep-overview", "ccsweep-cell-detail"
+PASSED_ON = "&".join(f"var-{name}=${{{name}}}" for name in ("datasource", "argo_url", "namespace", "report_url"))
+ARGO_WORKFLOWS = "${argo_url}/workflows/${namespace}?label=ccsweep.io%2Fsweep%3D"
+REPORT = "${report_url}/sweeps/"
 LEGEND = (common.VizLegendOptions().display_mode(LegendDisplayMode.LIST).placement(LegendPlacement.BOTTOM)
           .show_legend(True))
 TOOLTIP = common.VizTooltipOptions().mode(TooltipDisplayMode.MULTI).sort(SortOrder.DESCENDING)
@@ -111,6 +119,25 @@ def variables(builder: dashboard.Dashboard, *, with_cell: bool) -> dashboard.Das
     return builder
 
 
+def link(title: str, url: str) -> dashboard.DashboardLink:
+    return dashboard.DashboardLink(title).type(DashboardLinkType.LINK).url(url).target_blank(False)
+
+
+def where_variables(builder: dashboard.Dashboard) -> dashboard.Dashboard:
+    """The Argo UI, its namespace and the report's HTTP base: typed once on the Sweeps dashboard."""
+    for name, label, default in (("argo_url", "Argo UI", "https://localhost:2746"),
+                                 ("namespace", "Namespace", "ccsweep"), ("report_url", "Store over HTTP", "")):
+        builder = builder.with_variable(dashboard.TextBoxVariable(name).label(label).default_value(default))
+    return builder
+
+
+def sweep_links(sweep: str) -> list[dashboard.DashboardLink]:
+    """From one sweep to its overview, its Argo workflows and its report."""
+    return [link(f"Sweep {sweep}: overview", f"/d/{UID_OVERVIEW}?var-sweep={sweep}&{PASSED_ON}"),
+            link(f"Sweep {sweep}: Argo workflows", ARGO_WORKFLOWS + sweep),
+            link(f"Sweep {sweep}: report", f"{REPORT}{sweep}/report.html")]
+
+
 def base(title: str, uid: str, description: str) -> dashboard.Dashboard:
     return (dashboard.Dashboard(title).uid(uid).description(description).tags(["ccsweep"])
             .refresh("5s").time("now-30m", "now").timezone("browser").tooltip(DashboardCursorSync.CROSSHAIR)
@@ -118,11 +145,16 @@ def base(title: str, uid: str, description: str) -> dashboard.Dashboard:
 
 
 def sweep_overview() -> dashboard.Dashboard:
-    builder = variables(base("ccsweep / Sweep overview", "ccsweep-sweep-overview",
+    builder = variables(base("ccsweep / Sweep overview", UID_OVERVIEW,
                              "Progress of a sweep, its running cells live, and goodput vs loss as cells finish."),
                         with_cell=False)
+    to_cell = [link("Cell ${__field.labels.cell}: detail",
+                    f"/d/{UID_CELL}?var-sweep=$sweep&var-cell=${{__field.labels.cell}}&{PASSED_ON}")]
     return (
-        builder
+        where_variables(builder)
+        .links([link("All sweeps", f"/d/{UID_SWEEPS}?{PASSED_ON}"),
+                link("Argo workflows of this sweep", ARGO_WORKFLOWS + "$sweep"),
+                link("Report of this sweep", REPORT + "$sweep/report.html")])
         .with_row(dashboard.Row("Progress"))
         .with_panel(big_number("Progress", "percentunit", f"sweep:ccsweep_progress:ratio{{{SWEEP}}}"))
         .with_panel(big_number("ETA", "s", f"sweep:ccsweep_eta:seconds{{{SWEEP}}}"))
@@ -137,13 +169,15 @@ def sweep_overview() -> dashboard.Dashboard:
                           query(f"sweep:ccsweep_cells:failed{{{SWEEP}}}", "failed", "D")))
         .with_panel(bargauge.Panel().title("Running cells: flow time done").unit("percentunit").min(0).max(1)
                     .datasource(DATASOURCE).height(8).span(12).orientation(VizOrientation.HORIZONTAL).reduce_options(LAST)
+                    .data_links(to_cell)
                     .with_target(query(f"cell:ccsweep_cell_progress:ratio{{{CELLS}}}",
                                        "{{algorithm}} loss {{loss}} ({{cell}})")))
         .with_row(dashboard.Row("Live"))
         .with_panel(graph("Goodput per running cell", "bps",
                           query(f"ccsweep_cell_goodput_bits_per_second{{{CELLS}}}",
                                 "{{algorithm}} loss {{loss}} rtt {{rtt}} ({{cell}})"), span=24,
-                          description="Receiver goodput of all flows of each cell, per second of flow time."))
+                          description="Receiver goodput of all flows of each cell, per second of flow time; "
+                                      "click a line for that cell's detail.").data_links(to_cell))
         .with_row(dashboard.Row("Results"))
         .with_panel(
             barchart.Panel().title("Goodput vs loss per algorithm and path (finished cells)").unit("bps")
@@ -160,11 +194,13 @@ def sweep_overview() -> dashboard.Dashboard:
 
 
 def cell_detail() -> dashboard.Dashboard:
-    builder = variables(base("ccsweep / Cell detail", "ccsweep-cell-detail",
+    builder = variables(base("ccsweep / Cell detail", UID_CELL,
                              "Every time series of one cell: TCP state per flow and the emulated link."),
                         with_cell=True)
     return (
-        builder
+        where_variables(builder)
+        .links([link("Sweep overview", f"/d/{UID_OVERVIEW}?var-sweep=$sweep&{PASSED_ON}"),
+                link("All sweeps", f"/d/{UID_SWEEPS}?{PASSED_ON}")])
         .with_row(dashboard.Row("Cell"))
         .with_panel(big_number("Flow time done", "percentunit", f"cell:ccsweep_cell_progress:ratio{{{CELL}}}", span=6))
         .with_panel(big_number("Result goodput", "bps", f"ccsweep_cell_result_goodput_bits_per_second{{{CELL}}}",
@@ -201,7 +237,32 @@ def cell_detail() -> dashboard.Dashboard:
     )
 
 
+def sweeps() -> dashboard.Dashboard:
+    """Every sweep Prometheus knows, one row each; its links lead to the sweep's overview, its Argo
+    workflows and its report."""
+    builder = base("ccsweep / Sweeps", UID_SWEEPS,
+                   "Every sweep with its progress and its failed and late cells; a sweep's name links to its "
+                   "overview, its Argo workflows and its report.")
+    builder = where_variables(builder.with_variable(
+        dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus")))
+    columns = {"A": "sweep:ccsweep_progress:ratio", "B": "sweep:ccsweep_cells:total", "C": "sweep:ccsweep_cells:failed",
+               "D": "sweep:ccsweep_cells_late:count", "E": "sweep:ccsweep_eta:seconds"}
+    panel = (table.Panel().title("Sweeps").datasource(DATASOURCE).height(12).span(24).show_header(True)
+             .description("One row per sweep: progress, cells, failed and late cells, time left. Click a sweep's "
+                          "name for its overview, its Argo workflows or its report.")
+             .data_links(sweep_links("${__data.fields.sweep}")))
+    for ref, expr in columns.items():
+        panel = panel.with_target(instant_table(expr).ref_id(ref))
+    return (builder.with_panel(
+        panel.with_transformation(DataTransformerConfig(id_val="merge", options={}))
+        .with_transformation(DataTransformerConfig(id_val="organize", options={
+            "excludeByName": {"Time": True},
+            "renameByName": {"Value #A": "progress", "Value #B": "cells", "Value #C": "failed", "Value #D": "late",
+                             "Value #E": "time left (s)"}}))))
+
+
 DASHBOARDS: dict[str, Callable[[], dashboard.Dashboard]] = {
+    "sweeps.json": sweeps,
     "sweep-overview.json": sweep_overview,
     "cell-detail.json": cell_detail,
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -44,10 +45,41 @@ def test_check_fails_on_an_edited_dashboard(generate: ModuleType, tmp_path: Path
     assert "dashboards/cell-detail.json differs" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["sweep-overview.json", "cell-detail.json"])
+@pytest.mark.parametrize("name", ["sweeps.json", "sweep-overview.json", "cell-detail.json"])
 def test_every_panel_reads_back_with_prometheus_targets(name: str):
     """Dashboard.from_json decodes each target as a Prometheus query (what tests/services evaluates)."""
     register_default_plugins()
     board = Dashboard.from_json(json.loads((DASHBOARDS / name).read_text()))
     targets = [t for p in board.panels or [] if p.type_val != "row" for t in p.targets or []]
     assert targets and all(type(t).__module__.endswith("models.prometheus") and t.expr for t in targets)
+
+
+def board_links(name: str) -> list[str]:
+    """Every link URL of a dashboard: its own links and each panel's data links."""
+    board = json.loads((DASHBOARDS / name).read_text())
+    urls = [link["url"] for link in board.get("links", [])]
+    for panel in board["panels"]:
+        urls += [link["url"] for link in ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("links", [])]
+    return urls
+
+
+def test_links_lead_from_all_sweeps_to_a_sweep_to_a_cell_and_back():
+    uids = {json.loads(p.read_text())["uid"]: p.name for p in DASHBOARDS.glob("*.json")}
+    targets = {name: {re.match(r"/d/([\w-]+)", url)[1] for url in board_links(name) if url.startswith("/d/")}
+               for name in uids.values()}
+    assert targets == {"sweeps.json": {"ccsweep-sweep-overview"},
+                       "sweep-overview.json": {"ccsweep-sweeps", "ccsweep-cell-detail"},
+                       "cell-detail.json": {"ccsweep-sweep-overview", "ccsweep-sweeps"}}
+    assert all(uid in uids for linked in targets.values() for uid in linked)
+    # The clicked row's or series' own sweep and cell go along, and the variables naming where the
+    # Argo UI and the reports are.
+    sweeps = board_links("sweeps.json")
+    assert any("var-sweep=${__data.fields.sweep}" in url for url in sweeps)
+    overview = board_links("sweep-overview.json")
+    assert any("var-cell=${__field.labels.cell}" in url and "var-sweep=$sweep" in url for url in overview)
+    for name in ("sweeps.json", "sweep-overview.json"):
+        urls = board_links(name)
+        assert any(url.startswith("${argo_url}/workflows/${namespace}?label=ccsweep.io%2Fsweep%3D") for url in urls)
+        assert any(url.startswith("${report_url}/sweeps/") and url.endswith("/report.html") for url in urls)
+    for url in (u for name in uids.values() for u in board_links(name) if u.startswith("/d/")):
+        assert "var-argo_url=${argo_url}" in url and "var-report_url=${report_url}" in url, url
