@@ -153,3 +153,23 @@ def test_endpoint_url_and_aws_names_reach_the_same_server(minio: Server, monkeyp
     store = S3Store.from_url("s3://aws-names/p", settings)
     store.write_bytes("k", b"v")
     assert store.read_bytes("k") == b"v"
+
+
+def test_without_static_keys_the_provider_chain_supplies_them(minio: Server, monkeypatch: pytest.MonkeyPatch):
+    """No keys in the settings: the minio client's own provider chain is asked, here its first link
+    (MINIO_ACCESS_KEY / MINIO_SECRET_KEY) against the real server. Its IAM links (web identity, the
+    container and instance endpoints) need AWS and are not exercised here."""
+    for name in ("MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings({"CCSWEEP_S3_ENDPOINT": minio.url})
+    assert settings.access_key is None and settings.secret_key is None
+    monkeypatch.setenv("MINIO_ACCESS_KEY", "ccsweep-test")
+    monkeypatch.setenv("MINIO_SECRET_KEY", "ccsweep-test-secret")
+    store = S3Store.from_url("s3://provider-chain/p", settings)
+    store.write_bytes("k", b"from the chain")
+    assert store.read_bytes("k") == b"from the chain"
+    # Wrong keys from the chain are the server's refusal, in one line, like wrong static keys.
+    monkeypatch.setenv("MINIO_SECRET_KEY", "not-the-secret")
+    with pytest.raises(StoreError, match="SignatureDoesNotMatch"):
+        S3Store.from_url("s3://provider-chain/p", settings).read_bytes("k")

@@ -1,8 +1,13 @@
 """The s3:// store: the same key layout as the folder store, objects in a bucket (MinIO or AWS).
 
 `s3://BUCKET/PREFIX` names the place; how to reach it comes from the environment or a config
-file (see s3config).  Every object is written by one PUT, which S3 applies atomically, so a
-reader sees a whole record or none.  An exclusive write is a conditional PUT (`If-None-Match: *`,
+file (see s3config). Without static keys there, the credentials come from the standard provider
+chain, through the minio client's own providers (_credentials): MinIO's environment names, then
+AWS IAM: a web identity token (EKS's IRSA and other OIDC federation), the container credentials
+endpoint (ECS, EKS Pod Identity) or the instance's metadata service.
+
+Every object is written by one PUT, which S3 applies atomically, so a reader sees a whole record
+or none.  An exclusive write is a conditional PUT (`If-None-Match: *`,
 honoured by MinIO and AWS S3): the server refuses it with 412 when the object exists, so two
 runners finishing the same cell at once store one record, with no check-then-put race.
 
@@ -21,6 +26,7 @@ from typing import TypeVar
 
 import urllib3
 from minio import Minio
+from minio.credentials import ChainedProvider, EnvMinioProvider, IamAwsProvider, Provider, StaticProvider
 from minio.error import MinioException, S3Error, ServerError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
@@ -173,6 +179,10 @@ class S3Store(ResultStore):
             raise StoreUnavailable(f"{where}: cannot {what}: {_reason(exc)}") from None
         except MinioException as exc:
             raise StoreError(f"{where}: cannot {what}: {' '.join(str(exc).split())}") from None
+        except ValueError as exc:  # minio's credential providers: none of the chain had credentials
+            raise StoreError(f"{where}: cannot {what}: no S3 credentials: no static keys (CCSWEEP_S3_ACCESS_KEY "
+                             f"/ CCSWEEP_S3_SECRET_KEY or the S3 config file) and the provider chain found none "
+                             f"({' '.join(str(exc).split())[:200]})") from None
 
 
 class _Refused(Exception):
@@ -204,11 +214,20 @@ def _client(settings: S3Settings) -> Minio:
         ca_certs=str(settings.ca_bundle) if settings.ca_bundle else None,  # None: the system's CAs
         retries=urllib3.Retry(total=CALL_ATTEMPTS - 1, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
     )
-    client = Minio(settings.endpoint, access_key=settings.access_key, secret_key=settings.secret_key,
-                   session_token=settings.session_token, secure=settings.secure, region=settings.region,
-                   http_client=http)
+    client = Minio(settings.endpoint, credentials=_credentials(settings, http), secure=settings.secure,
+                   region=settings.region, http_client=http)
     if settings.path_style is True:
         client.disable_virtual_style_endpoint()
     elif settings.path_style is False:
         client.enable_virtual_style_endpoint()
     return client
+
+
+def _credentials(settings: S3Settings, http: urllib3.PoolManager) -> Provider:
+    """Static keys when the settings have them; otherwise the standard chain, asked at each request
+    (its credentials expire and are renewed): MINIO_ACCESS_KEY / MINIO_SECRET_KEY, then IAM
+    (AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, the container credentials endpoint, the
+    instance's metadata service), over the same short-timeout HTTP client as the store's calls."""
+    if settings.access_key or settings.secret_key:
+        return StaticProvider(settings.access_key or "", settings.secret_key or "", settings.session_token)
+    return ChainedProvider([EnvMinioProvider(), IamAwsProvider(http_client=http)])
