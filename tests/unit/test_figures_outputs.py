@@ -19,9 +19,10 @@ from click.testing import CliRunner
 
 from ccsweep.cli import main
 from ccsweep.figures import rebbr_csv
-from ccsweep.figures.checks import CLAIMS, run_checks
+from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.points import cell_summary
+from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.plan import plan_sweep
 from ccsweep.spec import parse_spec
 from ccsweep.store.file import FileStore
@@ -67,7 +68,7 @@ def check_rows(report: str) -> list[tuple[str, str, str]]:
 
 
 #: Each reference claim's statement, as the report prints it, by claim id.
-STATEMENT = {c.id: c.statement for c in CLAIMS}
+STATEMENT = {c.id: c.statement for c in ALL_CLAIMS}
 
 
 def claim_status(report: str) -> dict[str, str]:
@@ -95,12 +96,12 @@ def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
     # One pass/fail row per claim and experiment in scope, as run_checks decides; every other
     # claim is listed as not checked, so each claim of the issue is accounted for exactly once.
     data = load_sweep(FileStore(root), sweep)
-    expected = [(row.claim.statement, row.experiment, row.status) for row in run_checks(data)]
+    expected = [(row.claim.statement, row.experiment, row.status) for row in run_checks(data, ALL_CLAIMS)]
     assert check_rows(report) == expected
     assert all(status in ("pass", "fail", "not settled") for _, _, status in expected)
     checked = {statement for statement, _, _ in expected}
     unchecked = not_checked(report)
-    assert sorted(checked | set(unchecked)) == sorted(c.statement for c in CLAIMS)
+    assert sorted(checked | set(unchecked)) == sorted(c.statement for c in ALL_CLAIMS)
     assert not checked & set(unchecked)
     # The CSV: ReBBR's header, one row per stored cell with a bottleneck measurement, read back exactly.
     text = (out / "rebbr.csv").read_text()

@@ -13,6 +13,7 @@ from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.report import RenderedFigure, data_uri, render_report
 from ccsweep.figures.section import Section
+from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
 from ccsweep.result import CellResult
 from ccsweep.store import ResultStore
@@ -61,7 +62,7 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
-    html = render_report(data, sections, run_checks(data), outputs=[*written, "report.html"],
+    html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, "report.html"],
                          tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links)
     put("report.html", html.encode())
     return list(written.values())

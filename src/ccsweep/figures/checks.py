@@ -81,6 +81,9 @@ class Claim:
     #: What the source itself measured, and on which kernel: shown beside a failed check, so that a
     #: reader can tell a kernel that behaves otherwise from a claim the source's own numbers miss.
     measured: str = ""
+    #: Compares cells that presets put in different experiments (rebbr-buffers' two buffer settings):
+    #: judged once over all the sweep's stored cells.
+    sweep_wide: bool = False
 
 
 @dataclass
@@ -393,10 +396,21 @@ CLAIMS = [
 ]
 
 
-def run_checks(sweep: SweepData) -> list[CheckRow]:
+#: The experiment a sweep-wide claim's row names.
+ALL_EXPERIMENTS = "all experiments"
+
+
+def run_checks(sweep: SweepData, claims: Sequence[Claim] = CLAIMS) -> list[CheckRow]:
     """Every claim against every experiment it applies to (experiments with no applicable cell are skipped)."""
     rows = []
-    for claim in CLAIMS:
+    whole = ExperimentData(experiment=sweep.experiments[0].experiment, results=sweep.distinct_results(),
+                           load_series=sweep.experiments[0].load_series) if sweep.experiments else None
+    for claim in claims:
+        if claim.sweep_wide:
+            verdicts = claim.evaluate(whole) if whole is not None else []
+            if verdicts:
+                rows.append(CheckRow(claim, ALL_EXPERIMENTS, verdicts))
+            continue
         for exp in sweep.experiments:
             verdicts = claim.evaluate(exp)
             if verdicts:

@@ -20,11 +20,12 @@ import yaml
 
 from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
-from ccsweep.figures.checks import CLAIMS, CheckRow
+from ccsweep.figures.checks import CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
+from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.result import CellResult
 from ccsweep.store.base import record_key
@@ -177,7 +178,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
                 "stored": len(results),
                 "missing": len(experiments_of) - len(results), "failed": len(sweep.failures), "late": len(late)},
         checks=checks,
-        inapplicable=[c for c in CLAIMS if c.id not in {row.claim.id for row in checks}],
+        inapplicable=[c for c in ALL_CLAIMS if c.id not in {row.claim.id for row in checks}],
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
         runs=runs_rows(sweep),
