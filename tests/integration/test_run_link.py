@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.runner.link import realtime_priority
 from ccsweep.store import open_store
 from mahimahi_host import mahimahi_host, mahimahi_missing
 
@@ -40,6 +41,7 @@ def test_run_quick_with_link_mahimahi_stores_mahimahi_results_under_a_sweep_of_i
     results = [opened.get_result(cell_id) for cell_id in cell_ids]
     assert all(r is not None and r.status == "ok" for r in results), done.stderr[-2000:]
     assert {r.link.backend for r in results if r and r.link} == {"mahimahi"}
+    assert {r.link.selfcheck.sched for r in results if r and r.link} == {f"fifo:{realtime_priority()}"}
     assert all(r and r.cell.params.link == "mahimahi" for r in results)
     assert all(r and r.goodput_mbps and r.goodput_mbps > 0 for r in results)
     report = (store / "sweeps" / "quick-mahimahi-x0-25" / "report.html").read_text()

@@ -158,18 +158,19 @@ def log_init_ms(log: Path) -> int:
 
 
 def mahimahi_summary(p: CellParams, version: str, uplink: LinkLogTotals, downlink: LinkLogTotals,
-                     cpu_share: float | None, timing: RunQueueSummary | None, threshold_us: float) -> LinkSummary:
+                     cpu_share: float | None, timing: RunQueueSummary | None, threshold_us: float,
+                     sched: str | None = None) -> LinkSummary:
     """The result's LinkSummary: counters from the logs, lateness from the shells' run-queue delay.
 
     `timing` None (no wake-up seen) leaves lateness unmeasured: `late` None, never false.
     """
     order = "queue>bottleneck>loss>delay" if p.loss_position == "after" else "loss>queue>bottleneck>delay"
     check = SelfCheck(lateness_p50_us=None, lateness_p99_us=None, lateness_max_us=None, cpu_share=cpu_share,
-                      late=None, threshold_us=None)
+                      late=None, threshold_us=None, sched=sched)
     if timing is not None:
         check = SelfCheck(lateness_p50_us=timing.p50_us, lateness_p99_us=timing.p99_us, lateness_max_us=timing.max_us,
                           cpu_share=cpu_share, late=timing.p99_us > threshold_us, threshold_us=threshold_us,
-                          lateness_from="run-queue", runqueue_p99_us=timing.p99_us)
+                          lateness_from="run-queue", runqueue_p99_us=timing.p99_us, sched=sched)
     return LinkSummary(
         backend="mahimahi", version=version, order=order,
         uplink=log_counters(uplink), downlink=log_counters(downlink), selfcheck=check,

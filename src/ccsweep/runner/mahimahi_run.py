@@ -42,7 +42,7 @@ import ccsweep
 from ccsweep.cell import Cell
 from ccsweep.runner import run as base
 from ccsweep.runner.api import CellObserver
-from ccsweep.runner.link import DIRECTIONS, LinkError, resolve_trace
+from ccsweep.runner.link import DIRECTIONS, LinkError, realtime_priority, resolve_trace
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.mahimahi import (
     constant_rate_trace,
@@ -56,7 +56,7 @@ from ccsweep.runner.mahimahi import (
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
 from ccsweep.runner.procs import Child, ChildTimeout
-from ccsweep.runner.runqueue import RunQueueDelay, proc_stats, tree_of
+from ccsweep.runner.runqueue import RunQueueDelay, proc_stats, tasks_of, tree_of
 
 #: The unprivileged user and group Mahimahi runs as.
 NOBODY = 65534
@@ -110,6 +110,7 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
                 run_queue = RunQueueDelay(shells.process.pid, SHELL_NAMES)
                 receiver.wait_event("ready", base.READY_TIMEOUT_S)
                 pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
+                sched = realtime_shells(shells.process.pid)  # every ferry is forked by now
                 _attach_netns(inner, pid)
                 attached = True
                 set_sysctls(inner, sysctl_settings(p.buffers))
@@ -146,11 +147,35 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
     totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
     timing = base.flow_run_queue(run, run_queue)
     run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share,
-                                   timing, threshold_us)
+                                   timing, threshold_us, sched)
     # Read in the sender's namespace: the one whose buffers this backend had to set itself.
     host_max = {f"{kind}_max": (sysctls.get(f"net.core.{kind}_max") or [0])[0] or None for kind in ("rmem", "wmem")}
     run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"), **host_max})
+
+
+def realtime_shells(root_pid: int) -> str:
+    """Run Mahimahi's shells at the real-time priority ccsweep-link's emulator loop asks for.
+
+    Both links then meet a busy machine alike: without it, a Mahimahi ferry waits behind every
+    other runnable task for its 1 ms tick (run-queue delays of 5-60 ms at a load of 30 on a 2-core
+    machine), and its cell is late on every attempt where ccsweep-link's, at SCHED_FIFO, keeps
+    time. Only the shells (mm-*) are raised, never the sender inside them. Where the kernel refuses
+    (a container without a real-time budget), they stay as they are and the record says why, in
+    the same words as the emulator's `sched`.
+    """
+    priority = realtime_priority()
+    if priority == 0:
+        return "normal"
+    for pid in tree_of(root_pid, proc_stats(), SHELL_NAMES):
+        for task in tasks_of(pid):
+            try:
+                os.sched_setscheduler(int(task.name), os.SCHED_FIFO, os.sched_param(priority))
+            except ProcessLookupError:
+                continue
+            except PermissionError:
+                return "normal (fifo: EPERM)"
+    return f"fifo:{priority}"
 
 
 def _trace_text(cell: Cell, name: str, workdir: Path) -> bytes:

@@ -107,7 +107,7 @@ class RunQueueDelay:
         now = time.monotonic_ns()
         if now >= self._next_walk:
             self._tasks = [task / "schedstat" for pid in tree_of(self._root, proc_stats(), self._names)
-                           for task in _tasks_of(pid)]
+                           for task in tasks_of(pid)]
             self._next_walk = now + round(REFRESH_S * 1e9)
         worst: float | None = None
         for path in self._tasks:
@@ -151,7 +151,8 @@ def summarise(windows: list[tuple[int, int, float]], start_ns: int, end_ns: int)
     return RunQueueSummary(p50_us=at(0.5), p99_us=at(0.99), max_us=round(kept[-1][0] / 1000, 1), windows=len(kept))
 
 
-def _tasks_of(pid: int) -> list[Path]:
+def tasks_of(pid: int) -> list[Path]:
+    """/proc/PID/task/TID of each thread of a process ([] once it has ended)."""
     try:
         return list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
