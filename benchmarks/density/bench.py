@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,8 @@ class Step:
     #: Stored cells whose goodput lies outside the alone spread (None: no spread to compare with).
     outside: int | None
     lateness_p99_us: list[float]
+    #: p99 run-queue delay of each cell's emulator (what else makes a cell late), where recorded.
+    runqueue_p99_us: list[float]
     threshold_us: float | None
     window_us: float | None
     cpu_per_cell: float  # cores: each cell's process-tree CPU over its wall time, averaged
@@ -224,11 +226,12 @@ class Step:
     machine_busy: float  # cores busy on the whole machine over the step, less the idle baseline
     wall_s: float
     load: float  # the machine's 1-minute load average at the step's end
+    alone: bool = False  # one of the reference runs alone, not a step of the search
 
     @property
     def counts(self) -> bool:
-        """Every cell stored, on time, and with goodput within the alone spread."""
-        return self.stored == self.cells and self.outside == 0
+        """Every cell stored, on time, and with goodput within the alone spread (never a reference run)."""
+        return not self.alone and self.stored == self.cells and self.outside == 0
 
 
 @dataclass
@@ -329,6 +332,7 @@ def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: floa
                 goodput_mbps=[float(r["goodput_mbps"]) for r in reports if r.get("goodput_mbps") is not None],
                 outside=alone.outside(stored_goodput) if alone is not None else None,
                 lateness_p99_us=[float(r["lateness_p99_us"]) for r in reports if r.get("lateness_p99_us") is not None],
+                runqueue_p99_us=[float(c["runqueue_p99_us"]) for c in checks if c.get("runqueue_p99_us") is not None],
                 threshold_us=next(iter(thresholds)) if len(thresholds) == 1 else None,
                 window_us=next(iter(windows)) if len(windows) == 1 else None,
                 cpu_per_cell=statistics.fmean(shares.values()),
@@ -378,10 +382,12 @@ def cells_per_core(max_cells: int = 8, seconds: float = 15.0, log: Any = print,
         for arm, window in window_arms(windows):
             baseline = idle_baseline()
             log(f"== {arm}: idle baseline {baseline:.2f} cores busy")
-            alone = [run_step(arm, window, 1, Path(tmp), baseline, seconds) for _ in range(reps)]
+            alone = [replace(run_step(arm, window, 1, Path(tmp), baseline, seconds), alone=True) for _ in range(reps)]
+            steps += alone
+            for i, run in enumerate(alone):
+                log(f"alone {i + 1}: {describe(run)}")
             if not all(a.stored == 1 for a in alone):
-                log(f"alone: not every run stored on time ({'; '.join(e for a in alone for e in a.errors)}); "
-                    "no reference, arm skipped")
+                log("alone: not every run stored on time; no reference, arm skipped")
                 continue
             spreads[arm] = AloneSpread([g for a in alone for g in a.goodput_mbps])
             low, high = spreads[arm].band()
@@ -390,24 +396,27 @@ def cells_per_core(max_cells: int = 8, seconds: float = 15.0, log: Any = print,
             for n in range(1, max_cells + 1):
                 step = run_step(arm, window, n, Path(tmp), baseline, seconds, spreads[arm])
                 steps.append(step)
-                log(f"{n} cell(s): {step.stored} stored on time, {step.late} late, {step.starved} starved, "
-                    f"{step.failed} failed, {step.outside} outside the alone band, goodput "
-                    f"{', '.join(f'{g:.2f}' for g in step.goodput_mbps)} Mbit/s, p99 "
-                    f"{', '.join(f'{v:.0f}' for v in step.lateness_p99_us)} us (threshold {step.threshold_us}), "
-                    f"window {step.window_us} us, {step.cpu_per_cell:.3f} cores per cell (emulator "
-                    f"{step.emulator_share:.3f}), machine {step.machine_busy:.2f} cores busy, load "
-                    f"{os.getloadavg()[0]:.2f}")
-                for error in step.errors:
-                    log(f"  {error}")
+                log(f"{n} cell(s): {describe(step)}, {step.outside} outside the alone band")
                 if not step.counts:
                     break
     return steps, spreads
 
 
+def describe(step: Step) -> str:
+    """One step in a log line: outcome, goodput, timing, cost and the errors of cells that failed."""
+    return (f"{step.stored} stored on time, {step.late} late, {step.starved} starved, {step.failed} failed, goodput "
+            f"{', '.join(f'{g:.2f}' for g in step.goodput_mbps)} Mbit/s, lateness p99 "
+            f"{', '.join(f'{v:.0f}' for v in step.lateness_p99_us)} us, run-queue p99 "
+            f"{', '.join(f'{v:.0f}' for v in step.runqueue_p99_us)} us (threshold {step.threshold_us}), window "
+            f"{step.window_us} us, {step.cpu_per_cell:.3f} cores per cell (emulator {step.emulator_share:.3f}), "
+            f"machine {step.machine_busy:.2f} cores busy, load {step.load:.2f}"
+            + "".join(f"\n  {error}" for error in step.errors))
+
+
 def best_steps(steps: list[Step]) -> dict[str, Step | None]:
     """Per arm, the largest step that counts (None: not even one cell)."""
     out: dict[str, Step | None] = {}
-    for arm in dict.fromkeys(s.arm for s in steps):
+    for arm in dict.fromkeys(s.arm for s in steps if not s.alone):
         good = [s for s in steps if s.arm == arm and s.counts]
         out[arm] = max(good, key=lambda s: s.cells) if good else None
     return out
@@ -419,7 +428,7 @@ def cells_per_core_rows(steps: list[Step]) -> list[tuple[str, str, str]]:
     measure = "cells per core at 100 Mbit/s, all stored on time, goodput as alone"
     rows = []
     for arm, best in best_steps(steps).items():
-        capped = best is not None and all(s.counts for s in steps if s.arm == arm)
+        capped = best is not None and all(s.counts for s in steps if s.arm == arm and not s.alone)
         if best is None:
             rows.append((measure, arm, "none: one cell alone did not count"))
             continue
@@ -435,7 +444,7 @@ def cells_per_core_rows(steps: list[Step]) -> list[tuple[str, str, str]]:
 
 def cells_per_core_report(steps: list[Step], spreads: dict[str, AloneSpread], load: tuple[float, float]) -> str:
     cores = os.cpu_count() or 1
-    during = [s.load for s in steps]
+    during = [s.load for s in steps]  # reference runs included
     during_text = f", during {min(during):.2f}-{max(during):.2f} (at each step's end)" if during else ""
     lines = [f"# Cells per core at 100 Mbit/s by release window, {TODAY}", "",
              f"**Machine.** {cores}-vCPU KVM guest (Firecracker), Linux {platform.release()}, running as "
@@ -448,7 +457,8 @@ def cells_per_core_report(steps: list[Step], spreads: dict[str, AloneSpread], lo
              "prediction interval of one more alone run, mean +- t * sd * sqrt(1 + 1/n), t's quantile split over "
              "the N cells of a step so that all N fall in it together with 95% probability); then N copies of it at "
              "once, each a `ccsweep cell` process into a store of its own, started 1 s apart; N = 1, 2, ... until a "
-             "step does not count. A step counts when every cell is stored, on time (neither late nor starved), and "
+             "step does not count. A step counts when every cell is stored, on time (neither late, by the emulator's "
+             "packet lateness or its run-queue delay, nor starved), and "
              "with goodput within the alone band. CPU per cell: the cell's process tree (rusage) over its wall time; "
              "machine: busy cores from /proc/stat over the step, less the idle baseline before the arm.", ""]
     lines += ["| window | alone goodput (Mbit/s) | band for 1 cell (Mbit/s) | band for each of 8 (Mbit/s) |",
@@ -458,14 +468,16 @@ def cells_per_core_report(steps: list[Step], spreads: dict[str, AloneSpread], lo
         lines.append(f"| {arm} | {', '.join(f'{g:.2f}' for g in alone.goodput_mbps)} | {low:.2f}-{high:.2f} | "
                      f"{low8:.2f}-{high8:.2f} |")
     lines += ["", "| window | cells at once | stored on time | late | starved | failed | goodput (Mbit/s) | "
-              "outside alone band | counts | lateness p99 (us) | threshold (us) | window (us) | CPU per cell (cores) | "
-              "emulator (cores) | machine busy (cores) | wall (s) | load (1 min) |",
-              "|---" * 17 + "|"]
+              "outside alone band | counts | lateness p99 (us) | run-queue p99 (us) | threshold (us) | window (us) | "
+              "CPU per cell (cores) | emulator (cores) | machine busy (cores) | wall (s) | load (1 min) |",
+              "|---" * 18 + "|"]
     for s in steps:
         goodput = f"{min(s.goodput_mbps):.2f}-{max(s.goodput_mbps):.2f}" if s.goodput_mbps else ""
-        lines.append(f"| {s.arm} | {s.cells} | {s.stored} | {s.late} | {s.starved} | {s.failed} | {goodput} | "
-                     f"{s.outside} | {'yes' if s.counts else 'NO'} | "
-                     f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} | {s.threshold_us} | {s.window_us} | "
+        lines.append(f"| {s.arm} | {'1, alone (reference)' if s.alone else s.cells} | {s.stored} | {s.late} | "
+                     f"{s.starved} | {s.failed} | {goodput} | {'' if s.alone else s.outside} | "
+                     f"{'' if s.alone else 'yes' if s.counts else 'NO'} | "
+                     f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} | "
+                     f"{', '.join(f'{v:.0f}' for v in s.runqueue_p99_us)} | {s.threshold_us} | {s.window_us} | "
                      f"{s.cpu_per_cell:.3f} | {s.emulator_share:.3f} | {s.machine_busy:.2f} | {s.wall_s:.0f} | "
                      f"{s.load:.2f} |")
     errors = [(s, e) for s in steps for e in s.errors]
