@@ -200,6 +200,10 @@ bench-density: deps ## The quick preset at the default concurrency and alone (3x
 bench-crosscheck: deps mahimahi ## ccsweep-link against Mahimahi on the same cells (BBR, CUBIC; 0-5% loss, LTE; ~30 min).
 	$(PY) benchmarks/crosscheck/bench.py
 
+.PHONY: bench-timing
+bench-timing: deps mahimahi ## Mahimahi's timing from outside: validated against ccsweep-link under a real starvation, cost per cell, 10 seeds at default concurrency vs alone (~25 min, root).
+	$(PY) benchmarks/timing/bench.py
+
 .PHONY: bench-cluster
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
 	$(PY) benchmarks/cluster/bench.py
