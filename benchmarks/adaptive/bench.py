@@ -5,10 +5,11 @@
 
 Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue, 30 s flows) on both links for the
 cells of fixed.yaml / adaptive.yaml (edit both alike for another grid; the full Figure 8 is every
-loss rate of sweeps/figure8.yaml).  Two `ccsweep run`s share one store: first `fixed.yaml` (10 runs
-of each cell), then `adaptive.yaml` ({min: 3, max: 20, target: {ci_relative: 0.05}}), whose run i
-is the same cell as the fixed run i, so its rounds run only what the fixed run did not (runs 10 to
-19 of the cells still too wide).  Every run is measured once.  Each rule is then judged on those
+loss rate of sweeps/figure8.yaml).  Four `ccsweep run`s share one store, per link (ccsweep-link,
+then `--link mahimahi`, whose sweeps are named NAME-mahimahi): `fixed.yaml` (10 runs of each cell)
+and `adaptive.yaml` ({min: 3, max: 20, target: {ci_relative: 0.05}}), whose run i is the same cell
+as the fixed run i, so whichever runs second runs only what the first did not.  Every run is
+measured once.  Each rule is then judged on those
 runs: the fixed rule takes runs 0-9; the adaptive rule is replayed as a fresh run would have
 applied it (3 runs, judge, more where the interval is too wide, judge again...), taking runs in
 index order.  A rule's cost is the wall time, start to stored result, of the runs it takes.
@@ -98,22 +99,28 @@ def adaptive(runs: list[tuple[int, float, float]], rule: AdaptiveRepetitions) ->
         n = wanted
 
 
+#: The `ccsweep run`s, in order: each link's fixed and adaptive sweeps (sharing their cells).
+RUNS = (["fixed.yaml"], ["adaptive.yaml"], ["fixed.yaml", "--link", "mahimahi"],
+        ["adaptive.yaml", "--link", "mahimahi"])
+LINKS = {"ccsweep-link": "", "mahimahi": "-mahimahi"}
+
+
 def run(store_url: str) -> dict[str, str]:
-    """Both `ccsweep run`s, one after the other; the load before and after, and the commands."""
-    env = {**os.environ}
+    """The `ccsweep run`s one after the other; the load before and after."""
     ccsweep = str(REPO / ".venv" / "bin" / "ccsweep")
     meta = {"load": "before the runs " + " ".join(f"{x:.1f}" for x in os.getloadavg())}
-    for spec in ("fixed.yaml", "adaptive.yaml"):
-        command = [ccsweep, "run", str(HERE / spec), "--store", store_url, "--no-figures"]
+    for spec, *extra in RUNS:
+        command = [ccsweep, "run", str(HERE / spec), *extra, "--store", store_url, "--no-figures"]
         print("+", " ".join(command), flush=True)
-        subprocess.run(command, env=env, check=False)
+        subprocess.run(command, check=False)
     meta["load"] += ", after " + " ".join(f"{x:.1f}" for x in os.getloadavg())
     return meta
 
 
 def span_s(store: ResultStore) -> float:
-    """First start to last finish over every stored run of both sweeps."""
-    stamps = [(r.started_at, r.finished_at) for sweep in ("fixed-figure8", "adaptive-figure8")
+    """First start to last finish over every stored run of the sweeps."""
+    sweeps = [s for s in store.list_sweeps() if s.startswith("figure8-")]
+    stamps = [(r.started_at, r.finished_at) for sweep in sweeps
               for c in stored_manifest(store, sweep).distinct_cells() if (r := store.get_result(c.id)) is not None]
     if not stamps:
         return 0.0
@@ -129,32 +136,37 @@ def machine() -> str:
 
 def report(store_url: str, meta: dict[str, str]) -> str:
     store = open_store(store_url)
-    spec = parse_spec(stored_manifest(store, "adaptive-figure8").spec)
+    spec = parse_spec(stored_manifest(store, "figure8-adaptive").spec)
     rule = spec.experiments[0].adaptive
     assert rule is not None
-    runs = runs_of(store, "fixed-figure8")
-    for key, more in runs_of(store, "adaptive-figure8").items():
-        runs[key] = sorted(set(runs.get(key, [])) | set(more))
-    cells = {point_of(c): c for c in stored_manifest(store, "fixed-figure8").distinct_cells()}
     rows, totals = [], {"fixed": 0.0, "adaptive": 0.0}
     widest = {"fixed": (0.0, ""), "adaptive": (0.0, "")}
-    for key, cell in cells.items():
-        point_runs = runs.get(key, [])
-        rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
-        label = f"{cell.experiment.split('-')[1]}: {cell_summary(cell.params, repetition=False).split(', 100 ms')[0]}"
-        cols = []
-        for name, taken in rules.items():
-            interval = taken.interval if taken.values else None
-            seconds = sum(taken.seconds)
-            totals[name] += seconds
-            relative = interval.relative_half_width if interval else float("inf")
-            if relative > widest[name][0]:
-                widest[name] = (relative, label)
-            collapsed = collapsed_fraction(taken.values, cell.params.bandwidth_mbps)
-            cols.append(f"{len(taken.values)} | {interval.text() if interval else '–'} | "
-                        f"{relative * 100:.1f} % | {'–' if collapsed is None else f'{collapsed:.2f}'} | "
-                        f"{seconds:.0f} | {taken.stopped}")
-        rows.append(f"| {label} | " + " | ".join(cols) + " |")
+    for link, suffix in LINKS.items():
+        if f"figure8-fixed{suffix}" not in store.list_sweeps():
+            rows.append(f"| {link}: not run | " + " | ".join(["–"] * 12) + " |")
+            continue
+        runs = runs_of(store, f"figure8-fixed{suffix}")
+        if f"figure8-adaptive{suffix}" in store.list_sweeps():
+            for key, more in runs_of(store, f"figure8-adaptive{suffix}").items():
+                runs[key] = sorted(set(runs.get(key, [])) | set(more))
+        for key, cell in {point_of(c): c for c in stored_manifest(store, f"figure8-fixed{suffix}")
+                          .distinct_cells()}.items():
+            point_runs = runs.get(key, [])
+            rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
+            label = f"{link}: {cell_summary(cell.params, repetition=False).split(', 100 ms')[0]}"
+            cols = []
+            for name, taken in rules.items():
+                interval = taken.interval if taken.values else None
+                seconds = sum(taken.seconds)
+                totals[name] += seconds
+                relative = interval.relative_half_width if interval else float("inf")
+                if relative > widest[name][0]:
+                    widest[name] = (relative, label)
+                collapsed = collapsed_fraction(taken.values, cell.params.bandwidth_mbps)
+                cols.append(f"{len(taken.values)} | {interval.text() if interval else '–'} | "
+                            f"{relative * 100:.1f} % | {'–' if collapsed is None else f'{collapsed:.2f}'} | "
+                            f"{seconds:.0f} | {taken.stopped}")
+            rows.append(f"| {label} | " + " | ".join(cols) + " |")
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     head = [
         f"# Adaptive repetitions against a fixed 10 runs: Figure 8's path on both links ({date})",
@@ -164,13 +176,16 @@ def report(store_url: str, meta: dict[str, str]) -> str:
         "was shared with a long measurement and other builds and tests throughout (it is 2 cores), so the "
         "cell-seconds include waiting for CPU; both rules' runs were measured in the same hours, run by run.",
         "",
-        "Command: `sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store` (the two `ccsweep run`s "
-        "of fixed.yaml and adaptive.yaml below it, then this report; `--report-only` rebuilds the report).",
+        "Command: `sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store` (four `ccsweep run`s: "
+        "fixed.yaml and adaptive.yaml beside it, on ccsweep-link and with `--link mahimahi`; then this report; "
+        "`--report-only` rebuilds the report from the store).",
         "",
         "What ran: 100 Mbit/s, 100 ms RTT, infinite queue, 30 s flows (5 s warm-up), seeds 1 + i; on "
         "ccsweep-link and on upstream Mahimahi; three cells of Figure 8's grid: BBR at 15 % loss and CUBIC at "
         "0.1 % (wide on this kernel; BBR's runs there are bimodal) and BBR at 1 % (calm). Not the whole "
         "Figure 8 (26 cells a link): on this shared machine it did not fit the time there was.",
+        "",
+        *[f"Note: {note}" for note in [meta.get("note")] if note],
         "",
         f"Rules: fixed, 10 runs per cell; adaptive, `repetitions: {{min: {rule.min}, max: {rule.max}, target: "
         f"{{ci_relative: {rule.target.ci_relative:g}}}}}`: after each round, a cell whose 95 % bootstrap CI of "
@@ -202,13 +217,13 @@ def report(store_url: str, meta: dict[str, str]) -> str:
 
 def compare_links(store_url: str, out: Path) -> None:
     """`ccsweep compare` of the adaptive sweep's two links, as a CSV and the terminal table beside the report."""
-    command = [str(REPO / ".venv" / "bin" / "ccsweep"), "compare", "adaptive-figure8@link=ccsweep-link",
-               "adaptive-figure8@link=mahimahi", "--ignore", "link", "--store", store_url,
+    command = [str(REPO / ".venv" / "bin" / "ccsweep"), "compare", "figure8-adaptive",
+               "figure8-adaptive-mahimahi", "--ignore", "link", "--store", store_url,
                "--csv", str(out.with_name(out.stem + "-compare.csv"))]
     shown = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "150"})
     text = shown.stdout.replace(str(out.with_name(out.stem + "-compare.csv")), out.stem + "-compare.csv")
     out.with_name(out.stem + "-compare.txt").write_text(
-        f"$ ccsweep compare adaptive-figure8@link=ccsweep-link adaptive-figure8@link=mahimahi --ignore link "
+        f"$ ccsweep compare figure8-adaptive figure8-adaptive-mahimahi --ignore link "
         f"--store STORE --csv {out.stem}-compare.csv\n{text}")
 
 
@@ -219,8 +234,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path,
                         help="the Markdown result (default benchmarks/results/DATE-adaptive-figure8.md)")
     parser.add_argument("--load", help="with --report-only: the load averages during the runs, as measured")
+    parser.add_argument("--note", help="a sentence for the result: what ran other than the command says")
     args = parser.parse_args()
-    meta: dict[str, str] = {"load": args.load or "not measured"}
+    meta: dict[str, str] = {"load": args.load or "not measured", "note": args.note or ""}
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("run as root (network namespaces and TUN devices)")

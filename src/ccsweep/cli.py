@@ -647,7 +647,7 @@ def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> Non
 @click.option("--tolerance", type=float, default=0.10, show_default=True,
               help="agree when the difference's interval lies within this fraction of the larger median.")
 @click.option("--alpha", type=float, default=0.05, show_default=True,
-              help="differ needs the Mann-Whitney p-value below this (when both sides have 2 runs or more).")
+              help="differ needs the difference's interval to exclude 0 and the Mann-Whitney p-value below this.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the comparison as CSV here ('-': standard output, instead of the table).")
 def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | None, ignore: tuple[str, ...],
@@ -658,9 +658,13 @@ def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | Non
     those cells, or published:NAME (ReBBR's CSV of a figure, e.g. published:rebbr-figure8), or
     csv:PATH (any CSV in ReBBR's columns). Cells match on every parameter but the run's seed and
     repetition and the --ignore'd ones. For each matched cell: n on each side, the medians, the
-    difference of medians with its 95 % bootstrap interval, the Mann-Whitney and Anderson-Darling
-    p-values, and a verdict: agree, differ or not settled. Example, the two links of one study:
-    `ccsweep compare full-sweep full-sweep-mahimahi --ignore link`.
+    difference of medians with its 95 % bootstrap interval, the Mann-Whitney p-value (and in the CSV
+    the Anderson-Darling one), and a verdict: agree, differ or not settled; then, across six cells
+    or more, the Wilcoxon signed-rank test of the per-cell differences. Examples: the two links of
+    one study, `ccsweep compare full-sweep full-sweep-mahimahi --ignore link`; a kernel axis,
+    `ccsweep compare S@kernel=6.1.0 S@kernel=6.8.0 --ignore kernel`; ReBBR's numbers,
+    `ccsweep compare figure8 published:rebbr-figure8`. Exit status 0 whatever the verdicts; 2 for
+    a side or option that cannot be compared.
     """
     from ccsweep import compare as cmp
 
