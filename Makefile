@@ -204,6 +204,10 @@ bench-crosscheck: deps mahimahi ## ccsweep-link against Mahimahi on the same cel
 bench-timing: deps mahimahi ## Mahimahi's timing from outside: validated against ccsweep-link under a real starvation, cost per cell, 10 seeds at default concurrency vs alone (~25 min, root).
 	$(PY) benchmarks/timing/bench.py
 
+.PHONY: bench-adaptive
+bench-adaptive: deps mahimahi ## Adaptive repetitions vs a fixed 10 runs, Figure 8 path, 30 s flows, both links (3 cells ~1 h idle, FULL=1 all 26; root).
+	$(PY) benchmarks/adaptive/bench.py --store $(or $(STORE),/tmp/ccsweep-adaptive-bench) $(if $(FULL),--full)
+
 .PHONY: bench-cluster
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
 	$(PY) benchmarks/cluster/bench.py

@@ -4,15 +4,16 @@
     python benchmarks/adaptive/bench.py --store /tmp/adaptive-store --report-only   # report what is stored
 
 Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue, 30 s flows) on both links for the
-cells of fixed.yaml / adaptive.yaml (edit both alike for another grid; the full Figure 8 is every
-loss rate of sweeps/figure8.yaml).  Four `ccsweep run`s share one store, per link (ccsweep-link,
-then `--link mahimahi`, whose sweeps are named NAME-mahimahi): `fixed.yaml` (10 runs of each cell)
-and `adaptive.yaml` ({min: 3, max: 20, target: {ci_relative: 0.05}}), whose run i is the same cell
-as the fixed run i, so whichever runs second runs only what the first did not.  Every run is
-measured once.  Each rule is then judged on those
-runs: the fixed rule takes runs 0-9; the adaptive rule is replayed as a fresh run would have
-applied it (3 runs, judge, more where the interval is too wide, judge again...), taking runs in
-index order.  A rule's cost is the wall time, start to stored result, of the runs it takes.
+cells of fixed.yaml / adaptive.yaml, or with --full for Figure 8's whole grid (BBR and CUBIC at
+every loss rate of sweeps/figure8.yaml: 26 cells a link, sweeps named figure8-full-fixed, ...).
+Four `ccsweep run`s share one store, per link (ccsweep-link, then `--link mahimahi`, whose sweeps
+are named NAME-mahimahi): `fixed.yaml` (10 runs of each cell) and `adaptive.yaml` ({min: 3,
+max: 20, target: {ci_relative: 0.05}}), whose run i is the same cell as the fixed run i, so
+whichever runs second runs only what the first did not.  Every run is measured once.  Each rule
+is then judged on those runs: the fixed rule takes runs 0-9; the adaptive rule is replayed as a
+fresh run would have applied it (3 runs, judge, more where the interval is too wide, judge
+again...), taking runs in index order.  A rule's cost is the wall time, start to stored result,
+of the runs it takes.
 
 Mahimahi's mm-* binaries are found as cells find them ($CCSWEEP_MAHIMAHI, <repo>/bin, PATH; `make
 mahimahi` builds them).  Writes benchmarks/results/<date>-adaptive-figure8.md and, beside it,
@@ -26,11 +27,15 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import yaml
+
 from ccsweep.adaptive import judge, point_of
+from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.report import cell_seconds
 from ccsweep.figures.stats import Interval, collapsed_fraction, median_ci
@@ -105,21 +110,34 @@ RUNS = (["fixed.yaml"], ["adaptive.yaml"], ["fixed.yaml", "--link", "mahimahi"],
 LINKS = {"ccsweep-link": "", "mahimahi": "-mahimahi"}
 
 
-def run(store_url: str) -> dict[str, str]:
+def specs(full: bool, folder: Path) -> Path:
+    """The folder holding fixed.yaml and adaptive.yaml: this one, or for --full copies with Figure 8's grid."""
+    if not full:
+        return HERE
+    grid = yaml.safe_load((REPO / "sweeps" / "figure8.yaml").read_text())["experiments"][0]
+    for name in ("fixed.yaml", "adaptive.yaml"):
+        spec = yaml.safe_load((HERE / name).read_text())
+        spec["name"] = spec["name"].replace("figure8-", "figure8-full-")
+        spec["experiments"] = [{"name": "figure8", "cc": grid["cc"], "loss_percent": grid["loss_percent"]}]
+        (folder / name).write_text(yaml.safe_dump(spec, sort_keys=False))
+    return folder
+
+
+def run(store_url: str, folder: Path) -> dict[str, str]:
     """The `ccsweep run`s one after the other; the load before and after."""
     ccsweep = str(REPO / ".venv" / "bin" / "ccsweep")
     meta = {"load": "before the runs " + " ".join(f"{x:.1f}" for x in os.getloadavg())}
     for spec, *extra in RUNS:
-        command = [ccsweep, "run", str(HERE / spec), *extra, "--store", store_url, "--no-figures"]
+        command = [ccsweep, "run", str(folder / spec), *extra, "--store", store_url, "--no-figures"]
         print("+", " ".join(command), flush=True)
         subprocess.run(command, check=False)
     meta["load"] += ", after " + " ".join(f"{x:.1f}" for x in os.getloadavg())
     return meta
 
 
-def span_s(store: ResultStore) -> float:
+def span_s(store: ResultStore, prefix: str) -> float:
     """First start to last finish over every stored run of the sweeps."""
-    sweeps = [s for s in store.list_sweeps() if s.startswith("figure8-")]
+    sweeps = [s for s in store.list_sweeps() if s.startswith(f"{prefix}-fixed") or s.startswith(f"{prefix}-adaptive")]
     stamps = [(r.started_at, r.finished_at) for sweep in sweeps
               for c in stored_manifest(store, sweep).distinct_cells() if (r := store.get_result(c.id)) is not None]
     if not stamps:
@@ -134,23 +152,26 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Linux {platform.release()}"
 
 
-def report(store_url: str, meta: dict[str, str]) -> str:
+def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
     store = open_store(store_url)
-    spec = parse_spec(stored_manifest(store, "figure8-adaptive").spec)
+    spec = parse_spec(stored_manifest(store, f"{prefix}-adaptive").spec)
     rule = spec.experiments[0].adaptive
     assert rule is not None
     rows, totals = [], {"fixed": 0.0, "adaptive": 0.0}
     widest = {"fixed": (0.0, ""), "adaptive": (0.0, "")}
+    stored_sweeps = set(store.list_sweeps())
     for link, suffix in LINKS.items():
-        if f"figure8-fixed{suffix}" not in store.list_sweeps():
+        sweeps = [name for name in (f"{prefix}-fixed{suffix}", f"{prefix}-adaptive{suffix}") if name in stored_sweeps]
+        if not sweeps:
             rows.append(f"| {link}: not run | " + " | ".join(["–"] * 12) + " |")
             continue
-        runs = runs_of(store, f"figure8-fixed{suffix}")
-        if f"figure8-adaptive{suffix}" in store.list_sweeps():
-            for key, more in runs_of(store, f"figure8-adaptive{suffix}").items():
+        runs: dict[str, list[tuple[int, float, float]]] = {}
+        points: dict[str, Cell] = {}
+        for name in sweeps:  # one setting's runs, whichever of the two sweeps stored them
+            for key, more in runs_of(store, name).items():
                 runs[key] = sorted(set(runs.get(key, [])) | set(more))
-        for key, cell in {point_of(c): c for c in stored_manifest(store, f"figure8-fixed{suffix}")
-                          .distinct_cells()}.items():
+            points |= {point_of(c): c for c in stored_manifest(store, name).distinct_cells()}
+        for key, cell in points.items():
             point_runs = runs.get(key, [])
             rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
             label = f"{link}: {cell_summary(cell.params, repetition=False).split(', 100 ms')[0]}"
@@ -172,7 +193,7 @@ def report(store_url: str, meta: dict[str, str]) -> str:
         f"# Adaptive repetitions against a fixed 10 runs: Figure 8's path on both links ({date})",
         "",
         f"Machine: {machine()}. Load average (1, 5, 15 min): {meta['load']}; the runs' records span "
-        f"{span_s(store):.0f} s of wall time, first start to last stored result. The machine "
+        f"{span_s(store, prefix):.0f} s of wall time, first start to last stored result. The machine "
         "was shared with a long measurement and other builds and tests throughout (it is 2 cores), so the "
         "cell-seconds include waiting for CPU; both rules' runs were measured in the same hours, run by run.",
         "",
@@ -215,35 +236,41 @@ def report(store_url: str, meta: dict[str, str]) -> str:
     return "\n".join(head + rows + tail)
 
 
-def compare_links(store_url: str, out: Path) -> None:
+def compare_links(store_url: str, out: Path, prefix: str) -> None:
     """`ccsweep compare` of the adaptive sweep's two links, as a CSV and the terminal table beside the report."""
-    command = [str(REPO / ".venv" / "bin" / "ccsweep"), "compare", "figure8-adaptive",
-               "figure8-adaptive-mahimahi", "--ignore", "link", "--store", store_url,
+    command = [str(REPO / ".venv" / "bin" / "ccsweep"), "compare", f"{prefix}-adaptive",
+               f"{prefix}-adaptive-mahimahi", "--ignore", "link", "--store", store_url,
                "--csv", str(out.with_name(out.stem + "-compare.csv"))]
-    shown = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "150"})
+    shown = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "150"})
+    if shown.returncode:
+        print(f"compare of the links not written: {shown.stderr.strip()}", file=sys.stderr)
+        return
     text = shown.stdout.replace(str(out.with_name(out.stem + "-compare.csv")), out.stem + "-compare.csv")
     out.with_name(out.stem + "-compare.txt").write_text(
-        f"$ ccsweep compare figure8-adaptive figure8-adaptive-mahimahi --ignore link "
+        f"$ ccsweep compare {prefix}-adaptive {prefix}-adaptive-mahimahi --ignore link "
         f"--store STORE --csv {out.stem}-compare.csv\n{text}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", required=True, help="the store both runs share (a folder or URL)")
+    parser.add_argument("--full", action="store_true", help="Figure 8's whole grid instead of fixed.yaml's 3 cells")
     parser.add_argument("--report-only", action="store_true", help="only report what the store holds")
     parser.add_argument("--out", type=Path,
-                        help="the Markdown result (default benchmarks/results/DATE-adaptive-figure8.md)")
+                        help="the Markdown result (default benchmarks/results/DATE-adaptive-figure8[-full].md)")
     parser.add_argument("--load", help="with --report-only: the load averages during the runs, as measured")
     parser.add_argument("--note", help="a sentence for the result: what ran other than the command says")
     args = parser.parse_args()
+    prefix = "figure8-full" if args.full else "figure8"
     meta: dict[str, str] = {"load": args.load or "not measured", "note": args.note or ""}
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("run as root (network namespaces and TUN devices)")
-        meta = run(args.store)
-    out = args.out or REPO / "benchmarks" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-adaptive-figure8.md"
-    out.write_text(report(args.store, meta))
-    compare_links(args.store, out)
+        with tempfile.TemporaryDirectory() as folder:
+            meta = run(args.store, specs(args.full, Path(folder)))
+    out = args.out or REPO / "benchmarks" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-adaptive-{prefix}.md"
+    out.write_text(report(args.store, meta, prefix))
+    compare_links(args.store, out, prefix)
     print(f"wrote {out}")
 
 
