@@ -110,3 +110,17 @@ def test_status_says_whether_every_cell_of_a_sweep_is_stored(tmp_path: Path):
 
     done = ccsweep("status", "--store", str(store), "--sweep", "no-such-sweep")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("executor", ["local", "argo"])
+def test_a_late_or_starved_cell_exits_75_so_a_retry_strategy_runs_it_again_and_a_failed_one_exits_1(executor: str):
+    """The exit status Argo's retry expression reads: the machine's fault (late, starved) is retried, a failure not."""
+    from ccsweep.cli import _cell_exit
+    from ccsweep.exitcodes import EXIT_RETRY
+    from ccsweep.store.spool import StoreOutcome
+
+    stored = StoreOutcome(stored=True)
+    assert _cell_exit("starved", stored, executor, interrupted=False) == EXIT_RETRY == 75
+    assert _cell_exit("late", stored, executor, interrupted=False) == EXIT_RETRY
+    assert _cell_exit("failed", stored, executor, interrupted=False) == 1
+    assert _cell_exit("ok", stored, executor, interrupted=False) == 0
