@@ -31,12 +31,12 @@ PLAIN_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: Characters no text field takes besides C0 controls: C1 controls, the bidirectional overrides,
 #: embeddings and isolates (they reorder what a reader sees: a title could show another sweep's
 #: name), the marks that steer them, and Unicode's line and paragraph separators (a second line
-#: inside "one line"). Written as the characters themselves, which Python's `re` and the API
-#: server's Go regexp (the CRD's patterns) both read alike.
-_UNSEEN = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+#: inside "one line"). Written as \x{...}, which pydantic's (Rust) regex and the API server's Go
+#: regexp (the CRD's patterns) both read, and which keeps the CRD's YAML plain ASCII.
+_UNSEEN = r"\x{7f}-\x{9f}\x{61c}\x{200e}\x{200f}\x{2028}-\x{202e}\x{2066}-\x{2069}"
 #: One line of text (titles, labels); TEXT also allows newlines and tabs (descriptions).
-TEXT_LINE = f"^[^\\x00-\\x1f{_UNSEEN}]*$"
-TEXT = f"^[^\\x00-\\x08\\x0b-\\x1f{_UNSEEN}]*$"
+TEXT_LINE = rf"^[^\x00-\x1f{_UNSEEN}]*$"
+TEXT = rf"^[^\x00-\x08\x0b-\x1f{_UNSEEN}]*$"
 
 #: What each pattern means, for error messages people can act on.
 PATTERN_WORDS = {

@@ -9,6 +9,7 @@ the same CRD in tests/operator (it refuses non-structural schemas).
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,10 @@ def openapi_to_jsonschema(node: Any) -> Any:
         return node
     out = {k: openapi_to_jsonschema(v) for k, v in node.items()
            if k not in ("nullable",) and not k.startswith("x-kubernetes-")}
+    if isinstance(node.get("pattern"), str):
+        # The API server's Go regexp (and pydantic's Rust regex) read \x{HHHH}; Python's re, which
+        # jsonschema uses, reads the same character as \uHHHH.
+        out["pattern"] = re.sub(r"\\x\{([0-9a-f]+)\}", lambda m: f"\\u{int(m.group(1), 16):04x}", node["pattern"])
     if "properties" in node:
         out["properties"] = {k: openapi_to_jsonschema(v) for k, v in node["properties"].items()}
         if not node.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in node:

@@ -34,6 +34,20 @@ def test_api_server_accepts_the_generated_crd_and_refuses_a_bad_field(envtest: E
     assert unknown.returncode != 0 and 'unknown field "spec.experiments[0].rtt"' in unknown.stderr
 
 
+def test_api_server_refuses_the_text_the_spec_refuses(envtest: EnvTest, namespace: str):
+    """The CRD's text patterns (\\x{...} classes) compile in the API server's Go regexp and refuse a
+    bidirectional override and a line separator, as the spec loader does; plain text passes."""
+    quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    experiment = quick["spec"]["experiments"][0]
+    for title, refused in (("goodput \u202eevil", True), ("first\u2028second", True), ("BBR vs CUBIC, 1 %", False)):
+        sweep = {**quick, "metadata": {"name": "text"}, "spec": {**quick["spec"],
+                                                                 "experiments": [{**experiment, "title": title}]}}
+        done = envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", check=False,
+                               input=json.dumps(sweep))
+        assert (done.returncode != 0) == refused, (title, done.stderr)
+        assert not refused or "spec.experiments[0].title: Invalid value" in done.stderr
+
+
 def test_api_server_applies_the_crds_cel_rules_with_defaults(envtest: EnvTest, namespace: str):
     quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
     experiment = quick["spec"]["experiments"][0]
