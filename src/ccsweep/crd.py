@@ -152,7 +152,7 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         options = node["oneOf"]
         if len(options) != 2 or options[0].get("type") != "integer" or "$ref" not in options[1]:
             raise ValueError(f"not expressible as a structural schema (oneOf other than a count or a mapping): {node}")
-        return _int_or_object(node, options[0], _structural(options[1], defs))
+        return _int_or_object(node)
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o != {"type": "null"}]
         if len(options) != 1:
@@ -191,25 +191,18 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def _int_or_object(node: dict[str, Any], number: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+def _int_or_object(node: dict[str, Any]) -> dict[str, Any]:
     """A count or a mapping (`repetitions: 3` or `{min, max, target}`): no structural type covers both.
 
-    The field keeps any value (x-kubernetes-preserve-unknown-fields) and a CEL rule checks its
-    shape: an integer within the count's bounds, or a mapping with the model's required fields.
-    What else the mapping must hold (min below max, one target kind) the operator checks with the
-    model and reports as a condition, as for every rule a schema cannot say.
+    The field keeps any value (x-kubernetes-preserve-unknown-fields); a CEL rule cannot check it
+    either (the API server builds no CEL type for an untyped field and refuses the CRD), so the
+    operator checks it with the model and reports a wrong one as the Sweep's Invalid condition, as
+    for every rule a schema cannot say.
     """
-    required = " && ".join(f"has(self.{name})" for name in model.get("required", []))
-    keys = ", ".join(f"'{name}'" for name in model["properties"])
-    rule = (f"type(self) == int ? (self >= {number['minimum']} && self <= {number['maximum']}) : "
-            f"(type(self) == map && {required} && self.all(k, k in [{keys}]))")
-    message = (f"an integer {number['minimum']} to {number['maximum']}, or a mapping with "
-               f"{', '.join(model.get('required', []))}")
-    out: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True,
-                           "x-kubernetes-validations": [{"rule": rule, "message": message}]}
+    out: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
     if node.get("description"):
-        out["description"] = f"{node['description']} (default: {node['default']})" if "default" in node else \
-            node["description"]
+        out["description"] = (f"{node['description']} (default: {node['default']})" if "default" in node
+                              else node["description"])
     return out
 
 

@@ -62,6 +62,17 @@ def test_api_server_applies_the_crds_cel_rules_with_defaults(envtest: EnvTest, n
     envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(from_defaults))
 
 
+def test_api_server_takes_repetitions_as_a_count_or_an_adaptive_rule(envtest: EnvTest, namespace: str):
+    """No structural type (and no CEL rule: the server builds no CEL type for an untyped field) covers
+    `3` and `{min, max, target}`: the API server keeps either, and the operator checks the shape."""
+    quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    experiment = quick["spec"]["experiments"][0]
+    for accepted in (3, {"min": 3, "max": 20, "target": {"ci_relative": 0.05}}):
+        envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(
+            {**quick, "metadata": {"name": "repetitions"}, "spec": {
+                **quick["spec"], "experiments": [{**experiment, "repetitions": accepted}]}}))
+
+
 def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
     with operator(namespace):
         apply_example(envtest, namespace, "quick")
