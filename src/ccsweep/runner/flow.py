@@ -64,6 +64,22 @@ def ticks(t0_ns: int, duration_s: float) -> list[tuple[float, int]]:
 
 # --- receiver -----------------------------------------------------------------------------------
 
+#: The receiver asks to be woken once this much data is waiting (SO_RCVLOWAT), at most a quarter
+#: of the socket's receive buffer, rather than for every segment. Each wake-up of the receiving
+#: process costs the link an inter-processor interrupt inside its write() (14% of the emulator's CPU
+#: at 100 Mbit/s in the profile of benchmarks/results/2026-11-25-cheaper-cells.md), and each small
+#: read makes the kernel send a window update, which wakes the emulator once more. The kernel ACKs
+#: data as it arrives whatever the application does, and the counts are taken at every tick after
+#: reading everything waiting, so neither the flow nor its byte counts change.
+RCVLOWAT_BYTES = 16384
+
+
+def wake_threshold(conn: socket.socket) -> int:
+    """SO_RCVLOWAT for a new connection: small against its buffer, so the kernel never grows the
+    buffer or clamps the window for it (it does when twice the threshold exceeds the buffer)."""
+    return max(1, min(RCVLOWAT_BYTES, conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 4))
+
+
 def run_receiver(args: argparse.Namespace) -> None:
     """Count application bytes per flow; print cumulative counts every 100 ms until the flows end."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -78,33 +94,43 @@ def run_receiver(args: argparse.Namespace) -> None:
     buffer = memoryview(bytearray(1 << 20))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
+    connections: dict[socket.socket, int] = {}
 
-    def on_readable(key: selectors.SelectorKey) -> None:
-        if key.data is None:
-            conn, (_, peer_port) = listener.accept()
-            index = peer_port - args.sender_port_base
-            if not 0 <= index < args.flows:
-                conn.close()  # not one of the cell's flows
-                return
-            conn.setblocking(False)
-            selector.register(conn, selectors.EVENT_READ, index)
-            return
+    def read(conn: socket.socket, index: int) -> None:
+        """Everything waiting on one connection (a 1 MB buffer takes it in one call); closes it at its end."""
         try:
-            n = key.fileobj.recv_into(buffer)  # type: ignore[union-attr]
+            n = conn.recv_into(buffer)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             n = 0
         if n:
-            counts[key.data] += n
+            counts[index] += n
         else:
-            selector.unregister(key.fileobj)
-            key.fileobj.close()  # type: ignore[union-attr]
+            selector.unregister(conn)
+            del connections[conn]
+            conn.close()
+
+    def on_readable(key: selectors.SelectorKey) -> None:
+        if key.data is not None:
+            read(key.fileobj, key.data)  # type: ignore[arg-type]
+            return
+        conn, (_, peer_port) = listener.accept()
+        index = peer_port - args.sender_port_base
+        if not 0 <= index < args.flows:
+            conn.close()  # not one of the cell's flows
+            return
+        conn.setblocking(False)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wake_threshold(conn))
+        connections[conn] = index
+        selector.register(conn, selectors.EVENT_READ, index)
 
     for t, deadline in ticks(t0, args.duration):
         while (timeout := (deadline - time.monotonic_ns()) / 1e9) > 0:
             for key, _ in selector.select(timeout):
                 on_readable(key)
+        for conn, index in list(connections.items()):
+            read(conn, index)  # below the wake-up threshold, but counted at the tick
         emit("rx", t=t, bytes=counts)
     emit("done", bytes=counts)
 
