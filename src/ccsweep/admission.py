@@ -20,6 +20,7 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ccsweep.cell import Cell
@@ -72,6 +73,23 @@ def prior_cost(cell: Cell) -> float:
     else:
         link = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell)) * WAKEUP_CPU_S
     return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link
+
+
+def refusal(cell: Cell, budget: float) -> str | None:
+    """Why a machine that gives cells `budget` cores cannot run `cell` on time; None if it can.
+
+    A cell whose expected cost exceeds the whole budget would run late even alone (its emulator,
+    endpoints and the kernel's TCP contend with each other), so it is refused before it runs
+    rather than run late and re-run late; a larger machine, or a larger --cpu-budget for a user
+    who knows better, runs it.
+    """
+    need = prior_cost(cell)
+    if need <= budget:
+        return None
+    rate = cell.params.uplink.rate_mbps
+    return (f"a {rate:g} Mbit/s cell needs about {need:.1f} cores to keep time, more than the {budget:g} this "
+            f"machine gives cells (--cpu-budget); it runs on time on a machine of {math.ceil(need + 0.5)} cores "
+            "or more")
 
 
 def cost_class(cell: Cell) -> tuple[str, float | None, float]:

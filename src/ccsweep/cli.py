@@ -297,8 +297,9 @@ def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
     click.echo(f"{' + '.join(specs)}: {len(cells)} cells, {format_duration(flow_s)} of flow time one after the other")
     for cores in cores_list:
         result = estimate_wall(cells, cores)
+        refused = f"; {result.refused} cells refused: they need more than this machine" if result.refused else ""
         click.echo(f"{cores:5d} cores: {format_duration(result.wall_s):>14}  (up to {result.peak_cells} cells at "
-                   f"once, {result.mean_cores_busy:.1f} cores busy on average)")
+                   f"once, {result.mean_cores_busy:.1f} cores busy on average{refused})")
 
 
 @main.command()

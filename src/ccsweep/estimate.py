@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ccsweep.admission import Admission, prior_cost
+from ccsweep.admission import Admission, prior_cost, refusal
 from ccsweep.cell import Cell
 
 #: Seconds a cell takes beyond its flow time (namespaces, emulator start, endpoints, collection):
@@ -39,6 +39,9 @@ class WallEstimate:
     #: Most cells running at once, and the CPU they asked for in total (core-seconds).
     peak_cells: int
     cpu_core_s: float
+    #: Cells the executor refuses on this machine (each needs more than its whole budget to keep
+    #: time): not run, not in `wall_s`.
+    refused: int = 0
 
     @property
     def mean_cores_busy(self) -> float:
@@ -52,7 +55,8 @@ def cell_wall_s(cell: Cell) -> float:
 
 def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], float] = prior_cost,
                   *, stagger_s: float | None = None) -> WallEstimate:
-    """Simulates the local executor running `cells` in order on `cores` cores.
+    """Simulates the local executor running `cells` in order on `cores` cores; cells it would refuse
+    there (admission.refusal) are counted, not run.
 
     `cost` gives a cell's CPU (cores) as it would be measured; the admission starts from its
     prior and learns these, as it does from a real cell's rusage.
@@ -61,7 +65,7 @@ def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], floa
         raise ValueError(f"cores must be at least 1, got {cores}")
     admission = Admission(budget=cpu_budget(cores)) if stagger_s is None else Admission(
         budget=cpu_budget(cores), stagger_s=stagger_s)
-    queue = list(cells)
+    queue = [cell for cell in cells if refusal(cell, admission.budget) is None]
     running: list[tuple[float, int, Cell]] = []  # (end time, start order, cell): a heap by end time
     now = 0.0
     started = 0
@@ -84,7 +88,8 @@ def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], floa
         wall = cell_wall_s(cell)
         cpu_core_s += cost(cell) * wall
         admission.observe(cell, cost(cell) * wall, wall, late=False)
-    return WallEstimate(cores=cores, cells=len(cells), wall_s=now, peak_cells=peak, cpu_core_s=cpu_core_s)
+    return WallEstimate(cores=cores, cells=len(cells), wall_s=now, peak_cells=peak, cpu_core_s=cpu_core_s,
+                        refused=len(cells) - started)
 
 
 def format_duration(seconds: float) -> str:

@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ccsweep.admission import Admission
+from ccsweep.admission import Admission, refusal
 from ccsweep.cell import Cell
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import SweepPlan, plan_sweep
@@ -133,14 +133,14 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     plan = plan_sweep(spec, store, revise=revise)
     summary = SweepSummary(sweep=spec.name, store_url=store.url,
                            outcomes=[CellOutcome(c, "cached") for c in plan.cached])
-    runnable = _runnable(plan.pending, summary, console)
+    cores_for_cells = cpu_budget if cpu_budget is not None else default_cpu_budget()
+    runnable = _runnable(plan.pending, summary, console, cores_for_cells)
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.wanted)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}" + _rounds_note(plan), soft_wrap=True)
     warning_log = WarningLog(console)
     warnings = cast(TextIO, warning_log)  # a text stream to the metrics pushers, like stderr
     metrics = SweepMetrics(pushgateway, spec.name, err=warnings) if pushgateway else None
-    admission = Admission(budget=cpu_budget if cpu_budget is not None else default_cpu_budget(), max_cells=jobs,
-                          limit=jobs or 1)
+    admission = Admission(budget=cores_for_cells, max_cells=jobs, limit=jobs or 1)
     budget = FailureBudget(max_failed_cells)
     try:
         if metrics:
@@ -157,7 +157,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
             # A cell that ended this run (failed, late) waits for the next `ccsweep run`, as without rounds.
             plan = plan_sweep(spec, store)
             tried = {o.cell.id for o in summary.outcomes}
-            runnable = _runnable([c for c in plan.pending if c.id not in tried], summary, console)
+            runnable = _runnable([c for c in plan.pending if c.id not in tried], summary, console, cores_for_cells)
             if runnable:
                 console.print(f"round {round_number + 1} of at most {plan.rounds}: {len(runnable)} more runs for "
                               f"{sum(p.state == 'needs more runs' for p in plan.points)} settings whose interval is "
@@ -178,20 +178,25 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     return summary
 
 
-def _runnable(cells: list[Cell], summary: SweepSummary, console: Console) -> list[Cell]:
-    """The cells this machine can run; the others are counted `unavailable` in `summary`, saying why."""
+def _runnable(cells: list[Cell], summary: SweepSummary, console: Console, cpu_budget: float) -> list[Cell]:
+    """The cells this machine can run; the others are counted `unavailable` in `summary`, saying why:
+    an algorithm or kernel it lacks, or more CPU than the `cpu_budget` it gives cells (a cell that
+    would run late even alone)."""
     available = available_congestion_controls()
     kernel = platform.release()
     runnable: list[Cell] = []
     skipped: list[CellOutcome] = []
     for cell in cells:
         missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
+        too_big = refusal(cell, cpu_budget)
         if cell.params.kernel is not None and cell.params.kernel != kernel:
             skipped.append(CellOutcome(cell, "unavailable", error=f"kernel {cell.params.kernel} asked for, "
                                                                  f"this machine runs {kernel}"))
         elif missing:
             skipped.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
                                                                  f"(available: {' '.join(sorted(available))})"))
+        elif too_big:
+            skipped.append(CellOutcome(cell, "unavailable", error=too_big))
         else:
             runnable.append(cell)
     for reason in sorted({o.error or "" for o in skipped}):

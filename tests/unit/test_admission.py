@@ -112,3 +112,18 @@ def test_each_backend_learns_its_own_cost():
     # ... and from then on those of its own backend, whatever Mahimahi's cost.
     assert admission.cost(SHORT_RTT) == pytest.approx(prior_cost(SHORT_RTT))
     assert admission.cost(MAHIMAHI) == pytest.approx(3 * prior_cost(MAHIMAHI))
+
+
+GIGABIT = expand(parse_spec({"name": "g", "experiments": [
+    {"name": "g", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [50], "bandwidth_mbps": [1000], "duration_s": 20}]}))[0]
+
+
+def test_a_cell_needing_more_than_the_machine_gives_is_refused_before_it_runs():
+    from ccsweep.admission import refusal
+
+    assert prior_cost(GIGABIT) > 1.0 > prior_cost(ONE)
+    assert refusal(ONE, budget=0.5) is None
+    reason = refusal(GIGABIT, budget=0.5)
+    assert reason is not None and "1000 Mbit/s" in reason and "0.5" in reason and "2 cores or more" in reason
+    # The same cell fits a 2-core machine's budget, whose measured lateness kept it on time.
+    assert refusal(GIGABIT, budget=1.5) is None

@@ -60,3 +60,12 @@ def test_cli_prints_one_line_per_machine_size():
     lines = out.output.strip().splitlines()
     assert lines[0].startswith("quick: ")
     assert [line.split()[0] for line in lines[1:]] == ["2", "64"]
+
+
+def test_cells_the_machine_would_refuse_are_counted_not_run():
+    gigabit = expand(parse_spec({"name": "g", "experiments": [
+        {"name": "g", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [50], "bandwidth_mbps": [1000],
+         "duration_s": 60}]}))
+    one_core = estimate_wall([*CELLS[:2], *gigabit], cores=1)
+    assert (one_core.refused, one_core.peak_cells) == (1, 1)
+    assert estimate_wall([*CELLS[:2], *gigabit], cores=2).refused == 0
