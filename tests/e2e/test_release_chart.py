@@ -1,4 +1,5 @@
-"""The packaged chart of `make release` installs on the test cluster and runs the released image.
+"""The packaged chart of `make release` installs on the test cluster, runs the released image, and
+passes `helm test`.
 
 As a user without a registry does with the release folder: `ctr images import` of the image's OCI
 archive into the node's containerd, then `helm install` of the chart's .tgz, whose image is named
@@ -74,6 +75,12 @@ def test_the_packaged_chart_installs_and_runs_the_archived_image(argo: TestClust
         version = cluster.kubectl("-n", NAMESPACE, "exec", f"deployment/{RELEASE}-operator", "--", "ccsweep",
                                   "--version").stdout
         assert version == f"ccsweep {released.identity}\n"
+        # helm test: the chart's own checks (the CRD is served, the operator is ready, the store
+        # takes a write), each a pod of the released image.
+        tested = helm_run("test", RELEASE, "-n", NAMESPACE, "--logs", "--timeout", "5m")
+        assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
+        for check in ("crd", "operator", "store"):
+            assert f"ok {check}: " in tested.stdout, tested.stdout[-3000:]
     finally:
         helm_run("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=2m")
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
