@@ -60,7 +60,8 @@ def interpolated(variables: list[VariableModel], run: dict[str, list[str]]) -> d
     (a multi-value selection becomes an escaped regex alternation)."""
     values = {}
     for var in variables:
-        if var.type_val == VariableType.DATASOURCE:
+        # The text variables (the Argo UI, the store over HTTP) appear only in links, never in queries.
+        if var.type_val in (VariableType.DATASOURCE, VariableType.TEXTBOX):
             continue
         chosen = run[var.name]
         values[var.name] = "(" + "|".join(map(regex_escape, chosen)) + ")" if var.multi else chosen[0]
@@ -157,7 +158,9 @@ def test_every_dashboard_query_returns_series(name: str, sweep_run: SweepRun, pr
             evaluated += 1
             if not series:
                 empty.append(f"{panel.title} [{target.ref_id}]: {expr}")
-    assert evaluated >= 10 and not empty, f"{len(empty)} of {evaluated} queries returned nothing:\n" + "\n".join(empty)
+    least = 5 if name == "sweeps.json" else 10  # the list of sweeps is one table of five columns
+    assert evaluated >= least and not empty, \
+        f"{len(empty)} of {evaluated} queries returned nothing:\n" + "\n".join(empty)
 
 
 def test_goodput_vs_loss_has_one_bar_per_cell_with_its_stored_goodput(sweep_run: SweepRun, prometheus: Server):
