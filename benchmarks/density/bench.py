@@ -350,7 +350,7 @@ def idle_baseline(seconds: float = 3.0) -> float:
 
 def window_arms(windows: str) -> list[tuple[str, str | None]]:
     """(label, fixed window or None for the cell's own) from "100,cell,500" (us)."""
-    from ccsweep.runner.link import release_window_us
+    from ccsweep.linkrules import release_window_us
 
     arms: list[tuple[str, str | None]] = []
     for item in windows.split(","):

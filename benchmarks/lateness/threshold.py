@@ -253,8 +253,8 @@ def verdicts(runs: list[Run], points: list[Point]) -> dict[float, Verdict]:
 
 
 def threshold_us(rtt_ms: float) -> float:
-    """The cell runner's rule in force (runner.link.lateness_threshold_us), drawn for comparison."""
-    from ccsweep.runner.link import LATENESS_CEILING_US, LATENESS_FLOOR_US, LATENESS_RTT_SHARE
+    """The cell runner's rule in force (linkrules.lateness_threshold_us), drawn for comparison."""
+    from ccsweep.linkrules import LATENESS_CEILING_US, LATENESS_FLOOR_US, LATENESS_RTT_SHARE
 
     return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, LATENESS_RTT_SHARE * rtt_ms * 1000))
 

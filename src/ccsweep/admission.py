@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from ccsweep.cell import Cell
-from ccsweep.runner.link import release_window_for
+from ccsweep.linkrules import release_window_for
 
 #: Seconds between two cell starts: a cell's set-up and slow start should not share their second.
 START_STAGGER_S = 1.0

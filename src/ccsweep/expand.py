@@ -27,7 +27,7 @@ from ccsweep.cell import (
     RateStep,
     TraceRef,
 )
-from ccsweep.runner.mahimahi import mahimahi_cannot
+from ccsweep.linkrules import mahimahi_cannot
 from ccsweep.spec import (
     MIN_QUEUE_BYTES,
     PLAIN_NAME,

@@ -71,7 +71,7 @@ def test_jobs_is_where_the_limit_starts_too():
 
 
 def test_the_prior_follows_the_release_window_the_cell_will_have():
-    from ccsweep.runner.link import release_window_us
+    from ccsweep.linkrules import release_window_us
 
     # 100 ms: 250 us windows, one wake-up per window; 20 ms: 100 us windows, 2.5 times as many.
     assert (release_window_us(ONE), release_window_us(SHORT_RTT)) == (250, 100)

@@ -104,7 +104,7 @@ def test_buffers_become_per_namespace_sysctls():
 
 @pytest.mark.parametrize("rtt_ms, expected_us", [(2, 400), (10, 400), (40, 400), (50, 500), (100, 1000), (500, 1000)])
 def test_lateness_threshold_is_one_percent_of_the_rtt_within_400_us_and_1_ms(rtt_ms, expected_us):
-    from ccsweep.runner.link import lateness_threshold_us
+    from ccsweep.linkrules import lateness_threshold_us
 
     base = cell()
     half = rtt_ms / 2
@@ -124,7 +124,7 @@ def with_rtt(rtt_ms: float) -> Cell:
 @pytest.mark.parametrize("rtt_ms, expected_us", [(2, 100), (10, 100), (40, 100), (50, 125), (60, 150), (80, 200),
                                                  (100, 250), (200, 250), (500, 250)])
 def test_the_release_window_is_a_quarter_percent_of_the_rtt_leaving_room_under_the_threshold(rtt_ms, expected_us):
-    from ccsweep.runner.link import MACHINE_LATENESS_ROOM_US, lateness_threshold_us, release_window_us
+    from ccsweep.linkrules import MACHINE_LATENESS_ROOM_US, lateness_threshold_us, release_window_us
 
     window = release_window_us(with_rtt(rtt_ms))
     assert window == expected_us
@@ -134,14 +134,14 @@ def test_the_release_window_is_a_quarter_percent_of_the_rtt_leaving_room_under_t
 
 
 def test_a_tighter_threshold_given_to_the_runner_shrinks_the_window_to_the_floor():
-    from ccsweep.runner.link import release_window_us
+    from ccsweep.linkrules import release_window_us
 
     assert release_window_us(with_rtt(100), threshold_us=450) == 150
     assert release_window_us(with_rtt(100), threshold_us=200) == 100
 
 
 def test_the_window_goes_to_the_emulator_and_an_override_replaces_it(tmp_path: Path, monkeypatch):
-    from ccsweep.runner.link import RELEASE_WINDOW_ENV, release_window_for
+    from ccsweep.linkrules import RELEASE_WINDOW_ENV, release_window_for
 
     argv = link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30, release_window=release_window_for(cell()))
     assert option(argv, "--coalesce") == "250us"

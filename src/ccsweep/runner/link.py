@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ccsweep.cell import Cell, DirectionParams, RateStep
+from ccsweep.linkrules import DIRECTIONS, LinkError
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
 from ccsweep.runner.runqueue import RunQueueSummary
 
@@ -24,11 +25,6 @@ from ccsweep.runner.runqueue import RunQueueSummary
 #: second at R Mbit/s, i.e. one 1500-byte IP packet (Mahimahi counts 1504 with its TUN header).
 TRACE_OPPORTUNITY_BITS = 12_000
 STATS_INTERVAL = "100ms"
-DIRECTIONS = ("uplink", "downlink")
-
-
-class LinkError(RuntimeError):
-    """The emulator is missing or could not be configured for the cell."""
 
 
 def find_link_binary(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -191,76 +187,6 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
     if inject_lateness:
         argv += ["--inject-lateness", inject_lateness]
     return argv
-
-
-#: The lateness a cell tolerates, as p99 of its packets (see lateness_threshold_us).
-LATENESS_RTT_SHARE = 0.01
-LATENESS_FLOOR_US = 400.0
-LATENESS_CEILING_US = 1000.0
-
-
-def lateness_threshold_us(cell: Cell) -> float:
-    """The p99 lateness above which a cell's result is flagged `late`: 1% of its base RTT, 400 us-1 ms.
-
-    Measured, not assumed (`make bench-threshold`, docs/emulator.md "Why this lateness threshold"):
-    lateness holds packets back and releases them in bursts, and BBR reads the bursts as bandwidth,
-    so the first thing it moves is BBR's mean RTT (a standing queue), long before goodput. A p99
-    near 200 us moved nothing beyond the run-to-run spread at 10, 50 or 100 ms; near 600 us it
-    moved BBR's mean RTT at 10 and 50 ms but not at 100 ms; near 3 ms it moved it at every RTT.
-    1% of the RTT falls between the last on-time and the first moved point at each RTT measured.
-    The floor sits above what a VM's emulator shows on its own (p99 110-370 us in the density
-    bench and the test suite; a 200 us floor sent cells of a full test run back as late) and
-    below the ~600 us that first moved anything (at 10 ms nothing moved up to about 500 us); the
-    ceiling keeps long paths below the ~3 ms that moved
-    every RTT measured.
-    """
-    share = LATENESS_RTT_SHARE * cell.params.rtt_ms * 1000
-    return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, share))
-
-
-#: The emulator's release window (`--coalesce`) per cell, see release_window_us.
-RELEASE_WINDOW_RTT_SHARE = 0.0025
-RELEASE_WINDOW_FLOOR_US = 100.0
-RELEASE_WINDOW_CEILING_US = 250.0
-#: Lateness the machine adds on top of the window, kept free under the lateness threshold: on the
-#: 2-vCPU VM the emulator's p99 reached 370 us at a 100 us window (density bench, test suite).
-MACHINE_LATENESS_ROOM_US = 300.0
-#: A fixed window for every cell (us), for benchmarks that compare windows; unset: per cell.
-RELEASE_WINDOW_ENV = "CCSWEEP_LINK_RELEASE_WINDOW_US"
-
-
-def release_window_us(cell: Cell, threshold_us: float | None = None) -> float:
-    """How long the emulator may hold a due packet to serve later ones in the same wake-up (us).
-
-    Precision follows what the path can notice: 0.25% of the base RTT, from 100 us (the emulator's
-    default, what every cell had before) to 250 us. The window is not a separate budget: the
-    emulator measures lateness against each packet's own due time, so a packet held by the window
-    counts as late by what it waited (docs/emulator.md, "The release window per cell"). It must
-    therefore leave room under the cell's lateness threshold (`threshold_us`, default the cell's
-    own) for what the machine adds: never closer to it than MACHINE_LATENESS_ROOM_US. The share
-    is measured, not assumed (`make bench-window` on the Figure 8 grid): 250 us at 100 ms left
-    goodput and mean RTT within the run-to-run variance, 500 us (0.5%) did not (BBR's mean RTT
-    +1%, CUBIC's at 2-5% loss -2 to -4%). Up to 40 ms it stays 100 us.
-    """
-    if threshold_us is None:
-        threshold_us = lateness_threshold_us(cell)
-    share = RELEASE_WINDOW_RTT_SHARE * cell.params.rtt_ms * 1000
-    window = min(share, threshold_us - MACHINE_LATENESS_ROOM_US, RELEASE_WINDOW_CEILING_US)
-    return float(round(max(RELEASE_WINDOW_FLOOR_US, window)))
-
-
-def release_window_for(cell: Cell, threshold_us: float | None = None) -> float:
-    """The window this run uses: $CCSWEEP_LINK_RELEASE_WINDOW_US when set (us), else the cell's own."""
-    text = os.environ.get(RELEASE_WINDOW_ENV)
-    if not text:
-        return release_window_us(cell, threshold_us)
-    try:
-        window = float(text)
-    except ValueError:
-        window = -1.0
-    if not 1 <= window <= 100_000:
-        raise LinkError(f"{RELEASE_WINDOW_ENV}={text!r}: give the release window in microseconds, 1 to 100000")
-    return window
 
 
 def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQueueSummary | None = None) -> LinkSummary:

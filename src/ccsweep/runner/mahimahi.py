@@ -7,7 +7,8 @@ direction crosses the shells from the inside out, one of the ACK direction from 
 so loss after the bottleneck on the data direction is an mm-loss outside mm-link, and the same on
 the ACK direction is one inside it.
 
-Pure functions only (expansion imports `mahimahi_cannot`); runner.mahimahi_run runs the cell.
+Pure functions only; what Mahimahi can express (`mahimahi_cannot`) is a rule about the cell, in
+ccsweep.linkrules; runner.mahimahi_run runs the cell.
 """
 
 from __future__ import annotations
@@ -18,56 +19,16 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
-from ccsweep.cell import CellParams, DirectionParams, QueueParams
+from ccsweep.cell import CellParams, QueueParams
+from ccsweep.linkrules import OPPORTUNITY_BITS, LinkError, rate_period_ms
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
-from ccsweep.runner.link import DIRECTIONS, LinkError
 from ccsweep.runner.measure import LinkLogTotals
 from ccsweep.runner.runqueue import RunQueueSummary
 
 BINARIES = ("mm-delay", "mm-loss", "mm-link")
-#: What an opportunity of a constant-rate trace stands for: R*1000/12 opportunities a second at
-#: R Mbit/s (ReBBR's traces; Mahimahi carries 1504 bytes in each, its TUN header included).
-OPPORTUNITY_BITS = 12_000
-#: A constant rate's trace repeats after at most this many ms (12 s: exact for 3 decimals of Mbit/s).
-MAX_PERIOD_MS = 12_000
 #: What the result says Mahimahi cannot measure: its ferries keep no queue peak, and mm-loss logs
 #: nothing. Lateness joins them when the run-queue sampler saw no wake-up of the shells.
 NOT_MEASURED = ("drops_loss", "queue_bytes_max")
-#: The queue arguments mm-link parses, each a whole number (ms for the AQM ones).
-QUEUE_ARGS = ("packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms", "max_burst_ms")
-
-
-def mahimahi_cannot(p: CellParams) -> str | None:
-    """Why Mahimahi cannot run these parameters (completing "mahimahi cannot ..."), or None."""
-    if p.uplink.delay_ms != p.downlink.delay_ms:
-        return (f"delay the ACK direction ({p.downlink.delay_ms:g} ms) unlike the data direction "
-                f"({p.uplink.delay_ms:g} ms): mm-delay delays both alike (drop reverse.delay_ms)")
-    if p.uplink.delay_ms != int(p.uplink.delay_ms):
-        return f"delay by {p.uplink.delay_ms:g} ms: mm-delay takes whole milliseconds (give an even rtt_ms)"
-    for name in DIRECTIONS:
-        direction: DirectionParams = getattr(p, name)
-        if direction.rate_schedule:
-            return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
-        fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]
-        if fractional:
-            value = getattr(direction.queue, fractional[0])
-            return f"take {name} queue.{fractional[0]} {value:g}: mm-link takes whole numbers"
-        if direction.rate_mbps is not None and _rate_period_ms(direction.rate_mbps) is None:
-            return (f"run a constant {direction.rate_mbps:g} Mbit/s: as a trace it would not repeat within "
-                    f"{MAX_PERIOD_MS} ms (give at most 3 decimals)")
-    return None
-
-
-def _fractional(value: float | int | None) -> bool:
-    return value is not None and value != int(value)
-
-
-def _rate_period_ms(rate_mbps: float) -> int | None:
-    """The shortest whole number of ms in which a constant rate has a whole number of opportunities."""
-    per_ms = Fraction(rate_mbps).limit_denominator(1000) * 1000 / OPPORTUNITY_BITS
-    if not math.isclose(float(per_ms), rate_mbps * 1000 / OPPORTUNITY_BITS, rel_tol=1e-9):
-        return None
-    return per_ms.denominator if per_ms.denominator <= MAX_PERIOD_MS else None
 
 
 def constant_rate_trace(rate_mbps: float) -> str:
@@ -76,7 +37,7 @@ def constant_rate_trace(rate_mbps: float) -> str:
     Exact integer arithmetic (100 Mbit/s gives 8, 8 and 9 lines per 3 ms, ReBBR's pattern), so the
     trace's mean is the rate itself however often mm-link repeats it.
     """
-    period = _rate_period_ms(rate_mbps)
+    period = rate_period_ms(rate_mbps)
     if period is None:
         raise LinkError(f"mahimahi cannot run a constant {rate_mbps:g} Mbit/s (see mahimahi_cannot)")
     per_ms = Fraction(rate_mbps).limit_denominator(1000) * 1000 / OPPORTUNITY_BITS

@@ -40,15 +40,15 @@ from pathlib import Path
 
 import ccsweep
 from ccsweep.cell import Cell
+from ccsweep.linkrules import DIRECTIONS, LinkError, mahimahi_cannot
 from ccsweep.runner import run as base
 from ccsweep.runner.api import CellObserver
-from ccsweep.runner.link import DIRECTIONS, LinkError, realtime_priority, resolve_trace
+from ccsweep.runner.link import realtime_priority, resolve_trace
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.mahimahi import (
     constant_rate_trace,
     find_mahimahi,
     log_init_ms,
-    mahimahi_cannot,
     mahimahi_command,
     mahimahi_summary,
     mahimahi_version,

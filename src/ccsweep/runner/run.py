@@ -43,6 +43,8 @@ from pathlib import Path
 from ccsweep import __version__
 from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
+from ccsweep.linkrules import lateness_threshold_us as lateness_threshold_for
+from ccsweep.linkrules import release_window_for
 from ccsweep.result import CellResult, CellStatus, Environment, LinkSummary, TimeSeries
 from ccsweep.runner.api import (
     CellObserver,
@@ -60,9 +62,7 @@ from ccsweep.runner.link import (
     link_summary,
     prepare_traces,
     realtime_priority,
-    release_window_for,
 )
-from ccsweep.runner.link import lateness_threshold_us as lateness_threshold_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, deferred_interrupts, read_sysctls
