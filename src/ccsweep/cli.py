@@ -61,7 +61,8 @@ def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None
     except SpecError as exc:
         fail(exc)
     derived = spec.name
-    if link is not None and (relinked := spec.with_link(link)) != spec:
+    relinked = spec.with_link(link) if link is not None else spec
+    if [e.link for e in relinked.experiments] != [e.link for e in spec.experiments]:
         spec, derived = relinked, f"{derived}-{link}"
     if time_scale is not None and time_scale != spec.time_scale:
         spec = spec.model_copy(update={"time_scale": time_scale})
@@ -143,7 +144,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @main.command()
 @click.argument("spec", required=False)
 @store_option
-@click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's.")
+@click.option("--sweep", "sweep_name", help="Store under this sweep name instead of the spec's (empty: the spec's).")
 @pushgateway_option("Push the sweep's cell counts (total, cached) to this Prometheus Pushgateway.")
 @click.option("--spec-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
@@ -157,6 +158,9 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
                    "else write [].")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=CHUNK_SIZE, show_default=True,
               help="Cells per chunk: chunk I is the plan's distinct cells I*SIZE up to (I+1)*SIZE.")
+@click.option("--name-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the planned sweep's name here (an Argo sweep's later steps read it: without --sweep the "
+                   "name is derived from the spec, --link and --time-scale).")
 @click.option("--chunk", type=click.IntRange(min=0), metavar="I",
               help="Print only the cells of chunk I not stored yet, read from the stored manifest of --sweep "
                    "(nothing is planned or expanded; SPEC is not needed).")
@@ -169,8 +173,8 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
               help="Write the number of cells to run now here (an Argo sweep's next round runs only if it is > 0).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
-         chunks_file: Path | None, chunk_size: int, chunk: int | None, round_number: int | None,
-         rounds_file: Path | None, pending_file: Path | None) -> None:
+         chunks_file: Path | None, chunk_size: int, name_file: Path | None, chunk: int | None,
+         round_number: int | None, rounds_file: Path | None, pending_file: Path | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -190,9 +194,12 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     """
     from ccsweep.plan import SweepPlan, pending_chunks, plan_chunk, plan_sweep, replan
 
+    sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     if chunk is not None:
         if sweep_name is None:
             fail("--chunk reads a planned sweep's manifest: give --sweep")
+        if name_file is not None:
+            name_file.write_text(_sweep(sweep_name))
         try:
             cells = plan_chunk(_open(store_url), _sweep(sweep_name), chunk, chunk_size)
         except StoreError as exc:
@@ -220,6 +227,8 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         except (SpecError, StoreError) as exc:
             fail(exc)
         name = sweep.name
+    if name_file is not None:
+        name_file.write_text(name)
     wanted = len(the_plan.wanted)
     rounds = f"round {round_number or 1} of at most {the_plan.rounds}: " if the_plan.points else ""
     settled = sum(p.settled for p in the_plan.points)

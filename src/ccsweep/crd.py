@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from ccsweep.cell import LinkBackend
 from ccsweep.spec import EXACTLY_ONE_OF, SLUG, TEXT, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
 
 GROUP = "ccsweep.io"
@@ -66,6 +67,10 @@ class RunSettings(SpecModel):
         default=None, ge=0, le=1_000_000,
         description="failure budget: once more cells than this have failed (after their retries), the workflow "
                     "is stopped and the Sweep fails saying so; unset: no budget")
+    link: LinkBackend | None = Field(
+        default=None, description="the link of every experiment that sets no `link` of its own: ccsweep-link or "
+                                  "mahimahi (each cell records it, so both links' results share one store); "
+                                  "unset: each experiment's own (ccsweep-link when it sets none)")
 
 
 class SweepResourceSpec(SweepSpec):
@@ -119,6 +124,8 @@ class SweepStatus(SpecModel):
 def sweep_from_resource(spec: dict[str, Any], name: str) -> tuple[SweepSpec, RunSettings]:
     """The sweep (includes and defaults resolved) and run settings of a Sweep's spec.
 
+    run.link moves every experiment that sets no link of its own (SweepSpec.with_link); the sweep
+    keeps the Sweep's name, which is the user's own choice, unlike a preset's that --link renames.
     Raises SpecError with one line naming the field, exactly as `ccsweep validate` would.
     """
     data = {k: v for k, v in spec.items() if k != "run"}
@@ -127,7 +134,8 @@ def sweep_from_resource(spec: dict[str, Any], name: str) -> tuple[SweepSpec, Run
         run = RunSettings.model_validate(spec.get("run") or {})
     except ValidationError as exc:
         raise SpecError(f"Sweep {name}: run.{one_line(exc)}") from None
-    return parse_spec(data, origin=f"Sweep {name}"), run
+    sweep = parse_spec(data, origin=f"Sweep {name}")
+    return (sweep.with_link(run.link) if run.link is not None else sweep), run
 
 
 # ---------------------------------------------------------------------------------------------

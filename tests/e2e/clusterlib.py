@@ -187,13 +187,14 @@ class Cluster:
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()
 
-    def submit_sweep(self, namespace: str, services: NodeServices, *, spec_yaml: str, sweep: str, store_prefix: str,
-                     parallelism: int, cell_cpu: str = "500m", **parameters: str) -> str:
+    def submit_sweep(self, namespace: str, services: NodeServices, *, spec_yaml: str, sweep: str | None,
+                     store_prefix: str, parallelism: int, cell_cpu: str = "500m", **parameters: str) -> str:
         """workflows/full-sweep.yaml with the spec inline, with the real argo CLI; the Workflow's name.
 
         `argo submit` has no parallelism flag: the Workflow's own spec.parallelism (which wins over
-        the template's) goes into a copy of the file, as a user would edit theirs. `parameters`: more
-        of the template's parameters (chunk_size for chunk-size).
+        the template's) goes into a copy of the file, as a user would edit theirs. `sweep` None: no
+        `sweep` parameter, the plan names the sweep. `parameters`: more of the template's parameters
+        (chunk_size for chunk-size).
         """
         workflow = yaml.safe_load((REPO / "workflows/full-sweep.yaml").read_text())
         workflow["spec"]["parallelism"] = parallelism
@@ -202,7 +203,7 @@ class Cluster:
             copy.flush()
             proc = self.argo(
                 "submit", "-n", namespace, copy.name, "-o", "name",
-                "-p", f"spec-yaml={spec_yaml}", "-p", f"sweep={sweep}",
+                "-p", f"spec-yaml={spec_yaml}", *(("-p", f"sweep={sweep}") if sweep is not None else ()),
                 "-p", f"store=s3://{services.bucket}/{store_prefix}", "-p", f"pushgateway={NODE_IP}:9091",
                 "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
                 "-p", f"cell-cpu={cell_cpu}", "-p", "cell-memory=512Mi",

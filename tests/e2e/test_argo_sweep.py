@@ -97,16 +97,18 @@ class SweepRun:
 
 def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec_yaml: str, name: str, *,
               parallelism: int, cell_cpu: str, around: Callable[[], AbstractContextManager[object]] = nullcontext,
-              ) -> SweepRun:
+              named_by_plan: bool = False, **parameters: str) -> SweepRun:
     """Submit a sweep of `spec_yaml` into a fresh store, wait for it (inside `around()`), and keep
-    every pod event of the namespace meanwhile."""
+    every pod event of the namespace meanwhile. `named_by_plan`: no `sweep` parameter is passed,
+    `name` is what the plan is expected to call the sweep; `parameters`: more of the template's."""
     prefix = f"runs/{name}"  # a fresh store per run: cells are content-addressed and would be cached
     watch = PodWatch(cluster, namespace)
     try:
         with around():
             submitted_at = time.time()
-            workflow_name = cluster.submit_sweep(namespace, services, spec_yaml=spec_yaml, sweep=name,
-                                                 store_prefix=prefix, parallelism=parallelism, cell_cpu=cell_cpu)
+            workflow_name = cluster.submit_sweep(namespace, services, spec_yaml=spec_yaml,
+                                                 sweep=None if named_by_plan else name, store_prefix=prefix,
+                                                 parallelism=parallelism, cell_cpu=cell_cpu, **parameters)
             # `argo wait` exits 1 for a failed workflow: the tests judge the phase themselves.
             cluster.argo("wait", "-n", namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
             finished_at = time.time()
@@ -243,8 +245,9 @@ def test_390_cells_fit_in_one_workflow_object(sweep: SweepRun):
     assert total < 0.7 * ARGO_MAX_WORKFLOW_SIZE
 
 
-def param(node: dict, name: str) -> str | None:
-    return next((p.get("value") for p in node.get("inputs", {}).get("parameters", []) if p["name"] == name), None)
+def param(node: dict, name: str, where: str = "inputs") -> str | None:
+    """A node's input (or, with where="outputs", output) parameter."""
+    return next((p.get("value") for p in node.get(where, {}).get("parameters", []) if p["name"] == name), None)
 
 
 # Run last: they re-run cells of the sweep above (retry behaviour of the cell template).

@@ -1,9 +1,11 @@
-"""A `link: mahimahi` cell through Argo on the real cluster, in the pod its template gives it.
+"""A cell on Mahimahi through Argo on the real cluster, in the pod its template gives it.
 
-One short cell (BBR, 10 Mbit/s, 100 ms, 10 s) submitted as a sweep with its spec inline, as the
-operator does: the plan's item says `link: mahimahi`, the fan-out sends it to the `cell-mahimahi`
-template (workflows/templates/ccsweep-cell.yaml), whose pod holds Mahimahi's privileges and no
-more, and the result lands in MinIO with `link.backend == "mahimahi"`.
+One short cell (BBR, 10 Mbit/s, 100 ms, 10 s) submitted as `argo submit workflows/full-sweep.yaml
+-p link=mahimahi` with its spec inline and no `sweep` parameter: the spec names no link, the
+workflow's `link` parameter moves it, and the plan names the sweep NAME-mahimahi for every later
+step. The plan's item says `link: mahimahi`, the fan-out sends it to the `cell-mahimahi` template
+(workflows/templates/ccsweep-cell.yaml), whose pod holds Mahimahi's privileges and no more, and
+the result lands in MinIO with `link.backend == "mahimahi"`.
 
 The node is this machine's kernel: Mahimahi's nested namespaces forward only when the host does
 or when new namespaces inherit their creator's settings, so the run is wrapped in
@@ -36,13 +38,13 @@ if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
 pytestmark = pytest.mark.e2e
 
 SPEC = """\
-name: e2e-mahimahi
-description: One short cell on upstream Mahimahi's link, for the end-to-end test on the local cluster.
+name: {name}
+description: One short cell, put on upstream Mahimahi's link by the workflow's link parameter, for the
+  end-to-end test on the local cluster.
 experiments:
   - name: mahimahi
     title: "e2e: BBR on Mahimahi, 10 Mbit/s, 100 ms RTT"
     figure: goodput-vs-loss
-    link: mahimahi
     cc: [bbr]
     loss_percent: [0]
     rtt_ms: [100]
@@ -85,8 +87,10 @@ def image_mahimahi(cluster: TestCluster, cell_image: str) -> str:
 
 @pytest.fixture(scope="module")
 def sweep(argo: TestCluster, sweep_namespace: str, node_services: NodeServices, image_mahimahi: str) -> SweepRun:
-    run = run_sweep(argo, sweep_namespace, node_services, SPEC, f"e2e-mm-{uuid.uuid4().hex[:6]}",
-                    parallelism=1, cell_cpu="1", around=lambda: mahimahi_host(("bbr",)))
+    name = f"e2e-mm-{uuid.uuid4().hex[:6]}"
+    run = run_sweep(argo, sweep_namespace, node_services, SPEC.format(name=name), f"{name}-mahimahi",
+                    parallelism=1, cell_cpu="1", around=lambda: mahimahi_host(("bbr",)), named_by_plan=True,
+                    link="mahimahi")
     print(f"\n[e2e] mahimahi sweep {run.name}: {run.workflow['status'].get('phase')} "
           f"in {run.finished_at - run.submitted_at:.0f} s")
     return run
@@ -99,6 +103,8 @@ def test_the_workflow_succeeded(argo: TestCluster, sweep: SweepRun):
 def test_the_cell_ran_from_the_mahimahi_template_only(sweep: SweepRun):
     (item,) = sweep.planned()
     assert item["link"] == "mahimahi"
+    (plan,) = sweep.nodes("plan")
+    assert param(plan, "sweep", "outputs") == sweep.name  # the name every later step was given
     assert {param(n, "id") for n in sweep.nodes("cell-mahimahi")} == {item["id"]}
     assert sweep.nodes("cell") == []   # the ccsweep-link step had no items: Skipped, no pod
     skipped = [n for n in sweep.workflow["status"]["nodes"].values()

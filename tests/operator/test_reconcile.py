@@ -183,6 +183,26 @@ def test_run_store_overrides_the_operators(tmp_path: Path):
     assert open_store(f"file://{own}").get_manifest("quick-e2e") is not None
 
 
+def test_run_link_moves_the_experiments_that_set_none_and_refuses_what_mahimahi_cannot_express(tmp_path: Path):
+    sweep = sweep_object("quick")
+    moved = SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {"link": "mahimahi"}}})
+    decision = decide(moved, settings(tmp_path))
+    assert decision.status["phase"] == "Pending" and decision.status["sweep"] == "quick-e2e"
+    params = {p["name"]: p["value"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
+    shipped = expand(parse_spec(yaml.safe_load(params["spec-yaml"])))
+    assert {c.params.link for c in shipped} == {"mahimahi"}
+    plain = {c.id for c in expand(sweep_from_resource(dict(sweep.spec), sweep.name)[0])}
+    assert not plain & {c.id for c in shipped}
+    odd = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "rtt_ms": [25]}], "name": "odd"}
+    decision = decide(SweepObject(**{**moved.__dict__, "spec": odd}), settings(tmp_path))
+    assert decision.status["phase"] == "Invalid" and decision.workflow is None
+    assert decision.status["message"] == ("experiments[loss].link: mahimahi cannot delay by 12.5 ms: mm-delay takes "
+                                          "whole milliseconds (give an even rtt_ms)")
+    own = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "link": "ccsweep-link"}], "name": "own"}
+    kept = sweep_from_resource(own, "own")[0]
+    assert {e.link for e in kept.experiments} == {"ccsweep-link"}
+
+
 @pytest.mark.tools  # Argo's JSON schema from its module source
 def test_workflow_is_valid_for_argo_and_passes_only_template_parameters(tmp_path: Path):
     decision = decide(sweep_object("quick"), settings(tmp_path))

@@ -168,6 +168,23 @@ def test_an_empty_pushgateway_means_none(tmp_path: Path):
     assert json.loads(done.stdout)
 
 
+def test_the_link_parameter_moves_the_sweep_and_the_plan_names_it(tmp_path: Path):
+    """`-p link=mahimahi` with no `sweep`: the plan's cells run on Mahimahi's template, and the name
+    it writes for the later steps is the spec's own plus -mahimahi (so full-sweep's plan is left alone)."""
+    values = {**workflow_defaults(), "spec": "quick", "store": str(tmp_path / "store"), "link": "mahimahi"}
+    assert values["sweep"] == ""
+    argv = [a.replace("/tmp/", f"{tmp_path}/") for a in rendered_argv("plan", values)]
+    done = run_plan(argv, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert {item["link"] for item in json.loads(done.stdout)} == {"mahimahi"}
+    assert (tmp_path / "sweep").read_text() == "quick-mahimahi"
+    values["link"] = "ccsweep-link"
+    done = run_plan([a.replace("/tmp/", f"{tmp_path}/") for a in rendered_argv("plan", values)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert {item["link"] for item in json.loads(done.stdout)} == {"ccsweep-link"}
+    assert (tmp_path / "sweep").read_text() == "quick"
+
+
 def test_plan_reads_the_inline_spec_only_when_it_is_not_empty(tmp_path: Path):
     """The choice the `sh -c` made, now `ccsweep plan --spec-file`: the artifact wins when not empty."""
     inline = tmp_path / "spec.yaml"

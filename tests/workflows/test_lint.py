@@ -69,7 +69,7 @@ def test_argo_lint_offline_catches_a_broken_reference(argo: Path, tmp_path: Path
 def test_each_workflow_names_an_existing_preset(workflow: Path):
     params = {p["name"]: p["value"] for p in load(workflow)["spec"]["arguments"]["parameters"]}
     assert find_spec_file(params["spec"]).is_file()
-    assert params["sweep"] == params["spec"]
+    assert "sweep" not in params  # the plan names it as the spec does (then -LINK, -xSCALE): see below
 
 
 def test_one_workflow_per_purpose():
@@ -245,7 +245,8 @@ def chunk_manifest(**parameters: str) -> dict:
     sweep = load(WORKFLOWS / "templates/ccsweep-sweep.yaml")
     scope = {f"workflow.parameters.{p['name']}": p["value"] for p in sweep["spec"]["arguments"]["parameters"]}
     scope |= {f"workflow.parameters.{k.replace('_', '-')}": v for k, v in parameters.items()}
-    scope |= {"workflow.name": "big-1", "inputs.parameters.chunk": "3"}
+    scope |= {"workflow.name": "big-1", "inputs.parameters.chunk": "3",
+              "inputs.parameters.sweep": parameters.get("sweep", "planned")}
 
     def evaluate(match: re.Match) -> str:
         function, name = match.group(1), re.sub(r"\['([^']+)'\]", r".\1", match.group(2))
@@ -330,3 +331,21 @@ def test_the_sweep_fans_out_cells_or_chunks_from_the_plans_two_outputs():
     # The chunk Workflow's own fan-out is the sweep's cell step itself.
     chunk_steps = {s["name"]: s for group in all_templates()["chunk-sweep"]["steps"] for s in group}
     assert chunk_steps["cell"] == steps["cell"] and chunk_steps["plan"]["template"] == "plan-chunk"
+
+
+def test_every_step_after_the_plan_takes_the_sweep_the_plan_named():
+    """The `sweep` parameter may be empty (the plan then names the sweep from the spec, --link and
+    --time-scale, as `ccsweep plan` does); cells, chunks, figures and verdict all read the name the
+    plan step wrote, so a sweep moved to Mahimahi is stored, drawn and judged under its own name."""
+    templates = all_templates()
+    for name in ("plan", "plan-chunk"):
+        (output,) = [o for o in templates[name]["outputs"]["parameters"] if o["name"] == "sweep"]
+        assert f"--name-file={output['valueFrom']['path']}" in templates[name]["container"]["args"]
+    for entry in ("sweep", "chunk-sweep"):
+        for group in templates[entry]["steps"][1:]:
+            for step in group:
+                passed = {p["name"]: p["value"] for p in step.get("arguments", {}).get("parameters", [])}
+                assert passed.get("sweep") == "{{steps.plan.outputs.parameters.sweep}}", (entry, step["name"])
+    readers = [n for n, t in templates.items() if "workflow.parameters.sweep" in json.dumps(t)]
+    assert sorted(readers) == ["plan", "plan-chunk"]
+    assert "--link={{workflow.parameters.link}}" in templates["plan"]["container"]["args"]
