@@ -14,7 +14,7 @@ import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
-from ccsweep_operator.placement import Node
+from ccsweep.placement import Node
 from ccsweep_operator.reconcile import OWNER_LABEL, Decision
 
 ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"

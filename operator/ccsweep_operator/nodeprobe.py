@@ -26,11 +26,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ccsweep.placement import LOADABLE_LABEL_PREFIX
 from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL
 
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 MODULES = Path("/lib/modules")
-LOADABLE_LABEL_PREFIX = "ccsweep.io/loadable-cc-"
 #: net/ipv4's tcp_*.ko modules that are not congestion controls.
 NOT_CONGESTION_CONTROLS = frozenset({"diag"})
 #: A module file: its name without the .ko and any compression suffix.

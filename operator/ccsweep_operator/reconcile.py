@@ -22,10 +22,10 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
+from ccsweep.placement import Node, unplaceable
 from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
-from ccsweep_operator.placement import Node, unplaceable
 
 #: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}

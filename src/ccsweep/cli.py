@@ -27,6 +27,7 @@ from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
 if TYPE_CHECKING:
+    from ccsweep.plan import SweepPlan
     from ccsweep.store.spool import StoreOutcome
 
 
@@ -161,6 +162,13 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @click.option("--name-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the planned sweep's name here (an Argo sweep's later steps read it: without --sweep the "
                    "name is derived from the spec, --link and --time-scale).")
+@click.option("--check-nodes", is_flag=True,
+              help="Read the cluster's nodes (their ccsweep.io/cc-* labels) and leave out the cells no node can run, "
+                   "recorded as unplaceable with why (the verdict and the report count them apart); needs "
+                   "get/list on nodes. An Argo sweep's plan step does this, so such cells never wait Pending.")
+@click.option("--unplaceable", "on_unplaceable", type=click.Choice(["skip", "fail"]), default="skip",
+              show_default=True,
+              help="With --check-nodes: skip such cells (the rest run), or fail the plan at once (exit 3) saying why.")
 @click.option("--chunk", type=click.IntRange(min=0), metavar="I",
               help="Print only the cells of chunk I not stored yet, read from the stored manifest of --sweep "
                    "(nothing is planned or expanded; SPEC is not needed).")
@@ -173,8 +181,8 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
               help="Write the number of cells to run now here (an Argo sweep's next round runs only if it is > 0).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
-         chunks_file: Path | None, chunk_size: int, name_file: Path | None, chunk: int | None,
-         round_number: int | None, rounds_file: Path | None, pending_file: Path | None) -> None:
+         chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
+         chunk: int | None, round_number: int | None, rounds_file: Path | None, pending_file: Path | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
@@ -192,7 +200,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
     after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
-    from ccsweep.plan import SweepPlan, pending_chunks, plan_chunk, plan_sweep, replan
+    from ccsweep.plan import SweepPlan, pending_chunks, plan_chunk, plan_sweep, replan, without_unplaceable
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     if chunk is not None:
@@ -208,12 +216,13 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
                    f"{len(cells)} to run", err=True)
         click.echo(_plan_items(cells))
         return
+    store = _open(store_url)
     the_plan: SweepPlan
     if round_number is not None:
         if sweep_name is None:
             fail("--round reads a planned sweep's manifest: give --sweep")
         try:
-            the_plan = replan(_open(store_url), _sweep(sweep_name))
+            the_plan = without_unplaceable(store, replan(store, _sweep(sweep_name)))
         except StoreError as exc:
             fail(exc)
         name = sweep_name
@@ -223,10 +232,12 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
         sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
         try:
-            the_plan = plan_sweep(sweep, _open(store_url), revise=revise)
+            the_plan = plan_sweep(sweep, store, revise=revise)
         except (SpecError, StoreError) as exc:
             fail(exc)
         name = sweep.name
+        if check_nodes:
+            the_plan = _set_aside_unplaceable(the_plan, store, on_unplaceable)
     if name_file is not None:
         name_file.write_text(name)
     wanted = len(the_plan.wanted)
@@ -254,6 +265,36 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
                        f"{chunk_size} cells", err=True)
             pending = []
     click.echo(_plan_items(pending))
+
+
+def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceable: str) -> SweepPlan:
+    """The plan without the cells no node of the cluster can run (recorded as unplaceable), or exit 3
+    when `on_unplaceable` is fail. Nodes that cannot be read for good (not in a cluster, no RBAC)
+    leave the plan as it is, with a warning; an API that does not answer is tried again (exit 75)."""
+    from ccsweep.clusternodes import NodesUnreadable, list_nodes
+    from ccsweep.placement import unplaceable_cells
+    from ccsweep.plan import set_aside
+
+    try:
+        nodes = list_nodes()
+    except NodesUnreadable as exc:
+        if not exc.lasting:
+            fail(f"--check-nodes: {exc} (try again)", code=EXIT_RETRY)
+        click.echo(f"ccsweep: warning: --check-nodes: {exc}: cells are not checked against the nodes, and a cell "
+                   "no node offers waits Pending (grant get/list on nodes: the chart's workflow ServiceAccount has it)",
+                   err=True)
+        return the_plan
+    reasons = unplaceable_cells(the_plan.pending, nodes)
+    if reasons and on_unplaceable == "fail":
+        fail(f"{len(reasons)} cells no node can run: {next(iter(reasons.values()))}", code=EXIT_UNAVAILABLE)
+    try:
+        the_plan = set_aside(store, the_plan, reasons)
+    except StoreError as exc:
+        fail(exc)
+    for reason in dict.fromkeys(reasons.values()):
+        count = sum(r == reason for r in reasons.values())
+        click.echo(f"sweep {the_plan.manifest.name}: {count} cells unplaceable, not submitted: {reason}", err=True)
+    return the_plan
 
 
 def _plan_items(cells: list[Cell]) -> str:
@@ -595,9 +636,10 @@ def status(store_url: str, sweep_name: str) -> None:
     """How complete a planned sweep is: its cells with and without a stored result.
 
     Exit status: 0 when every cell of the sweep's manifest has an on-time result (with adaptive
-    repetitions: every run its rule wants after the runs stored), 1 otherwise
-    (then the cells without one are listed; cells measured only while the emulator ran late
-    are counted as late). The last step of an Argo sweep runs this: the store, not
+    repetitions: every run its rule wants after the runs stored) or was set aside as unplaceable by
+    the plan step (no node could run it; counted apart), 1 otherwise (then the cells without one
+    are listed; cells measured only while the emulator ran late are counted as late). The last
+    step of an Argo sweep runs this: the store, not
     Argo's step status (which says Succeeded for a fan-out that continues on failure), decides
     whether the sweep is complete.
     """
@@ -610,15 +652,19 @@ def status(store_url: str, sweep_name: str) -> None:
 
         the_plan = replan(store, sweep_name)  # with adaptive repetitions, the runs wanted after the last round
         cell_ids = [c.id for c in the_plan.wanted]
-        missing = [c.id for c in the_plan.pending]
+        absent = [c.id for c in the_plan.pending]
+        unplaceable = store.get_unplaceable(sweep_name)
+        missing = [cell_id for cell_id in absent if cell_id not in unplaceable]
         late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
         starved = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/starved/")]
     except StoreError as exc:
         fail(exc)
     starved_text = f", {len(starved)} starved: the machine starved an attempt" if starved else ""
-    click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(missing)} stored, "
+    set_aside = len(absent) - len(missing)
+    unplaceable_text = f"; {set_aside} unplaceable: no node could run them (see the report)" if set_aside else ""
+    click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(absent)} stored, "
                f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late"
-               f"{starved_text})")
+               f"{starved_text}){unplaceable_text}")
     if missing:
         click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/, late/ and starved/ in {store.url}; "
                    "run the sweep again to retry them)", err=True)

@@ -11,7 +11,7 @@ the stored manifest instead of expanding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.spec import SpecError, SweepSpec, parse_spec
-from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
+from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 
 
 @dataclass
@@ -99,6 +99,22 @@ def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
     experiments = [{k: v for k, v in e.items() if k not in PRESENTATION_FIELDS["experiment"]}
                    if isinstance(e, dict) else e for e in spec.get("experiments", [])]
     return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
+
+
+def set_aside(store: ResultStore, plan: SweepPlan, unplaceable: dict[str, str]) -> SweepPlan:
+    """The plan without the cells no node can run (`unplaceable`: id -> why, from
+    placement.unplaceable_cells), which are recorded in the store so the verdict and the report
+    count them apart; the record replaces the last check's, as the nodes may have changed."""
+    store.put_unplaceable(UnplaceableCells(sweep=plan.manifest.name, cells=unplaceable,
+                                           checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
+    return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable])
+
+
+def without_unplaceable(store: ResultStore, plan: SweepPlan) -> SweepPlan:
+    """The plan without the cells its sweep's last node check set aside (a chunk's or a later
+    round's plan, which does not look at the nodes again)."""
+    unplaceable = store.get_unplaceable(plan.manifest.name)
+    return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable]) if unplaceable else plan
 
 
 def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:
@@ -203,7 +219,8 @@ def chunk_parallelism(parallelism: int, chunks: int) -> int:
 
 
 def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Cell]:
-    """The cells of chunk `index` of a planned sweep still to run (wanted, not stored), from its stored manifest."""
-    plan = replan(store, sweep)
+    """The cells of chunk `index` of a planned sweep still to run (wanted, not stored, nor set aside
+    as unplaceable), from its stored manifest."""
+    plan = without_unplaceable(store, replan(store, sweep))
     todo = {c.id for c in plan.pending}
     return [c for c in chunk_cells(plan.cells, index, size) if c.id in todo]

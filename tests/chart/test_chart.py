@@ -195,7 +195,8 @@ def test_rbac_is_least_privilege():
         ("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "create", "patch", "delete")] + [
         ("", "events", "create")])
     # The operator's one cluster-wide right: list nodes, to fail a Sweep no node can run.
-    assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-node-probe", "rel-ccsweep-operator-nodes"]
+    assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-node-probe", "rel-ccsweep-operator-nodes",
+                                                    "rel-ccsweep-workflow-nodes"]
     assert rules(docs, "ClusterRole", "rel-ccsweep-operator-nodes") == [("", "nodes", "list")]
     assert by_kind(docs, "ClusterRoleBinding")["rel-ccsweep-operator-nodes"]["subjects"][0]["name"] == \
         "rel-ccsweep-operator"
@@ -203,6 +204,10 @@ def test_rbac_is_least_privilege():
     assert rules(docs, "ClusterRole", "rel-ccsweep-node-probe") == [("", "nodes", "get"), ("", "nodes", "patch")]
     assert rules(docs, "Role", "ccsweep-workflow") == [
         ("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")]
+    # The plan step's one cluster-wide right: list nodes, to set aside cells no node can run.
+    assert rules(docs, "ClusterRole", "rel-ccsweep-workflow-nodes") == [("", "nodes", "list")]
+    assert by_kind(docs, "ClusterRoleBinding")["rel-ccsweep-workflow-nodes"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "ccsweep-workflow", "namespace": "ccsweep"}]
     # Only a large sweep's chunk pods create Workflows (one per chunk) and read them, as their own identity.
     assert rules(docs, "Role", "ccsweep-workflow-chunks") == [
         ("argoproj.io", "workflows", "create"), ("argoproj.io", "workflows", "get"),

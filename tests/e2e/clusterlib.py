@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from ccsweep.buildinfo import build_identity
+from ccsweep_operator.nodeprobe import label_value
 from versions import ARGO_WORKFLOWS_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,12 +36,14 @@ NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 
 
 def workflow_identity(namespace: str) -> list[dict]:
-    """The ServiceAccount workflow pods run as and its Role, as the chart renders them: one source."""
+    """The ServiceAccount workflow pods run as, its Role and its right to list nodes (the plan step's
+    --check-nodes), as the chart renders them: one source."""
     sys.path.insert(0, str(REPO / "tests/chart"))
     from chartlib import CHART, render
 
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace)
-    return [d for d in rendered if d["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+    return [d for d in rendered if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                                                 "ClusterRoleBinding") and d["metadata"]["name"].find("operator") < 0]
 
 
 def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
@@ -172,9 +176,11 @@ class Cluster:
         self.kubectl("apply", *(["-n", namespace] if namespace else []), "-f", "-", input=json.dumps(manifest))
 
     def label_node_algorithms(self, node: str = "ccsweep-node") -> list[str]:
-        """What the chart's node probe does: label the node with each algorithm its kernel offers."""
+        """What the chart's node probe does: label the node with each algorithm its kernel offers, and
+        its kernel release."""
         available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-        self.kubectl("label", "node", node, "--overwrite", *[f"ccsweep.io/cc-{cc}=true" for cc in available])
+        self.kubectl("label", "node", node, "--overwrite", *[f"ccsweep.io/cc-{cc}=true" for cc in available],
+                     f"ccsweep.io/kernel={label_value(platform.release())}")
         return available
 
     def prepare_sweep_namespace(self, namespace: str, services: NodeServices) -> None:

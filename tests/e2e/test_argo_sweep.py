@@ -11,6 +11,8 @@ import base64
 import gzip
 import json
 import os
+import platform
+import re
 import signal
 import threading
 import time
@@ -18,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -97,7 +100,7 @@ class SweepRun:
 
 def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec_yaml: str, name: str, *,
               parallelism: int, cell_cpu: str, around: Callable[[], AbstractContextManager[object]] = nullcontext,
-              named_by_plan: bool = False, **parameters: str) -> SweepRun:
+              named_by_plan: bool = False, wait_s: float = WORKFLOW_TIMEOUT_S, **parameters: str) -> SweepRun:
     """Submit a sweep of `spec_yaml` into a fresh store, wait for it (inside `around()`), and keep
     every pod event of the namespace meanwhile. `named_by_plan`: no `sweep` parameter is passed,
     `name` is what the plan is expected to call the sweep; `parameters`: more of the template's."""
@@ -110,7 +113,7 @@ def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec
                                                  sweep=None if named_by_plan else name, store_prefix=prefix,
                                                  parallelism=parallelism, cell_cpu=cell_cpu, **parameters)
             # `argo wait` exits 1 for a failed workflow: the tests judge the phase themselves.
-            cluster.argo("wait", "-n", namespace, workflow_name, timeout=WORKFLOW_TIMEOUT_S, check=False)
+            cluster.argo("wait", "-n", namespace, workflow_name, timeout=wait_s, check=False)
             finished_at = time.time()
         time.sleep(1)  # the watch's last events
     finally:
@@ -462,3 +465,56 @@ def test_adaptive_repetitions_plan_again_and_run_a_second_round(argo: TestCluste
     assert [n["phase"] for n in skipped] == ["Skipped"]  # round 2 was the last the plan allows
     keys = set(node_services.s3_keys(prefix + "/"))
     assert {f"{prefix}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
+#: The algorithms preset's algorithms this node's kernel does not offer (tcp_available_congestion_control:
+#: reno, bbr, cubic), 13 loss rates each.
+ABSENT = ("bic", "vegas", "westwood")
+UNPLACEABLE_CELLS = 39
+#: The most a sweep may take after its last runnable cell: its figures and verdict steps, not a wait.
+AFTER_LAST_CELL_S = 180
+
+
+def test_cells_no_node_can_run_are_set_aside_and_the_sweep_ends_with_the_rest(argo: TestCluster,
+                                                                             sweep_namespace: str,
+                                                                             node_services: NodeServices):
+    """The algorithms preset (78 cells) on this node, which lacks bic, vegas and westwood: the plan
+    step reads the node's labels, records 39 cells as unplaceable with why and submits the other 39;
+    they run (flows scaled to 1.5 s), the report is built and lists the 39 apart, the verdict counts
+    them, and the Workflow Succeeds within a few minutes of its last cell instead of waiting for ever."""
+    available = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    if available & set(ABSENT):
+        pytest.skip(f"this kernel offers {sorted(available & set(ABSENT))}: no cell would be unplaceable")
+    from ccsweep.spec import find_spec_file
+
+    name = f"e2e-algos-{uuid.uuid4().hex[:6]}"
+    # One 100 Mbit/s cell at a time with a core of its own, so that its emulator keeps time on 2 cores.
+    run = run_sweep(argo, sweep_namespace, node_services, find_spec_file("algorithms").read_text(), name,
+                    parallelism=1, cell_cpu="1", wait_s=1800, time_scale="0.05")
+    _record_unplaceable(argo, run)
+    assert run.workflow["status"]["phase"] == "Succeeded", run.failure_report(argo)
+    planned = run.planned()
+    assert len(planned) == 78 - UNPLACEABLE_CELLS
+    assert not any(sel.startswith(tuple(f"ccsweep.io/cc-{cc}" for cc in ABSENT))
+                   for item in planned for sel in item["node_selector"])
+    record = json.loads(node_services.s3_get(f"{run.store_prefix}/sweeps/{name}/unplaceable.json") or b"{}")
+    assert len(record["cells"]) == UNPLACEABLE_CELLS, record
+    kernel = platform.release()
+    assert all(re.fullmatch(rf"no node offers congestion control ({'|'.join(ABSENT)}); nodes: ccsweep-node "
+                            rf"{re.escape(kernel)}", reason) for reason in record["cells"].values()), record
+    stored = [item["id"] for item in planned
+              if node_services.s3_get(f"{run.store_prefix}/cells/{item['id']}/result.json") is not None]
+    assert len(stored) == len(planned)
+    report = (node_services.s3_get(f"{run.store_prefix}/sweeps/{name}/report.html") or b"").decode()
+    assert f"{UNPLACEABLE_CELLS} unplaceable</a>" in report
+    assert all(cell_id in report for cell_id in record["cells"])
+    assert not run.cell_pods().keys() & record["cells"].keys(), "an unplaceable cell got a pod"
+    last_cell = max(ev.at for events in run.cell_pods().values() for ev in events)
+    assert run.finished_at - last_cell < AFTER_LAST_CELL_S, (run.finished_at - last_cell)
+
+
+def _record_unplaceable(cluster: TestCluster, run: SweepRun) -> None:
+    """How long the unplaceable test's sweep took, and how much of it after its last cell (for people)."""
+    ends = [ev.at for events in run.cell_pods().values() for ev in events]
+    summary = {"sweep": run.name, "phase": run.workflow["status"].get("phase"), "cells_run": len(run.cell_pods()),
+               "wall_s": round(run.finished_at - run.submitted_at, 1),
+               "after_last_cell_s": round(run.finished_at - max(ends), 1) if ends else None}
+    print(f"\n[e2e] unplaceable sweep {json.dumps(summary)}")

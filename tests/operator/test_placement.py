@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
 from ccsweep.crd import SweepStatus
-from ccsweep_operator.placement import Node, unplaceable
+from ccsweep.placement import Node, unplaceable
 from ccsweep_operator.reconcile import SweepObject, decide
 from test_reconcile import settings, sweep_object
 

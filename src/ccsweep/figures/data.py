@@ -80,6 +80,8 @@ class SweepData:
     starved: list[CellResult] = field(default_factory=list)
     #: Each setting of the experiments with adaptive repetitions: its runs and why it stopped.
     points: list[PointRuns] = field(default_factory=list)
+    #: Cells no node could run when the sweep was planned (never submitted), each with why.
+    unplaceable: list[MissingCell] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -119,7 +121,9 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     starved = {cell_id: attempt for cell_id, result in stored.items()
                if result is None and cell_id not in late and cell_id not in failures
                and (attempt := store.latest_attempt(cell_id, "starved")) is not None}
-    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved)
+    unplaceable = {cell_id: reason for cell_id, reason in store.get_unplaceable(sweep).items()
+                   if cell_id in stored and stored[cell_id] is None}
+    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved, unplaceable)
     # Runs an adaptive rule has not asked for are planned, not missing.
     points = adaptive_points(spec.experiments, [c.to_cell(sweep) for c in manifest.cells], results.get)
     unwanted = unwanted_ids(points)
@@ -130,9 +134,10 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         absent = [cell for cell_id, cell in cells.items() if cell_id not in results and cell_id not in unwanted]
         experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
+    planned = {c.id: c.to_cell(sweep) for c in manifest.cells}
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
                      failures=list(failures.values()), late=list(late.values()), starved=list(starved.values()),
-                     points=points)
+                     points=points, unplaceable=why.describe([planned[cell_id] for cell_id in unplaceable]))
 
 
 def counts(result: CellResult) -> bool:
@@ -156,18 +161,21 @@ class _MissingReasons:
     """
 
     def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult],
-                 starved: dict[str, CellResult]):
+                 starved: dict[str, CellResult], unplaceable: dict[str, str]):
         self.available = sorted({cc for r in stored for cc in r.environment.available_cc})
         self.kernels = {r.environment.kernel for r in stored}
         self.failures = failures
         self.late = late
         self.starved = starved
+        self.unplaceable = unplaceable
 
     def describe(self, cells: list[Cell]) -> list[MissingCell]:
         return [MissingCell(c.id, cell_summary(c.params), self._reason(c.id, [f.cc for f in c.params.flows]))
                 for c in cells]
 
     def _reason(self, cell_id: str, ccs: list[str]) -> str:
+        if cell_id in self.unplaceable:
+            return f"unplaceable, not submitted: {self.unplaceable[cell_id]}"
         lacking = sorted({cc for cc in ccs if cc not in self.available})
         if lacking and self.kernels:
             where = "this kernel" if len(self.kernels) == 1 else "the kernels of the stored cells"

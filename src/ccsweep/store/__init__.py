@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccsweep.store.base import ManifestCell, ResultStore, StoreError, StoreUnavailable, SweepManifest
+from ccsweep.store.base import ManifestCell, ResultStore, StoreError, StoreUnavailable, SweepManifest, UnplaceableCells
 from ccsweep.store.file import FileStore
 
 DEFAULT_STORE = "results"
 
-__all__ = ["ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest", "open_store",
-           "DEFAULT_STORE"]
+__all__ = ["ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest", "UnplaceableCells",
+           "open_store", "DEFAULT_STORE"]
 
 
 def open_store(url: str) -> ResultStore:

@@ -13,6 +13,7 @@ An attempt record's files (what it measured before it failed, or while late) sit
 of folder as a result's, attempt-<hash of that record>, and the record lists them in `artifacts`.
     sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
     sweeps/<sweep>/revisions/<sha256>.json           earlier plans a deliberate spec change (--revise) replaced
+    sweeps/<sweep>/unplaceable.json                  cells no node could run when planned (plan --check-nodes)
     traces/<sha256>                                  the trace files the planned cells name, by content
     sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
 
@@ -102,6 +103,17 @@ class SweepManifest(BaseModel):
 
     def find_cell(self, wanted: str) -> Cell | None:
         return next((entry.to_cell(self.name) for entry in self.cells if entry.id == wanted), None)
+
+
+class UnplaceableCells(BaseModel):
+    """The cells of a sweep that no node could run when its plan step looked (`ccsweep plan
+    --check-nodes`), each with why: left out of the fan-out, counted apart by `status` and the report."""
+
+    model_config = ConfigDict(extra="forbid")
+    sweep: str
+    checked_at: str
+    #: cell id -> one line: the algorithm no node offers and the nodes' kernels.
+    cells: dict[str, str]
 
 
 class ResultStore(ABC):
@@ -271,6 +283,21 @@ class ResultStore(ABC):
                              f"(schema {MANIFEST_SCHEMA_VERSION}): {where}: {error['msg']}") from None
 
     # Traces, by content: planning stores the ones its cells name, so cells run without the files.
+    def put_unplaceable(self, record: UnplaceableCells) -> None:
+        """Record which cells no node could run, replacing the last check's (the nodes may change)."""
+        self.write_bytes(unplaceable_key(record.sweep), record.model_dump_json(indent=1).encode(),
+                         content_type="application/json")
+
+    def get_unplaceable(self, sweep: str) -> dict[str, str]:
+        """The cells the last node check found no node for, with why; {} when none or never checked."""
+        data = self.read_bytes(unplaceable_key(sweep))
+        if data is None:
+            return {}
+        try:
+            return UnplaceableCells.model_validate_json(data).cells
+        except ValidationError:
+            raise StoreError(f"{self.location(unplaceable_key(sweep))} is not a record this ccsweep reads") from None
+
     def put_trace(self, sha256: str, data: bytes) -> None:
         if hashlib.sha256(data).hexdigest() != sha256:
             raise StoreError(f"trace {sha256[:12]}...: content does not match its hash")
@@ -325,6 +352,10 @@ def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
 
 def manifest_key(sweep: str) -> str:
     return f"{sweep_prefix(sweep)}/manifest.json"
+
+
+def unplaceable_key(sweep: str) -> str:
+    return f"{sweep_prefix(sweep)}/unplaceable.json"
 
 
 def sweep_prefix(sweep: str) -> str:
