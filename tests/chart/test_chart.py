@@ -247,8 +247,11 @@ def test_node_setup_is_off_by_default_and_privileged_only_where_it_loads_modules
 
 
 def test_minimal_scenario_installs_only_the_workflow_templates():
-    kinds = sorted({d["kind"] for d in rendered("minimal-values.yaml")})
-    assert kinds == ["Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+    docs = rendered("minimal-values.yaml")
+    kinds = sorted({d["kind"] for d in docs})
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+    # The one cluster-wide right: the plan step lists the nodes, to set aside cells none can run.
+    assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-workflow-nodes"]
 
 
 def test_dashboards_are_configmaps_for_grafanas_sidecar():

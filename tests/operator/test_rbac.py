@@ -67,10 +67,14 @@ def test_node_probe_may_label_nodes_only(envtest: EnvTest, namespace: str, relea
 
 
 def test_workflow_pods_may_only_report_their_outputs(envtest: EnvTest, namespace: str, release: str):
+    """...and list nodes (the plan step's --check-nodes), changing none."""
     pods_sa = f"system:serviceaccount:{namespace}:ccsweep-workflow"
     assert can(envtest, pods_sa, "create", "workflowtaskresults.argoproj.io", namespace)
+    assert can(envtest, pods_sa, "list", "nodes", namespace)
     for verb, resource in [("get", "workflows.argoproj.io"), ("get", "secrets"), ("list", "pods")]:
         assert not can(envtest, pods_sa, verb, resource, namespace), (verb, resource)
+    for verb in ("patch", "update", "delete"):
+        assert not can(envtest, pods_sa, verb, "nodes", namespace), verb
 
 
 def test_operator_runs_with_its_service_accounts_token(envtest: EnvTest, namespace: str, release: str,
