@@ -200,7 +200,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
     after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
-    from ccsweep.plan import SweepPlan, pending_chunks, plan_chunk, plan_sweep, replan, without_unplaceable
+    from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep, replan, without_unplaceable
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     if chunk is not None:
