@@ -43,7 +43,7 @@ def workflow_identity(namespace: str) -> list[dict]:
 
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace)
     return [d for d in rendered if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
-                                                 "ClusterRoleBinding") and d["metadata"]["name"].find("operator") < 0]
+                                                 "ClusterRoleBinding")]
 
 
 def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
