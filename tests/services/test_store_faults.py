@@ -1,13 +1,15 @@
 """No finished result is lost, whatever the store answers: refusals, a full disk, a hanging server.
 
 MinIO cannot be made to answer AccessDenied, XMinioStorageFull (507) or RequestTimeTooSkewed on
-demand, so for those a small HTTP server on 127.0.0.1 answers every request the way S3 does
-(status and XML error body): the real minio client talks to a real socket, only the server's
-answer is chosen. The full disk is real: a 1 MiB tmpfs under the file store (root).
+demand, so for those (and for a store that refuses one request and then accepts) a small HTTP
+server on 127.0.0.1 answers every request the way S3 does (status and XML error body): the real
+minio client talks to a real socket, only the server's answer is chosen. The full disk is real:
+a 1 MiB tmpfs under the file store (root).
 """
 
 from __future__ import annotations
 
+import http.client
 import io
 import os
 import subprocess
@@ -19,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep.store import open_store
+from ccsweep.store import ResultStore, open_store
 from ccsweep.store.file import FileStore
 from ccsweep.store.s3 import CALL_ATTEMPTS, CONNECT_TIMEOUT_S, READ_TIMEOUT_S
-from ccsweep.store.spool import Spool, store_cell
+from ccsweep.store.spool import FlushReport, Spool, store_cell
+from servers import Server, s3_env
 from test_s3_store import result_of
 
 ERRORS = {
@@ -43,15 +46,7 @@ def s3_like(answer: str) -> type[BaseHTTPRequestHandler]:
             if answer == "hang":
                 time.sleep(READ_TIMEOUT_S * 3)
                 return
-            status, message = ERRORS[answer]
-            body = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{answer}</Code><Message>{message}</Message>'
-                    f"<Resource>{self.path}</Resource><RequestId>1</RequestId></Error>").encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/xml")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            answer_error(self, answer)
 
         do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _reply
 
@@ -59,6 +54,19 @@ def s3_like(answer: str) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def answer_error(handler: BaseHTTPRequestHandler, code: str) -> None:
+    """S3's answer for the error `code`: its status and XML error body."""
+    status, message = ERRORS[code]
+    body = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message>'
+            f"<Resource>{handler.path}</Resource><RequestId>1</RequestId></Error>").encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/xml")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(body)
 
 
 @pytest.fixture
@@ -142,3 +150,92 @@ def test_when_the_spool_is_full_too_the_record_stays_in_the_cells_folder(full_di
                          scratch=scratch, err=err)
     assert not outcome.stored and outcome.spooled is None and outcome.kept_in == scratch
     assert (scratch / "result.json").is_file() and str(scratch) in err.getvalue()
+
+
+class Recovering(ThreadingHTTPServer):
+    """In front of a real MinIO: unreachable until `open()`, then 403 for `refusals` requests, then MinIO's answers.
+
+    The fault this stands for is a store changing its answer while it recovers (a proxy or
+    MinIO itself coming up with its policies not yet loaded). Real MinIO cannot be made to
+    answer AccessDenied for one request and then accept the same credentials, so those 403s
+    are this server's; every other answer, and everything stored, is the real MinIO's (requests
+    are forwarded as they came, Host header included, so MinIO checks the client's signature).
+    """
+
+    def __init__(self, minio: str, refusals: int):
+        super().__init__(("127.0.0.1", 0), _forwarding(self), bind_and_activate=False)
+        self.daemon_threads = True
+        self.server_bind()  # the port is taken but nothing listens: connections are refused
+        self.minio, self.refusals, self.answers = minio, refusals, []
+
+    def open(self) -> None:
+        self.server_activate()
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def _forwarding(server: Recovering) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if server.refusals > 0:
+                server.refusals -= 1
+                server.answers.append(403)
+                answer_error(self, "AccessDenied")
+                return
+            connection = http.client.HTTPConnection(server.minio, timeout=10)
+            connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+            answer = connection.getresponse()
+            data = answer.read()
+            server.answers.append(answer.status)
+            self.send_response(answer.status)
+            for name, value in answer.getheaders():
+                if name.lower() not in ("connection", "transfer-encoding", "content-length"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _reply
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+def test_unreachable_then_refused_then_accepted_stores_the_result_once(minio: Server, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    """unavailable -> 403 -> 200: the 403 met by a retry is a warning, not an error past a spooled result."""
+    for name, value in s3_env(minio).items():
+        monkeypatch.setenv(name, value)
+    front = Recovering(minio.address, refusals=1)
+    monkeypatch.setenv("CCSWEEP_S3_ENDPOINT", f"127.0.0.1:{front.server_address[1]}")
+
+    class OpensOnFirstRetry(Spool):
+        def flush(self, store: ResultStore) -> FlushReport:
+            if not front.answers:
+                front.open()
+            return super().flush(store)
+
+    spool = OpensOnFirstRetry(tmp_path / "spool")
+    store = open_store(f"s3://recovering/{tmp_path.name}")
+    result = result_of(41)
+    err = io.StringIO()
+    try:
+        outcome = store_cell(store, result, None, {}, spool=spool, retries=3, backoff_s=0.1, err=err)
+    finally:
+        front.shutdown()
+        front.server_close()
+    lines = err.getvalue().splitlines()
+    assert outcome.stored and outcome.spooled is None, lines
+    assert "store unreachable" in lines[0] and "connection refused" in lines[0]
+    assert "retry 1" in lines[1] and "AccessDenied" in lines[1]
+    assert "uploaded" in lines[-1]
+    assert front.answers[0] == 403 and 200 in front.answers[1:]
+    monkeypatch.setenv("CCSWEEP_S3_ENDPOINT", minio.address)
+    direct = open_store(f"s3://recovering/{tmp_path.name}")
+    assert direct.get_result(result.cell.id) == result
+    assert spool.pending(store.url) == []
+

@@ -1,9 +1,11 @@
 """The spool: a cell's result kept on local disk while its store cannot be reached.
 
 A cell that ran for minutes must not be lost because MinIO restarted at the wrong moment.  When
-storing fails with StoreUnavailable, the cell's record and files go to a folder store under the
-spool (same layout), one line on stderr says so, and uploads are retried a few times with
-exponential backoff.  Whatever is still spooled is uploaded by the next `ccsweep run` against that
+storing fails, for whatever reason, the cell's record and files go to a folder store under the
+spool (same layout) and one line on stderr says so; when the store was unreachable, uploads are
+retried a few times with exponential backoff, and a retry the store answers otherwise (a
+timeout, 403, 507 while it recovers) is one more warning line, never an error that leaves the
+result behind.  Whatever is still spooled is uploaded by the next `ccsweep run` against that
 store, or by `ccsweep upload-spool`.
 
 Layout: `<spool>/<target slug>/target` holds the store URL, `<spool>/<slug>/cells/<id>/...` the
@@ -112,8 +114,10 @@ class Spool:
     def flush(self, store: ResultStore) -> FlushReport:
         """Upload every cell spooled for `store` (files first, the record last and only once).
 
-        A cell leaves the spool only once it is uploaded; the first unreachable upload ends the
-        pass, so nothing is dropped while the store is down.
+        A cell leaves the spool only once it is uploaded; the first upload the store does not
+        take ends the pass, whatever the store answered (unreachable, a timeout, 403, 507: a
+        store changes its answer while it recovers), so nothing is dropped and no answer
+        escapes as an error past a result that is still only here.
         """
         report = FlushReport(store.url)
         if not self.pending(store.url):
@@ -124,6 +128,9 @@ class Spool:
                     _upload_cell(local, store, cell_id)
                 except StoreUnavailable as exc:
                     report.error = str(exc)
+                    break
+                except (StoreError, OSError) as exc:
+                    report.error = _one_line(exc)
                     break
                 shutil.rmtree(local.root / "cells" / cell_id)
                 report.uploaded.append(cell_id)
@@ -150,7 +157,8 @@ def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | 
     """put_cell; when the store does not take the result, keep it durably and say where.
 
     Every failure of the store keeps the result: an unreachable store (StoreUnavailable) is
-    retried with backoff from the spool; a store that refuses (permission, quota, a full disk,
+    retried with backoff from the spool, and whatever a retry meets (the store refusing now, or
+    timing out) only ends that retry; a store that refuses (permission, quota, a full disk,
     a clock the server rejects: StoreError or OSError) is not retried now, but the result waits
     in the spool all the same for `ccsweep upload-spool` or the next run. If even the spool
     cannot be written, the record goes into `scratch` (the cell's folder), which the caller
@@ -181,10 +189,17 @@ def store_cell(store: ResultStore, result: CellResult, timeseries: TimeSeries | 
         if time.monotonic() + backoff_s * 2**attempt > deadline:
             break
         time.sleep(backoff_s * 2**attempt)
-        report = spool.flush(store)
-        if result.cell.id not in report.remaining and result.cell.id not in spool.pending(store.url):
+        try:
+            report = spool.flush(store)
+            uploaded = result.cell.id not in report.remaining and result.cell.id not in spool.pending(store.url)
+        except OSError as exc:  # the spool's own folder (its lock, a listing): the cell stays where it is
+            report, uploaded = FlushReport(store.url, error=_one_line(exc)), False
+        if uploaded:
             print(f"ccsweep: cell {result.cell.id} uploaded to {store.url} from the spool", file=err, flush=True)
             return StoreOutcome(stored=True)
+        if report.error is not None:
+            reason = report.error
+            print(f"ccsweep: warning: retry {attempt + 1}: {reason}", file=err, flush=True)
     print(f"ccsweep: cell {result.cell.id} stays in the spool {where}; `ccsweep upload-spool` or the next "
           "`ccsweep run` uploads it", file=err, flush=True)
     return StoreOutcome(stored=False, spooled=where, reason=reason)
