@@ -31,13 +31,14 @@ def test_windows_outside_the_flow_time_are_left_out_and_none_is_unmeasured():
 
 @pytest.mark.root
 def test_a_process_kept_off_its_core_by_a_real_time_loop_shows_the_wait():
-    """Real schedstat: a 1 ms sleeper sharing one core with a SCHED_FIFO busy loop for 0.5 s waits for it."""
+    """Real schedstat: a 1 ms sleeper sharing one core with a higher SCHED_FIFO busy loop for 0.5 s waits for it."""
     core = max(os.sched_getaffinity(0))
     sleeper = "import time\nend = time.monotonic() + 1.5\nwhile time.monotonic() < end:\n    time.sleep(0.001)\n"
     busy = "import time\nend = time.monotonic() + 0.5\nwhile time.monotonic() < end:\n    pass\n"
 
     def run(*hog: str) -> RunQueueSummary:
-        proc = subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", sleeper])
+        # The sleeper at SCHED_FIFO 1: a busy machine's other work does not make it wait, the hog at 50 does.
+        proc = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", str(core), sys.executable, "-c", sleeper])
         sampler = RunQueueDelay(proc.pid, ("python",))
         start = time.monotonic_ns()
         time.sleep(0.3)
@@ -52,5 +53,5 @@ def test_a_process_kept_off_its_core_by_a_real_time_loop_shows_the_wait():
 
     alone, starved = run(), run("chrt", "-f", "50")
     # Starved, it waits tens of ms a wake-up for 0.5 s of its 1.5 s: far above any lateness threshold (1 ms at
-    # most) and above what the same process shows on this machine unstarved, however busy.
-    assert starved.p99_us > 10_000 and starved.p99_us > 3 * alone.p99_us, (alone, starved)
+    # most), and far above what the same process shows unstarved.
+    assert starved.p99_us > 10_000 and starved.p99_us > 10 * alone.p99_us, (alone, starved)
