@@ -136,14 +136,19 @@ def test_export_of_an_unknown_sweep_is_one_line_exit_2(tmp_path: Path):
     assert not list(tmp_path.iterdir())
 
 
-def test_report_links_the_csvs_and_each_cells_record(tmp_path: Path):
-    root, sweep = fixture("goodput-vs-loss")
+def figures_of(kind: str, tmp_path: Path) -> tuple[Path, str, Path, str]:
+    """`ccsweep figures` on a copy of a fixture store: (store, sweep, its output folder, the report)."""
+    root, sweep = fixture(kind)
     store = tmp_path / "store"
     shutil.copytree(root, store)
     done = CliRunner().invoke(main, ["figures", "--store", str(store), "--sweep", sweep])
     assert done.exit_code == 0, done.output
     folder = store / "sweeps" / sweep
-    report = (folder / "report.html").read_text()
+    return store, sweep, folder, (folder / "report.html").read_text()
+
+
+def test_report_links_the_csvs_and_each_cells_record(tmp_path: Path):
+    store, sweep, folder, report = figures_of("goodput-vs-loss", tmp_path)
     assert 'href="cells.csv"' in report and 'href="flows.csv"' in report
     records = re.findall(r'href="(\.\./\.\./cells/[0-9a-f]{16}/result\.json)"', report)
     assert len(set(records)) == len(list((store / "cells").iterdir()))
@@ -152,3 +157,13 @@ def test_report_links_the_csvs_and_each_cells_record(tmp_path: Path):
     loaded = ccsweep.load(str(store), sweep)
     pd.testing.assert_frame_equal(beside.drop(columns="record"), loaded.drop(columns="record"))
     assert all((folder / link).resolve().is_file() for link in beside["record"])
+
+
+def test_report_shows_each_cells_series_beside_its_row(tmp_path: Path):
+    """Figure 8 in small: every stored cell gets its small multiples (cwnd, RTT, delivery rate, BBR's estimate)."""
+    store, _, folder, report = figures_of("goodput-vs-loss", tmp_path)
+    cells = sorted(p.name for p in (store / "cells").iterdir())
+    for cell_id in cells:
+        image = folder / "cells" / f"{cell_id}.png"
+        assert image.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), cell_id
+        assert f'href="cells/{cell_id}.png"' in report and f'src="cells/{cell_id}.png"' in report

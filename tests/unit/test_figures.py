@@ -210,7 +210,7 @@ def test_shallow_buffers_loss_queue_and_share():
     (ax,) = loss_fig.figure.axes
     assert ax.get_xscale() == "log"
     assert list(ax.get_xticks()) == [0.5, 1.75, 3]
-    assert labels(ax) == ["4 × BBR"]
+    assert labels(ax) == ["4 × BBR", "study, published: up to 12 % below 1.5 BDP"]
     assert ax.get_ylabel() == "loss rate at the bottleneck after start-up (%)"
     drawn = dict(zip(line(ax, "4 × BBR").get_xdata(), line(ax, "4 × BBR").get_ydata(), strict=True))
     for point in group_points(bbr_data.results):
@@ -225,7 +225,7 @@ def test_shallow_buffers_loss_queue_and_share():
         assert drawn[bdp] == pytest.approx(np.mean(steady))
     (qax,) = queue_fig.figure.axes
     assert queue_fig.name == f"{bbr_data.name}-queue"
-    assert labels(qax) == ["0.5 BDP buffer", "1.75 BDP buffer", "3 BDP buffer"]
+    assert labels(qax) == ["0.5 BDP buffer", "1.75 BDP buffer", "3 BDP buffer", "study, published: 1.12 BDP standing"]
     assert qax.get_ylabel() == "queue (BDP)"
     # A drop-tail queue never holds more than its limit.
     assert max(line(qax, "0.5 BDP buffer").get_ydata()) <= 0.5 * 1.05

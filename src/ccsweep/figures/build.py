@@ -8,6 +8,7 @@ whenever asked, from stored results only.
 from __future__ import annotations
 
 from ccsweep.figures import rebbr_csv, tidy
+from ccsweep.figures.cell_series import cell_png, image_name
 from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
@@ -54,6 +55,17 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
         if exp.results:
             put(f"rebbr/{exp.name}.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(exp.results)).encode())
     put("rebbr.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(data.distinct_results())).encode())
+    # Each cell's series as small multiples, linked from its row of the report.
+    series_images: set[str] = set()
+    for exp in data.experiments:  # through each experiment's cache: the figures read most series already
+        for result in exp.results:
+            if result.cell.id in series_images:
+                continue
+            series = exp.timeseries(result.cell.id)
+            image = cell_png(result, series) if series is not None else None
+            if image is not None:
+                put(image_name(result.cell.id), image)
+                series_images.add(result.cell.id)
     # The tidy tables `ccsweep export` writes, beside the report: record links relative to it.
     cells, flows = tidy.tables(data, lambda key: f"../../{key}")
     put(CELLS_CSV, tidy.write_csv(cells).encode())
@@ -63,6 +75,7 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
     html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, "report.html"],
-                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links)
+                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links,
+                         series_images=series_images)
     put("report.html", html.encode())
     return list(written.values())

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 
+from ccsweep.figures import sources
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.points import Point, cc_name, flows_label, group_points, loss_series, path_label
 from ccsweep.figures.section import FigureOut, Section, TableOut
@@ -87,8 +89,28 @@ def build(data: ExperimentData) -> Section:
     return Section(figures=[_figure(data, paths)], tables=[table])
 
 
+#: ThousandEyes' baselines (868.50 and 827.20 Mbit/s) suggest 1 Gbit/s links: its numbers are drawn
+#: beside cells of that rate only.
+THOUSANDEYES_RATE_MBPS = 1000.0
+
+
+def _thousandeyes(ax: Axes, members: list[Point], path: str) -> bool:
+    """ThousandEyes' published means on a panel of 1 Gbit/s single-flow cells (symmetric or asymmetric)."""
+    if not any(p.params.bandwidth_mbps == THOUSANDEYES_RATE_MBPS and len(p.params.flows) == 1 for p in members):
+        return False
+    topology = "symmetric" if path == "symmetric" else "asymmetric"
+    published = [row for row in sources.thousandeyes() if row.topology == topology]
+    for cc in sorted({row.algorithm for row in published} & {p.params.flows[0].cc for p in members}):
+        rows = sorted((row for row in published if row.algorithm == cc), key=lambda row: row.loss_percent)
+        ax.plot([row.loss_percent for row in rows], [row.mean for row in rows], color=cc_color(cc),
+                marker=cc_marker(cc), markerfacecolor="none", linestyle="--", linewidth=1,
+                label=f"ThousandEyes, published: {cc_name(cc)} mean ({topology})")
+    return True
+
+
 def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
     fig, axes = new_figure(1, len(paths), width=4.2 * len(paths) + 1, sharex=True, sharey=True)
+    overlaid = False
     for ax, (path, members) in zip(axes, paths.items(), strict=True):
         for series in loss_series(members, data.experiment.loss_direction):
             cc = series[0].params.flows[0].cc
@@ -109,11 +131,17 @@ def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
             if any(r[3][1] is not None for r in rows):
                 ax.errorbar(xs, ys, yerr=[r[3][1] or 0.0 for r in rows], fmt="none", ecolor=color, capsize=3,
                             label="_ci")
+        overlaid |= _thousandeyes(ax, members, path)
         ax.set_yscale("log")
         ax.set(xlabel="loss rate (%)", title=path)
         ax.legend(loc="best", fontsize=7)
     axes[0].set_ylabel("per-second throughput (Mbit/s), log scale")
     fig.suptitle(data.title)
-    return FigureOut(data.name, data.title, fig,
-                     "Mean per-second throughput after the warm-up with its 95 % t-interval over repetitions; "
-                     "band: interquartile range of the seconds.")
+    caption = ("Mean per-second throughput after the warm-up with its 95 % t-interval over repetitions; "
+               "band: interquartile range of the seconds.")
+    if overlaid:
+        caption += (f" Dashed, hollow: the means {sources.CITATION[sources.THOUSANDEYES]} printed (BBR: its Tables "
+                    "1, 2, 5 and 6; CUBIC: the means its text quotes from its Part 1, at 0 and 1 % only), per-second "
+                    "iperf3 readings of an unstated number of runs on paths whose RTT it does not print; drawn on "
+                    "this figure's panels by topology.")
+    return FigureOut(data.name, data.title, fig, caption)

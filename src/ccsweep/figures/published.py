@@ -81,18 +81,24 @@ SETS: dict[str, PublishedSet] = {s.name: s for s in (
 )}
 
 
-def load(published: PublishedSet, folder: Traversable | None = None) -> list[RebbrRow]:
-    """The set's rows, after checking its file against the pinned SHA-256."""
-    path = (folder or DATA) / published.file
+def pinned_bytes(name: str, path: Traversable, sha256: str, whose: str, source: str) -> bytes:
+    """A shipped data file's bytes, refused (one line naming it) when missing or not the pinned file."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise PublishedDataError(f"{published.name}: {path} is missing ({exc.strerror or exc}); it ships with "
-                                 "ccsweep (ccsweep/published/rebbr/)") from None
+        raise PublishedDataError(f"{name}: {path} is missing ({exc.strerror or exc}); it ships with "
+                                 "ccsweep (ccsweep/published/)") from None
     digest = hashlib.sha256(data).hexdigest()
-    if digest != published.sha256:
-        raise PublishedDataError(f"{published.name}: {path} is not ReBBR's file: sha256 {digest}, expected "
-                                 f"{published.sha256} ({published.source}; see the README beside it)")
+    if digest != sha256:
+        raise PublishedDataError(f"{name}: {path} is not {whose}: sha256 {digest}, expected {sha256} ({source}; "
+                                 "see the README beside it)")
+    return data
+
+
+def load(published: PublishedSet, folder: Traversable | None = None) -> list[RebbrRow]:
+    """The set's rows, after checking its file against the pinned SHA-256."""
+    path = (folder or DATA) / published.file
+    data = pinned_bytes(published.name, path, published.sha256, "ReBBR's file", published.source)
     try:
         return read_csv(data.decode())
     except (UnicodeDecodeError, ValueError) as exc:

@@ -1,4 +1,4 @@
-"""The sweep's HTML report: one self-contained file (figures embedded as SVG data URIs).
+"""The sweep's HTML report: one file with its figures embedded as SVG data URIs; it links the files beside it.
 
 It holds what a reader needs to trust or doubt a figure: the reference checks, the runs each cell
 took under adaptive repetitions and why it stopped, cells whose emulator ran late, missing and
@@ -20,6 +20,7 @@ import yaml
 
 from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
+from ccsweep.figures.cell_series import image_name
 from ccsweep.figures.checks import CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
 from ccsweep.figures.points import cell_summary
@@ -155,9 +156,11 @@ def cell_seconds(result: CellResult) -> float | None:
 
 def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
                   checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None,
-                  links: tuple[Section, list[RenderedFigure]] | None = None) -> str:
+                  links: tuple[Section, list[RenderedFigure]] | None = None,
+                  series_images: set[str] | None = None) -> str:
     """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top;
-    `links`, the both-links section of a sweep run on ccsweep-link and Mahimahi (figures.links)."""
+    `links`, the both-links section of a sweep run on ccsweep-link and Mahimahi (figures.links);
+    `series_images`, the cells whose small multiples (figures.cell_series) were stored beside it."""
     results = sweep.distinct_results()
     late = sweep.late
     unwanted = unwanted_ids(sweep.points)
@@ -192,7 +195,8 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
             "spec": yaml.safe_dump(data.experiment.model_dump(mode="json", exclude_defaults=True), sort_keys=False),
             "section": section,
             "figures": figures,
-            "cells": [_cell_row(r) for r in data.results],
+            "cells": [{**_cell_row(r), "series": image_name(r.cell.id) if r.cell.id in (series_images or ()) else None}
+                      for r in data.results],
         } for data, section, figures in sections],
         outputs=outputs,
         tables=tables or {},

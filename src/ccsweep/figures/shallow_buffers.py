@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
+from ccsweep.figures import sources
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.points import (
     Point,
@@ -32,7 +33,7 @@ from ccsweep.figures.points import (
 )
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.stats import Interval, bars_caption, mean_ci
-from ccsweep.figures.style import cc_color, cc_marker, new_figure
+from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
 from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
 from ccsweep.result import CellResult, LinkSeries, TimeSeries
 
@@ -161,13 +162,31 @@ def _loss_figure(data: ExperimentData, points: Sequence[Point], name: str) -> tu
                         capsize=3, label="_ci")
         buffers += xs
     _buffer_axis(ax, buffers)
+    study = _study_loss_line(ax, points, min(buffers, default=0.25))
     ax.set_ylabel("loss rate at the bottleneck after start-up (%)")
     ax.set_ylim(bottom=0)
     ax.set_title(data.title)
     ax.legend(loc="best")
     return FigureOut(name, data.title, fig, "Drops over packets offered to the bottleneck from the end of the "
                      f"warm-up to the end of the flow; line: median over repetitions; "
-                     f"{bars_caption(drawn).removesuffix('; dots: each run')}."), whole
+                     f"{bars_caption(drawn).removesuffix('; dots: each run')}." + study), whole
+
+
+def _several_bbr(points: Sequence[Point]) -> bool:
+    return any(len(p.params.flows) >= 2 and {f.cc for f in p.params.flows} == {"bbr"} for p in points)
+
+
+def _study_loss_line(ax: Axes, points: Sequence[Point], smallest: float) -> str:
+    """The study's printed peak (up to 12 % below 1.5 BDP, 4 BBR flows) as a reference line; its caption words."""
+    if not _several_bbr(points):
+        return ""
+    numbers = sources.shallow_numbers()
+    edge, peak = numbers["edge"], numbers["peak_loss_below_1.5_bdp"]
+    # From the smallest buffer drawn (the axis is logarithmic) to the study's edge.
+    ax.plot([min(smallest, edge), edge], [peak, peak], label=f"study, published: up to {peak:g} % below {edge:g} BDP",
+            **IDEAL_STYLE)
+    return (f" Dotted: the most loss {sources.CITATION[sources.SHALLOW]} printed for 4 BBR flows at 80 Mbit/s and "
+            f"25 ms below {edge:g} BDP ({peak:g} %), the only number it gives for this plot.")
 
 
 def _queue_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
@@ -190,6 +209,9 @@ def _queue_figure(data: ExperimentData, points: Sequence[Point], name: str) -> F
                     runs.append(within(run, 0, point.params.duration_s))
             color = to_hex(cmap(index / max(1, len(ordered) - 1) * 0.9))
             drawn |= plot_band(ax, runs, label=f"{buffer_bdp(point.params):g} BDP buffer", color=color) is not None
+        if _several_bbr(group):
+            standing = sources.shallow_numbers()["standing_queue"]
+            ax.axhline(standing, label=f"study, published: {standing:g} BDP standing", **IDEAL_STYLE)
         ax.set_ylabel("queue (BDP)")
         ax.set_ylim(bottom=0)
         ax.set_title(series_label(group[0].params, facets), fontsize=9)
@@ -199,7 +221,10 @@ def _queue_figure(data: ExperimentData, points: Sequence[Point], name: str) -> F
     axes[-1].set_xlabel("time since flow start (s)")
     fig.suptitle(f"{data.title}: standing queue")
     return FigureOut(name, f"{data.title}: standing queue", fig,
-                     "Bottleneck queue every 100 ms in multiples of the BDP; band: 95 % t-interval.")
+                     "Bottleneck queue every 100 ms in multiples of the BDP; band: 95 % t-interval. Dotted, on panels "
+                     f"of several BBR flows: the standing queue {sources.CITATION[sources.SHALLOW]} printed for 4 BBR "
+                     "flows at 80 Mbit/s, 25 ms in a 200,000-byte buffer, \"1.12 BDP\" (its other form, \"28,000 B\", "
+                     "is a tenth of that).")
 
 
 def focus_points(points: Sequence[Point]) -> list[Point]:
