@@ -79,9 +79,9 @@ root=$(buildah mount "$container")
   --cargo-lock "$src/emulator/Cargo.lock" --out "$out/ccsweep-cell-$identity.cdx.json"
 
 # 4. The chart: appVersion is the build identity (the image's tag), and the digest pins the image.
-chart=$work/chart/ccsweep
-mkdir -p "$(dirname "$chart")"
-cp -r "$src/charts/ccsweep" "$chart"
+# Edited in the throwaway clone itself: its files/ symlinks point into the clone (workflows,
+# dashboards, monitoring), which a copy elsewhere would break.
+chart=$src/charts/ccsweep
 python3 - "$chart/values.yaml" "$digest" <<'EOF'
 import pathlib, sys
 path, digest = pathlib.Path(sys.argv[1]), sys.argv[2]
