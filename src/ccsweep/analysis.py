@@ -131,13 +131,15 @@ def series_columns(series: TimeSeries, kind: SeriesKind) -> dict[str, list[objec
                     "delivery_rate_mbps": _scaled(flow.delivery_rate_bps, n, 1e-6),
                     "total_retrans": _scaled(flow.total_retrans, n, 1), "bytes_acked": _scaled(flow.bytes_acked, n, 1),
                     "bbr_bw_mbps": _scaled(flow.bbr_bw_bps, n, 1e-6),
-                    "bbr_min_rtt_ms": _scaled(flow.bbr_min_rtt_us, n, 1e-3)}
+                    "bbr_min_rtt_ms": _scaled(flow.bbr_min_rtt_us, n, 1e-3),
+                    "bbr_pacing_gain": _scaled(flow.bbr_pacing_gain, n, 1.0),
+                    "bbr_cwnd_gain": _scaled(flow.bbr_cwnd_gain, n, 1.0)}
         for name, values in part.items():
             columns.setdefault(name, []).extend(values)
     return columns
 
 
-def _scaled(values: list[int] | None, n: int, factor: float) -> list[object]:
+def _scaled(values: list[int] | list[float] | None, n: int, factor: float) -> list[object]:
     """A series in its column's unit, or NaN where the flow did not record it (BBR's fields for CUBIC)."""
     if not values or len(values) != n:
         return [float("nan")] * n

@@ -213,6 +213,11 @@ class FlowSeries(Record):
     bytes_acked: list[int] = Field(default_factory=list)
     bbr_bw_bps: list[int] | None = None
     bbr_min_rtt_us: list[int] | None = None
+    #: BBR's pacing and cwnd gains (TCP_CC_INFO), its state machine made visible: start-up 2.89, drain
+    #: 0.35, ProbeBW cycling 1.25/0.75/1 (ProbeRTT shows as the cwnd's dip to 4 packets); None in
+    #: records written before they were kept and for other algorithms.
+    bbr_pacing_gain: list[float] | None = None
+    bbr_cwnd_gain: list[float] | None = None
     receiver_t: list[float] = Field(default_factory=list)
     receiver_bytes: list[int] = Field(default_factory=list, description="cumulative bytes received")
 

@@ -38,7 +38,10 @@ def test_series_convert_rates_to_bits_and_keep_bbrs_estimate():
     series = flow_series(samples_of(SAMPLES, 0), [0.0, 0.1], [0, 125_000])
     assert series.pacing_rate_bps[0] == 10_000_000
     assert series.bbr_bw_bps[0] == 10_000_000
-    assert flow_series([SenderSample(t=0.0, flow=0, rtt_us=5)], [], []).bbr_bw_bps is None
+    # BBR's gains as TCP_CC_INFO gave them (tcpinfo.parse_bbr_info has already unshifted them).
+    assert (series.bbr_pacing_gain[0], series.bbr_cwnd_gain[0]) == (1.25, 2.0)
+    bare = flow_series([SenderSample(t=0.0, flow=0, rtt_us=5)], [], [])
+    assert bare.bbr_bw_bps is None and bare.bbr_pacing_gain is None
 
 
 def test_a_sample_from_an_older_kernel_has_no_limit_counters():

@@ -3,9 +3,11 @@
 A goodput-vs-loss figure gives one number per cell; the series stored with it (tcp_info every
 100 ms and BBR's TCP_CC_INFO) show how the number came about: a flow stuck in start-up, BBR's
 ProbeRTT dips every 10 s, CUBIC's saw-tooth, a receive window that caps the congestion window.
-Panels: congestion window, smoothed RTT, delivery rate, and BBR's bandwidth estimate where a flow
-is BBR.  One small PNG per stored cell with a series, stored as cells/<id>.png beside the report
-and linked from its row; PNG only, at a low resolution, so hundreds of cells stay cheap.
+Panels: congestion window, smoothed RTT, delivery rate, and BBR's bandwidth estimate and pacing
+gain where a flow is BBR (the gain shows start-up, drain and ProbeBW's 1.25/0.75 cycle; ProbeRTT is
+the cwnd's dip to 4 packets every 10 s).  One small PNG per stored cell with a series, stored as
+cells/<id>.png beside the report and linked from its row; PNG only, at a low resolution, so
+hundreds of cells stay cheap.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ DPI = 72
 #: (panel label, field of FlowSeries, scale to the label's unit)
 PANELS = (("cwnd (packets)", "cwnd", 1.0), ("smoothed RTT (ms)", "rtt_us", 1e-3),
           ("delivery rate (Mbit/s)", "delivery_rate_bps", 1e-6),
-          ("BBR bandwidth estimate (Mbit/s)", "bbr_bw_bps", 1e-6))
+          ("BBR bandwidth estimate (Mbit/s)", "bbr_bw_bps", 1e-6), ("BBR pacing gain", "bbr_pacing_gain", 1.0))
 
 
 def image_name(cell_id: str) -> str:

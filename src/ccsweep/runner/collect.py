@@ -73,6 +73,7 @@ def flow_series(samples: Sequence[SenderSample], receiver_t: list[float], receiv
     """Sender samples (rates in bits/s) and the receiver's cumulative bytes of one flow."""
     bbr = [s.bbr for s in samples]
     has_bbr = any(b is not None for b in bbr)
+    has_gains = any(b is not None and b.pacing_gain is not None for b in bbr)
     return FlowSeries(
         t=[s.t for s in samples],
         rtt_us=[s.rtt_us for s in samples],
@@ -84,6 +85,8 @@ def flow_series(samples: Sequence[SenderSample], receiver_t: list[float], receiv
         bytes_acked=[s.bytes_acked for s in samples],
         bbr_bw_bps=[b.bw * 8 if b else 0 for b in bbr] if has_bbr else None,
         bbr_min_rtt_us=[b.min_rtt_us if b else 0 for b in bbr] if has_bbr else None,
+        bbr_pacing_gain=[b.pacing_gain if b and b.pacing_gain is not None else 0.0 for b in bbr] if has_gains else None,
+        bbr_cwnd_gain=[b.cwnd_gain if b and b.cwnd_gain is not None else 0.0 for b in bbr] if has_gains else None,
         receiver_t=receiver_t,
         receiver_bytes=receiver_bytes,
     )

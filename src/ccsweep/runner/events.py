@@ -17,10 +17,14 @@ Event = dict[str, Any]
 
 @dataclass(frozen=True)
 class BbrEstimate:
-    """BBR's own view (TCP_CC_INFO): bandwidth estimate in bytes/s, min RTT in us."""
+    """BBR's own view (TCP_CC_INFO): bandwidth estimate in bytes/s, min RTT in us, and its pacing and
+    cwnd gains, which show its state machine (start-up 2.89, drain 0.35, ProbeBW's 1.25/0.75/1 cycle);
+    None where a sample did not carry them."""
 
     bw: int
     min_rtt_us: int
+    pacing_gain: float | None = None
+    cwnd_gain: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,5 +61,11 @@ class SenderSample:
             delivery_rate=int(event.get("delivery_rate", 0)), total_retrans=int(event.get("total_retrans", 0)),
             bytes_acked=int(event.get("bytes_acked", 0)), busy_us=counter("busy_us"),
             rwnd_limited_us=counter("rwnd_limited_us"), sndbuf_limited_us=counter("sndbuf_limited_us"),
-            bbr=BbrEstimate(bw=int(bbr["bw"]), min_rtt_us=int(bbr["min_rtt_us"])) if bbr else None,
+            bbr=BbrEstimate(bw=int(bbr["bw"]), min_rtt_us=int(bbr["min_rtt_us"]), pacing_gain=_gain(bbr, "pacing_gain"),
+                            cwnd_gain=_gain(bbr, "cwnd_gain")) if bbr else None,
         )
+
+
+def _gain(bbr: Mapping[str, Any], name: str) -> float | None:
+    value = bbr.get(name)
+    return None if value is None else float(value)
