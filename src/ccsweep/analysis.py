@@ -133,7 +133,8 @@ def series_columns(series: TimeSeries, kind: SeriesKind) -> dict[str, list[objec
                     "bbr_bw_mbps": _scaled(flow.bbr_bw_bps, n, 1e-6),
                     "bbr_min_rtt_ms": _scaled(flow.bbr_min_rtt_us, n, 1e-3),
                     "bbr_pacing_gain": _scaled(flow.bbr_pacing_gain, n, 1.0),
-                    "bbr_cwnd_gain": _scaled(flow.bbr_cwnd_gain, n, 1.0)}
+                    "bbr_cwnd_gain": _scaled(flow.bbr_cwnd_gain, n, 1.0),
+                    "inflight": _scaled(flow.inflight, n, 1.0)}
         for name, values in part.items():
             columns.setdefault(name, []).extend(values)
     return columns

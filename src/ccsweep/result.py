@@ -218,6 +218,9 @@ class FlowSeries(Record):
     #: records written before they were kept and for other algorithms.
     bbr_pacing_gain: list[float] | None = None
     bbr_cwnd_gain: list[float] | None = None
+    #: Packets in flight (tcp_info: unacked - sacked - lost + retrans), for the RTT and delivery rate
+    #: against inflight view; None in records written before it was kept.
+    inflight: list[int] | None = None
     receiver_t: list[float] = Field(default_factory=list)
     receiver_bytes: list[int] = Field(default_factory=list, description="cumulative bytes received")
 

@@ -16,6 +16,7 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 
+from ccsweep.cell import Cell
 from ccsweep.figures.data import ExperimentData, MissingCell, load_sweep
 from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.loss_table import steady_seconds
@@ -24,6 +25,7 @@ from ccsweep.figures.registry import BUILDERS, build_section
 from ccsweep.figures.section import Section
 from ccsweep.figures.shallow_buffers import cell_loss_percent, loss_rate_percent
 from ccsweep.figures.timeplot import rate_from_cumulative
+from ccsweep.result import FlowSeries, TimeSeries
 from ccsweep.spec import FigureKind
 from ccsweep.store.file import FileStore
 from synthetic import experiment, goodput
@@ -421,3 +423,24 @@ def test_loss_table_without_a_baseline_has_no_change_column():
     (table,) = build_section(lossy).tables
     assert "% change vs baseline" not in table.columns
     assert all(len(row) == len(table.columns) for row in table.rows)
+
+
+def test_bufferbloat_draws_rtt_and_delivery_rate_against_inflight():
+    """The BBR paper's Figure 1 from records that kept packets in flight: each sample at inflight x MSS / BDP."""
+    def series(cell: Cell) -> TimeSeries:
+        inflight = [10, 34, 60] if cell.params.cc_label == "bbr" else [34, 200, 340]
+        return TimeSeries(cell_id=cell.id, flows=[FlowSeries(t=[0.1, 0.2, 0.3], rtt_us=[40_000, 41_000, 60_000],
+                                                             delivery_rate_bps=[5_000_000, 10_000_000, 10_000_000],
+                                                             inflight=inflight)])
+    data = experiment({"figure": "bufferbloat", "cc": ["bbr", "cubic"], "loss_percent": [0], "rtt_ms": [40],
+                       "bandwidth_mbps": [10], "queue": [{"kind": "droptail", "bdp": 10}]},
+                      goodput(lambda c: 9.0), series)
+    (figure,) = [f for f in build_section(data).figures if f.name.endswith("-inflight")]
+    rtt_ax, rate_ax = figure.figure.axes
+    bdp = 10e6 / 8 * 0.040
+    offsets = {c.get_label(): c.get_offsets() for c in rtt_ax.collections}
+    np.testing.assert_allclose(offsets["BBR"][:, 0], [n * 1448 / bdp for n in (10, 34, 60)])
+    np.testing.assert_allclose(offsets["BBR"][:, 1], [40, 41, 60])
+    assert rate_ax.get_ylabel() == "delivery rate (Mbit/s)" and "Figure 1" in figure.caption
+    # A record without packets in flight (every fixture recorded before they were kept) draws none.
+    assert not [f for _, s in sections("bufferbloat") for f in s.figures if f.name.endswith("-inflight")]

@@ -17,6 +17,7 @@ RX = [{"event": "rx", "t": round(k * 0.1, 1), "bytes": [125_000 * k, max(0, 125_
 SAMPLES = [{"event": "sample", "t": round(k * 0.1, 1), "flow": 0, "rtt_us": 20_000 + 1000 * k, "min_rtt_us": 20_000,
             "cwnd": 10 + k, "pacing_rate": 1_250_000, "delivery_rate": 1_200_000, "total_retrans": k // 10,
             "bytes_acked": 125_000 * k, "busy_us": 1000 * k + 1, "rwnd_limited_us": 0, "sndbuf_limited_us": 0,
+            "unacked": 20 + k, "sacked": 2, "lost": 1, "retrans": 1,
             "bbr": {"bw": 1_250_000, "min_rtt_us": 20_000, "pacing_gain": 1.25, "cwnd_gain": 2.0}}
            for k in range(31)]
 
@@ -40,8 +41,10 @@ def test_series_convert_rates_to_bits_and_keep_bbrs_estimate():
     assert series.bbr_bw_bps[0] == 10_000_000
     # BBR's gains as TCP_CC_INFO gave them (tcpinfo.parse_bbr_info has already unshifted them).
     assert (series.bbr_pacing_gain[0], series.bbr_cwnd_gain[0]) == (1.25, 2.0)
+    # Packets in flight as tcp_packets_in_flight counts them: unacked - sacked - lost + retrans.
+    assert series.inflight[:2] == [18, 19]
     bare = flow_series([SenderSample(t=0.0, flow=0, rtt_us=5)], [], [])
-    assert bare.bbr_bw_bps is None and bare.bbr_pacing_gain is None
+    assert bare.bbr_bw_bps is None and bare.bbr_pacing_gain is None and bare.inflight is None
 
 
 def test_a_sample_from_an_older_kernel_has_no_limit_counters():

@@ -14,7 +14,16 @@ import numpy as np
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, drain_ms, group_points, group_series, series_label, varying_facets
+from ccsweep.figures.points import (
+    MSS_BYTES,
+    Point,
+    bdp_bytes,
+    drain_ms,
+    group_points,
+    group_series,
+    series_label,
+    varying_facets,
+)
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.stats import mean_ci_columns
 from ccsweep.figures.style import new_figure, series_colors
@@ -79,9 +88,53 @@ def _figures(data: ExperimentData, points: Sequence[Point], name: str) -> list[F
     time_ax.set_ylim(bottom=0)
     cdf_ax.set(xlabel="smoothed RTT (ms)", ylabel="fraction of samples (CDF)", title=f"{data.title}: RTT distribution")
     cdf_ax.set_ylim(0, 1)
-    return [FigureOut(name, data.title, time_fig, "Sender's smoothed RTT every 100 ms; band: 95 % t-interval."),
-            FigureOut(f"{name}-cdf", f"{data.title}: RTT distribution", cdf_fig,
-                      "After the warm-up; with repetitions, the mean quantile curve and its 95 % t-interval.")]
+    figures = [FigureOut(name, data.title, time_fig, "Sender's smoothed RTT every 100 ms; band: 95 % t-interval."),
+               FigureOut(f"{name}-cdf", f"{data.title}: RTT distribution", cdf_fig,
+                         "After the warm-up; with repetitions, the mean quantile curve and its 95 % t-interval.")]
+    inflight = _inflight_figure(data, points, f"{name}-inflight")
+    return figures + ([inflight] if inflight is not None else [])
+
+
+def _inflight_figure(data: ExperimentData, points: Sequence[Point], name: str) -> FigureOut | None:
+    """The BBR paper's Figure 1 (in ReBBR's slides), measured: RTT and delivery rate against data in flight.
+
+    Each 100 ms sample of each algorithm's first run is a dot: below 1 BDP in flight the RTT stays at
+    the propagation delay and the delivery rate grows; above it the rate is the bottleneck's and the
+    RTT grows with the queue.  BBR aims at the knee, a loss-based flow at the buffer's end.  Drawn
+    only from records that kept the packets in flight (tcp_info), never inferred from other series.
+    """
+    fig, (rtt_ax, rate_ax) = new_figure(2, 1, height=6.5, sharex=True)
+    facets = varying_facets([p.params for p in points])
+    drawn = False
+    for point, color in zip(points, series_colors([p.params for p in points]), strict=True):
+        bdp = bdp_bytes(point.params)
+        series = data.timeseries(point.results[0].cell.id) if point.results else None
+        for flow in series.flows if series and bdp else []:
+            if not flow.inflight or len(flow.inflight) != len(flow.t):
+                continue
+            x = np.asarray(flow.inflight, dtype=float) * MSS_BYTES / (bdp or 1)
+            label = series_label(point.params, facets)
+            rtt_ax.scatter(x, np.asarray(flow.rtt_us) / 1000, s=6, color=color, alpha=0.5, label=label)
+            rate_ax.scatter(x, np.asarray(flow.delivery_rate_bps) / 1e6, s=6, color=color, alpha=0.5, label=label)
+            drawn = True
+    if not drawn:
+        return None
+    params = points[0].params
+    rtt_ax.axhline(params.rtt_ms, color="black", linestyle=":", label="propagation RTT")
+    if params.bandwidth_mbps is not None:
+        rate_ax.axhline(params.bandwidth_mbps, color="black", linestyle=":", label="bottleneck rate")
+    for ax in (rtt_ax, rate_ax):
+        ax.axvline(1.0, color="0.5", linestyle="--", label="1 BDP in flight")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="best", fontsize=7)
+    rtt_ax.set_ylabel("smoothed RTT (ms)")
+    rate_ax.set(ylabel="delivery rate (Mbit/s)", xlabel="data in flight (BDP; packets x 1448 B)")
+    title = f"{data.title}: RTT and delivery rate against data in flight"
+    fig.suptitle(title)
+    return FigureOut(name, title, fig, "The BBR paper's Figure 1 (shown in ReBBR's slides), measured: each dot is a "
+                     "100 ms sample of the first run's sender (tcp_info: packets in flight, smoothed RTT, delivery "
+                     "rate). Below 1 BDP in flight the RTT stays at the propagation delay and the rate grows; above "
+                     "it the rate is the bottleneck's and the RTT grows with the queue.")
 
 
 def _plot_cdf(ax, samples: Sequence[np.ndarray], *, label: str, color: object) -> None:

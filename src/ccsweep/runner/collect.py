@@ -87,6 +87,7 @@ def flow_series(samples: Sequence[SenderSample], receiver_t: list[float], receiv
         bbr_min_rtt_us=[b.min_rtt_us if b else 0 for b in bbr] if has_bbr else None,
         bbr_pacing_gain=[b.pacing_gain if b and b.pacing_gain is not None else 0.0 for b in bbr] if has_gains else None,
         bbr_cwnd_gain=[b.cwnd_gain if b and b.cwnd_gain is not None else 0.0 for b in bbr] if has_gains else None,
+        inflight=[s.inflight or 0 for s in samples] if any(s.inflight is not None for s in samples) else None,
         receiver_t=receiver_t,
         receiver_bytes=receiver_bytes,
     )

@@ -45,6 +45,9 @@ class SenderSample:
     rwnd_limited_us: int | None = None
     sndbuf_limited_us: int | None = None
     bbr: BbrEstimate | None = None
+    #: Packets in flight as the kernel counts them (tcp_packets_in_flight: unacked - sacked - lost +
+    #: retrans); None from a sampler that did not read those counters.
+    inflight: int | None = None
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> SenderSample:
@@ -61,6 +64,7 @@ class SenderSample:
             delivery_rate=int(event.get("delivery_rate", 0)), total_retrans=int(event.get("total_retrans", 0)),
             bytes_acked=int(event.get("bytes_acked", 0)), busy_us=counter("busy_us"),
             rwnd_limited_us=counter("rwnd_limited_us"), sndbuf_limited_us=counter("sndbuf_limited_us"),
+            inflight=_inflight(event),
             bbr=BbrEstimate(bw=int(bbr["bw"]), min_rtt_us=int(bbr["min_rtt_us"]), pacing_gain=_gain(bbr, "pacing_gain"),
                             cwnd_gain=_gain(bbr, "cwnd_gain")) if bbr else None,
         )
@@ -69,3 +73,11 @@ class SenderSample:
 def _gain(bbr: Mapping[str, Any], name: str) -> float | None:
     value = bbr.get(name)
     return None if value is None else float(value)
+
+
+def _inflight(event: Mapping[str, Any]) -> int | None:
+    counters = [event.get(name) for name in ("unacked", "sacked", "lost", "retrans")]
+    if any(value is None for value in counters):
+        return None
+    unacked, sacked, lost, retrans = (int(v) for v in counters)  # type: ignore[arg-type]
+    return max(0, unacked - sacked - lost + retrans)

@@ -27,7 +27,10 @@ TCP_BBR_INFO_BYTES = 20
 TCP_INFO_FIELDS: tuple[tuple[str, int, str], ...] = (
     ("ca_state", 1, "B"),
     ("snd_mss", 16, "I"),
+    ("unacked", 24, "I"),         # packets sent and not yet acknowledged (packets_out)
+    ("sacked", 28, "I"),
     ("lost", 32, "I"),
+    ("retrans", 36, "I"),         # retransmitted packets out
     ("rtt_us", 68, "I"),          # smoothed RTT
     ("rttvar_us", 72, "I"),
     ("snd_ssthresh", 76, "I"),
