@@ -29,8 +29,11 @@ What differs from ccsweep-link, and why:
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,7 +133,15 @@ def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshol
             finally:
                 if run_queue is not None:
                     run_queue.stop()
-                run.stop_all()
+                # Read before the shells are stopped: once the top one is reaped, what it forked is init's.
+                # (returncode, not poll(): polling would reap it.)
+                running = run.link is not None and run.link.process.returncode is None
+                shells_tree = _tree(run.link.process.pid) if run.link is not None and running else {}
+                try:
+                    run.stop_all()
+                finally:
+                    if run.link is not None and running:  # shells that ended by themselves ended their own
+                        end_leftovers(shells_tree, group=run.link.process.pid)
                 if attached:
                     with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
                         subprocess.run(["ip", "netns", "delete", inner], capture_output=True,
@@ -198,12 +209,18 @@ def _readable_copy(data: bytes, path: Path) -> Path:
 SETUP_COMMAND_TIMEOUT_S = 30.0
 
 
+class SetupTimeout(LinkError, ChildTimeout):
+    """A set-up command ran out of SETUP_COMMAND_TIMEOUT_S: on a loaded machine that is the machine's
+    fault (an instant command kept off the CPU), so the attempt is `starved` and runs again, as when
+    a child's bounded wait runs out; a broken node fails every attempt and the cell still ends."""
+
+
 def _setup_run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    """One set-up command, bounded by SETUP_COMMAND_TIMEOUT_S (LinkError past it)."""
+    """One set-up command, bounded by SETUP_COMMAND_TIMEOUT_S (SetupTimeout past it)."""
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=SETUP_COMMAND_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise LinkError(f"mahimahi: {what} took more than {SETUP_COMMAND_TIMEOUT_S:g} s") from None
+        raise SetupTimeout(f"mahimahi: {what} took more than {SETUP_COMMAND_TIMEOUT_S:g} s") from None
 
 
 def _nobody(*argv: str) -> list[str]:
@@ -251,12 +268,29 @@ def _attach_netns(name: str, pid: int) -> None:
         done = _setup_run([sys.executable, "-c", _ATTACH_AS, str(NOBODY), f"/proc/{pid}/ns/net", str(target)],
                           f"naming the sender's namespace {name}")
     except LinkError:
-        target.unlink(missing_ok=True)
+        _unname(target)
         raise
     if done.returncode != 0:
-        target.unlink(missing_ok=True)
+        _unname(target)
         raise LinkError(f"naming the sender's namespace {name}: "
                         f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
+def _unname(target: Path) -> None:
+    """Undo a failed _attach_netns, as `ip netns delete` does: detach the mount, then remove the file.
+
+    The helper can fail after its mount took: killed at the timeout while mount() ran (a kill
+    waits for the system call to end, and under load a bind mount under the shared /run/netns,
+    which propagates to every `ip netns exec` process's mount namespace, can outlast it), or dying
+    before it exits. Unlinking a mount point fails with EBUSY, which then hid the real error
+    (seen as `[Errno 16] Device or resource busy: '/run/netns/...-m'`) and left the name behind.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.umount2(str(target).encode(), 2) != 0:  # MNT_DETACH
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOENT):  # EINVAL: nothing mounted there
+            raise LinkError(f"{target}: umount: {os.strerror(code)}")
+    target.unlink(missing_ok=True)
 
 
 def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
@@ -315,6 +349,70 @@ def _check_forwarding(namespace: str) -> None:
         raise LinkError("mahimahi: new network namespaces get net.ipv4.ip_forward=0 from the host, and Mahimahi's "
                         "nested shells need 1: on the host, sysctl -w net.ipv4.ip_forward=1 (Kubernetes nodes have "
                         "it) or net.core.devconf_inherit_init_net=3")
+
+
+def _tree(root_pid: int) -> dict[int, str]:
+    """Every process under `root_pid` (itself included), by PID, with its name."""
+    stats = proc_stats()
+    return {pid: stats[pid].comm for pid in tree_of(root_pid, stats, ("",))}
+
+
+def end_leftovers(tree: dict[int, str], group: int) -> list[int]:
+    """SIGKILL whatever of the shells still runs after Child.stop, and anything it forked.
+
+    Mahimahi's outer mm-delay forks a copy of itself that makes the next namespace and runs the
+    inner shell: stopping the top PID alone (Child.stop: SIGTERM, SIGKILL past 5 s) orphans that
+    copy whenever the top does not pass the signal on (killed past its 5 s on a starved machine,
+    or stopped mid-set-up). Such orphans (`mm-delay 50 ... mm-loss ...`, nobody's, parent PID 1)
+    were seen running on for an hour, still in the process group of the shells' Child.
+    Found are: the processes of `tree` (read before the top was stopped) that still run, Mahimahi's
+    processes (mm-*) left in the Child's process group `group` (its session: the Child runs in one
+    of its own), and everything under either. They are frozen (SIGSTOP) until nothing new appears,
+    so none forks between being read and killed, then killed. A PID of `tree` counts only while it
+    has the name it had there, so a PID reused meanwhile is left alone. Returns the PIDs killed.
+    """
+    frozen: dict[int, str] = {}
+    while True:
+        stats = proc_stats()
+        roots = [pid for pid, comm in tree.items() if pid in stats and stats[pid].comm == comm]
+        roots += [pid for pid in _group_members(group) if pid in stats and stats[pid].comm.startswith(SHELL_NAMES)]
+        fresh = {pid: stats[pid].comm for root in roots for pid in tree_of(root, stats, ("",))
+                 if pid not in frozen and not _is_zombie(pid)}
+        if not fresh:
+            break
+        for pid in fresh:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        frozen |= fresh
+        tree = {**tree, **fresh}
+    for pid in frozen:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return sorted(frozen)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the name (state, ppid, pgrp, ...); empty once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return []
+
+
+def _is_zombie(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return not fields or fields[0] in ("Z", "X")
+
+
+def _group_members(group: int) -> list[int]:
+    """The live processes of process group `group`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if len(fields) > 2 and int(fields[2]) == group:
+                found.append(int(entry.name))
+    return found
 
 
 class ShellsCpu:
