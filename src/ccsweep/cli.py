@@ -655,8 +655,8 @@ def status(store_url: str, sweep_name: str) -> None:
         absent = [c.id for c in the_plan.pending]
         unplaceable = store.get_unplaceable(sweep_name)
         missing = [cell_id for cell_id in absent if cell_id not in unplaceable]
-        late = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/late/")]
-        starved = [cell_id for cell_id in missing if store.list_keys(f"cells/{cell_id}/starved/")]
+        late = [cell_id for cell_id in missing if store.has_attempt(cell_id, "late")]
+        starved = [cell_id for cell_id in missing if store.has_attempt(cell_id, "starved")]
     except StoreError as exc:
         fail(exc)
     starved_text = f", {len(starved)} starved: the machine starved an attempt" if starved else ""

@@ -123,3 +123,4 @@ def test_every_attempt_of_a_kind_is_read_oldest_first(tmp_path: Path):
     assert [a.goodput_mbps for a in store.attempts(cell_id, "late")] == [1.0, 2.0]
     assert store.latest_attempt(cell_id, "late").goodput_mbps == 2.0
     assert store.attempts(cell_id, "failed") == []
+    assert store.has_attempt(cell_id, "late") and not store.has_attempt(cell_id, "failed")

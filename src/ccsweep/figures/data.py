@@ -190,7 +190,7 @@ class _MissingReasons:
 
 
 def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:
-    if not store.list_keys(f"cells/{cell_id}/failed/"):
+    if not store.has_attempt(cell_id, "failed"):
         return None
     attempt = store.latest_attempt(cell_id, "failed")
     return FailedAttempt(cell_id=cell_id, error=attempt.error or "failed" if attempt else

@@ -205,14 +205,18 @@ class ResultStore(ABC):
                 self.delete(f"{folder}/{name}")
         return False
 
+    def has_attempt(self, cell_id: str, status: str) -> bool:
+        """Whether any attempt of a kind (ATTEMPT_STATUSES) is kept, readable or not."""
+        return bool(self.list_keys(attempt_prefix(cell_id, status)))
+
     def latest_attempt(self, cell_id: str, status: str) -> CellResult | None:
         """The newest attempt record of a kind (ATTEMPT_STATUSES); None when there is none or it is unreadable."""
-        keys = self.list_keys(f"cells/{cell_id}/{status}/")
+        keys = self.list_keys(attempt_prefix(cell_id, status))
         return self._read_attempt(keys[-1]) if keys else None
 
     def attempts(self, cell_id: str, status: str) -> list[CellResult]:
         """Every readable attempt record of a kind, oldest first: what running a cell cost beyond its result."""
-        found = (self._read_attempt(key) for key in self.list_keys(f"cells/{cell_id}/{status}/"))
+        found = (self._read_attempt(key) for key in self.list_keys(attempt_prefix(cell_id, status)))
         return [attempt for attempt in found if attempt is not None]
 
     def _read_attempt(self, key: str) -> CellResult | None:
@@ -345,9 +349,13 @@ def record_key(cell_id: str) -> str:
 ATTEMPT_STATUSES = ("failed", "late", "starved")
 
 
-def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
+def attempt_prefix(cell_id: str, status: str) -> str:
     assert status in ATTEMPT_STATUSES, status
-    return f"cells/{cell_id}/{status}/{stamp}.json"
+    return f"cells/{cell_id}/{status}/"
+
+
+def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
+    return f"{attempt_prefix(cell_id, status)}{stamp}.json"
 
 
 def manifest_key(sweep: str) -> str:

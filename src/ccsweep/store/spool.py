@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import TextIO
 
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.store.base import ATTEMPT_STATUSES, ResultStore, StoreError, StoreUnavailable, attempt_folder, record_key
+from ccsweep.store.base import (
+    ATTEMPT_STATUSES,
+    ResultStore,
+    StoreError,
+    StoreUnavailable,
+    attempt_folder,
+    attempt_prefix,
+    record_key,
+)
 from ccsweep.store.file import FileStore
 
 #: Uploads tried after a cell is spooled: 1, 2, 4, 8, 16 s apart (about half a minute in all),
@@ -141,7 +149,7 @@ class Spool:
 def _upload_cell(local: FileStore, store: ResultStore, cell_id: str) -> None:
     """Attempts that do not count, with their files; the record with its files through commit_cell (write once)."""
     for status in ATTEMPT_STATUSES:
-        for key in local.list_keys(f"cells/{cell_id}/{status}/"):
+        for key in local.list_keys(attempt_prefix(cell_id, status)):
             store.put_attempt(key, local.read_bytes(key) or b"", local.attempt_files(key))
     record = local.read_bytes(record_key(cell_id))
     if record is None or store.has_result(cell_id):
