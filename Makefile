@@ -178,7 +178,9 @@ images: tools ## Every image the local cluster runs (cell, argoexec, pause) with
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-emulator bench-cluster ## All benchmarks (print tables of ratios and figures).
+BENCHES := bench-emulator bench-threshold bench-window bench-density bench-crosscheck bench-timing bench-adaptive \
+           bench-cluster bench-full-sweep bench-fanout
+bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
 bench-emulator: deps mahimahi ## Emulator: max rate on one core, CPU per 100 Mbit/s (and Mahimahi's, same run), lateness p99.
