@@ -69,6 +69,23 @@ build_binaries() {
   cp "$WORK/src/manifests/base/crds/minimal/"argoproj.io_*.yaml "$out/crds/"
 }
 
+# bin/argo-render (hack/tools/argo-render/main.go): the controller's substitution and podSpecPatch
+# code from the same module copy, for tests/workflows/test_hostile_parameters.py. Cached by the
+# source's hash, so an edit of main.go rebuilds it (seconds once argo is built).
+build_render() {
+  local source=$REPO_ROOT/hack/tools/argo-render/main.go
+  local dest=$TOOLS_CACHE/argo-render-$ARGO_WORKFLOWS_VERSION-$(sha256sum "$source" | cut -c1-12)
+  if ! have_all "$dest" argo-render; then
+    [[ -s $WORK/go.mod && -d $WORK/src ]] || { prepare_source; write_wrapper_module; }
+    mkdir -p "$WORK/render" "$dest.partial"
+    cp "$source" "$WORK/render/main.go"
+    log "go build argo-render"
+    (cd "$WORK" && CGO_ENABLED=0 heavy go build -trimpath -o "$dest.partial/argo-render" ./render)
+    publish "$dest.partial" "$dest"
+  fi
+  link_into_bin "$dest" argo-render
+}
+
 main() {
   if have_all "$DEST" "${BINARIES[@]}" && [[ -s $DEST/schema.json && -s $DEST/crds/argoproj.io_workflows.yaml ]]; then
     log "cached: $DEST"
@@ -83,6 +100,7 @@ main() {
   fi
   "$DEST/${BINARIES[0]}" version --short
   link_into_bin "$DEST" "${BINARIES[@]}"
+  [[ -n ${ARGO_BINARIES:-} ]] || build_render
   ln -sfn "$DEST/schema.json" "$REPO_BIN/argo-workflows-schema.json"
   done_msg "Argo Workflows $ARGO_WORKFLOWS_VERSION"
 }

@@ -10,7 +10,6 @@ plan (nothing is expanded again) and fans out one pod per cell still to run.
 from __future__ import annotations
 
 import base64
-import fnmatch
 import gzip
 import json
 import os
@@ -24,6 +23,7 @@ import yaml
 from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
 from ccsweep.placement import Node, unplaceable
 from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
+from ccsweep.podspec import image_allowed
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -61,7 +61,7 @@ class OperatorSettings:
 
     def image_allowed(self, image: str) -> bool:
         """Whether a Sweep may run its cells in `image`: whoever may create a Sweep may not pick the code."""
-        return any(fnmatch.fnmatchcase(image, allowed) for allowed in self.allowed_images)
+        return image_allowed(image, self.allowed_images)
 
 
 @dataclass(frozen=True)

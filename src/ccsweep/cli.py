@@ -179,20 +179,29 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
               help="Write the number of rounds the sweep needs at most here (1 without adaptive repetitions).")
 @click.option("--pending-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the number of cells to run now here (an Argo sweep's next round runs only if it is > 0).")
+@click.option("--image", help="The image cell pods run, printed in each item once checked against --allowed-images.")
+@click.option("--allowed-images", envvar="CCSWEEP_ALLOWED_IMAGES", default="", show_envvar=True,
+              help="Comma-separated images --image may name (`*` matches any characters); the chart sets them "
+                   "(its image and operator.allowedImages). Empty: any well-formed image.")
+@click.option("--cell-cpu", default="1", show_default=True, help="Each cell pod's CPU request (100m to 64).")
+@click.option("--cell-memory", default="512Mi", show_default=True,
+              help="Each cell pod's memory request and limit (128Mi to 64Gi).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
          chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
-         chunk: int | None, round_number: int | None, rounds_file: Path | None, pending_file: Path | None) -> None:
+         chunk: int | None, round_number: int | None, rounds_file: Path | None, pending_file: Path | None,
+         image: str | None, allowed_images: str, cell_cpu: str, cell_memory: str) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again.
 
-    Each item: {id, experiment, node_selector, deadline_s, link}; deadline_s bounds the cell pod (its
-    flows plus the overhead budget, see plan.pod_deadline_s); link, the cell's link backend, picks the
-    cell pod's template (plan.CELL_TEMPLATES); node_selector (an object of node labels) asks for
-    nodes whose kernel offers the cell's algorithms, as labelled by the chart's node probe. It is an
-    object, not a JSON string, because Argo renders an object item as JSON once, while it escapes the
-    quotes of a string item twice (which broke the cell pod's podSpecPatch).
+    Each item: {id, experiment, node_selector, deadline_s, link, cpu, memory[, image]}; deadline_s bounds
+    the cell pod (its flows plus the overhead budget, see plan.pod_deadline_s); link, the cell's link
+    backend, picks the cell pod's template (plan.CELL_TEMPLATES); node_selector (an object of node
+    labels) asks for nodes whose kernel offers the cell's algorithms, as labelled by the chart's node
+    probe. cpu, memory and image are --cell-cpu, --cell-memory and --image once checked (podspec.py):
+    a value the checks refuse is one line and exit 2, before anything is planned. These fields are
+    the only values of a cell pod's spec that come from a Workflow's parameters.
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`. A sweep with more cells to run
@@ -203,6 +212,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep, replan, without_unplaceable
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
+    pod = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
     if chunk is not None:
         if sweep_name is None:
             fail("--chunk reads a planned sweep's manifest: give --sweep")
@@ -214,7 +224,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             fail(exc)
         click.echo(f"sweep {sweep_name}: chunk {chunk} (cells {chunk * chunk_size}-{(chunk + 1) * chunk_size - 1}): "
                    f"{len(cells)} to run", err=True)
-        click.echo(_plan_items(cells))
+        click.echo(_plan_items(cells, pod))
         return
     store = _open(store_url)
     the_plan: SweepPlan
@@ -264,7 +274,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             click.echo(f"sweep {name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "
                        f"{chunk_size} cells", err=True)
             pending = []
-    click.echo(_plan_items(pending))
+    click.echo(_plan_items(pending, pod))
 
 
 def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceable: str) -> SweepPlan:
@@ -297,12 +307,26 @@ def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceab
     return the_plan
 
 
-def _plan_items(cells: list[Cell]) -> str:
-    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} each."""
+def _cell_pod(image: str | None, allowed_images: str, cpu: str, memory: str) -> dict[str, str]:
+    """The checked pod values every item carries ({cpu, memory[, image]}), or a one-line exit 2."""
+    from ccsweep.podspec import PodValueError, check_cpu, check_image, check_memory
+
+    allowed = [pattern.strip() for pattern in allowed_images.split(",") if pattern.strip()] or ["*"]
+    try:
+        values = {"cpu": check_cpu(cpu), "memory": check_memory(memory)}
+        if image is not None:
+            values["image"] = check_image(image, allowed)
+    except PodValueError as exc:
+        fail(exc)
+    return values
+
+
+def _plan_items(cells: list[Cell], pod: dict[str, str]) -> str:
+    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} and `pod` each."""
     from ccsweep.plan import node_selector, pod_deadline_s
 
     return json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
-                        "deadline_s": pod_deadline_s(c), "link": c.params.link} for c in cells])
+                        "deadline_s": pod_deadline_s(c), "link": c.params.link, **pod} for c in cells])
 
 
 @main.command()
@@ -612,7 +636,8 @@ def gc() -> None:
 def upload_spool(store_url: str | None, spool_dir: Path | None) -> None:
     """Upload results kept in the local spool while their store was unreachable.
 
-    Exit status: 0 when the spool is empty afterwards, 1 when a store is still unreachable.
+    Exit status: 0 when the spool is empty afterwards, 1 when a store still does not take them
+    (unreachable, or refusing: each store's line says why).
     """
     from ccsweep.store.spool import Spool
 

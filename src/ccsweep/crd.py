@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from ccsweep.cell import LinkBackend
+from ccsweep.podspec import CPU_QUANTITY, IMAGE_REF
 from ccsweep.spec import EXACTLY_ONE_OF, SLUG, TEXT, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
 
 GROUP = "ccsweep.io"
@@ -32,15 +33,10 @@ PLURAL = "sweeps"
 CRD_NAME = f"{PLURAL}.{GROUP}"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-#: Kubernetes quantities such as "1", "500m", "1.5" (for cell CPU requests).
-CPU_QUANTITY = r"^([0-9]+m|[0-9]+(\.[0-9]+)?)$"
 #: One folder or key segment: never "." or "..", so a file store cannot leave its folder.
 _SEGMENT = r"\.?[A-Za-z0-9_-][A-Za-z0-9._-]*"
 #: s3://BUCKET[/PREFIX] (S3's bucket naming rules) or file:///ABSOLUTE/PATH.
 STORE_URL = rf"^(s3://[a-z0-9][a-z0-9.-]{{1,61}}[a-z0-9](/{_SEGMENT})*/?|file://(/{_SEGMENT})+/?)$"
-#: An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest].
-IMAGE_REF = (r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
-             r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$")
 #: A Pushgateway: host:port or an http(s) URL with an optional path.
 PUSHGATEWAY = r"^(https?://)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?(/[A-Za-z0-9._~-]*)*$"
 #: RFC 3339 times as the operator writes them.

@@ -139,6 +139,10 @@ def test_workflow_templates_are_the_repositorys_own(tmp_path: Path):
             s.pop("serviceAccountName", None)
             for t in s.get("templates") or []:
                 t.pop("serviceAccountName", None)
+                for e in (t.get("container") or {}).get("env") or []:
+                    e.pop("value", None) if e["name"] == "CCSWEEP_ALLOWED_IMAGES" else None
+                    e.get("valueFrom", {}).get("secretKeyRef", {}).pop("name", None)
+                (t.get("container") or {}).pop("image", None)
             for p in (s.get("arguments") or {}).get("parameters") or []:
                 p.pop("value", None)
         assert spec == want, name
@@ -151,12 +155,50 @@ def test_sweep_template_defaults_come_from_values():
     assert args["image"] == "registry.example.org/ccsweep/cell:0.1.0"
     assert args["image-pull-policy"] == "Always"
     assert args["store"] == "s3://experiments/ccsweep"
-    assert args["s3-secret"] == "experiments-s3"
     assert args["cell-cpu"] == "2"
     assert args["pushgateway"] == "prometheus-pushgateway.monitoring.svc:9091"
     assert sweep["spec"]["serviceAccountName"] == "ccsweep-workflow"
     default = by_kind(rendered("default-values.yaml"), "WorkflowTemplate")["ccsweep-sweep"]
     assert {p["name"]: p["value"] for p in default["spec"]["arguments"]["parameters"]}["image"] == "ccsweep/cell:0.1.0"
+
+
+def test_no_workflow_parameter_names_an_image_or_a_secret():
+    """What no Workflow parameter may choose, the chart fixes: the S3 Secret's name and the image of
+    every pod that holds the S3 keys; a cell's image only when the chart's allowlist names it."""
+    templates = by_kind(render([CHART / "ci" / "full-values.yaml"],
+                               set_values=["operator.allowedImages={registry.example.org/lab/*}"]), "WorkflowTemplate")
+    allowed = "registry.example.org/ccsweep/cell:0.1.0,registry.example.org/lab/*"
+    seen = set()
+    for workflow_template in templates.values():
+        for t in workflow_template["spec"]["templates"]:
+            container = t.get("container")
+            if container is None:
+                continue
+            seen.add(t["name"])
+            refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in container.get("env", []) if "valueFrom" in e}
+            assert refs <= {"experiments-s3"}, t["name"]
+            if t["name"].startswith("cell"):
+                assert container["image"] == (
+                    "{{=inputs.parameters.image matches '^(registry[.]example[.]org/ccsweep/cell:0[.]1[.]0"
+                    "|registry[.]example[.]org/lab/.*)$' ? inputs.parameters.image : "
+                    "'image-not-allowed.invalid/ccsweep'}}")
+            else:
+                assert container["image"] == "registry.example.org/ccsweep/cell:0.1.0", t["name"]
+            env = {e["name"]: e.get("value") for e in container.get("env", [])}
+            if t["name"].startswith("plan"):
+                assert env["CCSWEEP_ALLOWED_IMAGES"] == allowed
+    assert {"cell", "cell-mahimahi", "plan", "plan-chunk", "plan-round", "verdict", "figures"} <= seen
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_an_allowlist_pattern_that_is_not_an_image_fails_the_install(schema: bool):
+    """The values schema refuses it; without the schema the template does, before it can reach the
+    cell template's image expression (where a quote would end its string)."""
+    done = run_helm("template", "rel", str(CHART), "--kube-version", KUBE_VERSION,
+                    "--set", "operator.allowedImages={evil'image}", *([] if schema else ["--skip-schema-validation"]),
+                    check=False)
+    assert done.returncode != 0
+    assert ("/operator/allowedImages/0" if schema else "operator.allowedImages: \"evil'image\"") in done.stderr
 
 
 def test_operator_deployment_runs_the_handlers_with_the_store():
@@ -414,3 +456,21 @@ def test_packaged_chart_carries_the_workflow_templates_as_files(tmp_path: Path):
             assert member.isfile()
             assert yaml.safe_load(tgz.extractfile(member).read()) == SOURCE_TEMPLATES[name]
         assert "ccsweep/ci/default-values.yaml" not in members and "ccsweep/README.md.gotmpl" not in members
+
+
+def test_the_strict_scenario_binds_submitters_to_workflows_and_sweeps_only():
+    """ci/strict-values.yaml: submitters create Workflows and Sweeps; no verb on pods but reading, no
+    Secret, no WorkflowTemplate of their own (docs/security.md, "Who may submit what")."""
+    docs = rendered("strict-values.yaml")
+    role = by_kind(docs, "Role")["rel-ccsweep-submitter"]
+    grants = {(group, resource): set(rule["verbs"]) for rule in role["rules"]
+              for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert "create" in grants[("argoproj.io", "workflows")] and "create" in grants[("ccsweep.io", "sweeps")]
+    assert grants[("argoproj.io", "workflowtemplates")] == {"get", "list", "watch"}
+    assert grants[("", "pods")] == grants[("", "pods/log")] == {"get", "list", "watch"}
+    assert not any(resource in ("secrets", "pods/exec", "workflowtaskresults", "cronworkflows")
+                   for _, resource in grants)
+    binding = by_kind(docs, "RoleBinding")["rel-ccsweep-submitter"]
+    assert binding["roleRef"]["name"] == "rel-ccsweep-submitter"
+    assert binding["subjects"] == [{"kind": "Group", "name": "experimenters", "apiGroup": "rbac.authorization.k8s.io"}]
+    assert "rel-ccsweep-submitter" not in by_kind(rendered("default-values.yaml"), "Role")

@@ -46,6 +46,20 @@ def workflow_identity(namespace: str) -> list[dict]:
                                                  "ClusterRoleBinding")]
 
 
+def workflow_templates(namespace: str) -> list[dict]:
+    """ccsweep's WorkflowTemplates as the chart renders them for CELL_IMAGE: the chart writes the
+    image of the pods that hold the S3 keys and the cells' allowlist into them (docs/security.md),
+    so the repository's files, which name the release image, are not applied as they are."""
+    sys.path.insert(0, str(REPO / "tests/chart"))
+    from chartlib import CHART, render
+
+    registry, _, rest = CELL_IMAGE.partition("/")
+    repository, _, tag = rest.rpartition(":")
+    rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace, set_values=[
+        f"image.registry={registry}", f"image.repository={repository}", f"image.tag={tag}", "image.pullPolicy=Never"])
+    return [d for d in rendered if d["kind"] == "WorkflowTemplate"]
+
+
 def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
     """Run a setup step; report its time on stderr; fail with the tail of its output."""
     start = time.monotonic()
@@ -189,7 +203,8 @@ class Cluster:
         self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
         for manifest in workflow_identity(namespace):
             self.apply(manifest, namespace=namespace)
-        self.kubectl("apply", "-n", namespace, "-f", str(REPO / "workflows/templates"))
+        for template in workflow_templates(namespace):
+            self.apply(template, namespace=namespace)
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()
 

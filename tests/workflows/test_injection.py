@@ -227,10 +227,10 @@ def test_cell_pods_use_the_runtime_default_seccomp_profile():
 
 
 def test_only_checked_values_reach_the_cell_pod_spec_patch():
-    """podSpecPatch is JSON inside a string: Argo's one escaping is undone when the patch is parsed,
-    so a quote in a value there would add fields to the pod. Only three parameters reach it:
-    node-selector, JSON that `ccsweep plan` prints, and cpu and memory, of which a Sweep sets only
-    cpu, and the CRD admits nothing but a quantity there."""
+    """podSpecPatch is JSON inside a string: a value pasted into it could add fields to the pod. The
+    cell template pastes none: Argo's toJson writes the patch from three parameters, which the
+    sweep's fan-out takes from plan's checked item fields (ccsweep.podspec). What Argo makes of
+    hostile values there: tests/workflows/test_hostile_parameters.py."""
     from pydantic import ValidationError
 
     from ccsweep.crd import RunSettings
@@ -240,14 +240,14 @@ def test_only_checked_values_reach_the_cell_pod_spec_patch():
     assert len(fan_outs) == 2   # one per cell template: ccsweep-link's and Mahimahi's
     for fan_out in fan_outs:
         cell = templates()[fan_out["templateRef"]["template"]]
-        assert {m.group(2) for m in PARAMETER.finditer(cell["podSpecPatch"])} == {"node-selector", "cpu", "memory"}
+        patch = cell["podSpecPatch"]
+        assert patch.startswith("{{=toJson(") and patch.endswith(")}}") and patch.count("{{") == 1
+        assert not PARAMETER.search(patch), "a parameter pasted into the patch's JSON text"
         fed = {p["name"]: p["value"] for p in fan_out["arguments"]["parameters"]}
-        assert fed["node-selector"] == "{{item.node_selector}}"
+        assert (fed["node-selector"], fed["cpu"], fed["memory"], fed["image"]) == (
+            "{{item.node_selector}}", "{{item.cpu}}", "{{item.memory}}", "{{item.image}}")
         # The plan's output, filtered by an item's link (tests/workflows/test_lint.py): still plan's own JSON.
         assert fan_out["withParam"].startswith("{{=toJson(filter(jsonpath(steps.plan.outputs.result, '$'), ")
-        assert (fed["cpu"], fed["memory"]) == ("{{workflow.parameters.cell-cpu}}",
-                                               "{{workflow.parameters.cell-memory}}")
-    assert "cell_memory" not in RunSettings.model_fields
     assert RunSettings(cell_cpu="500m").cell_cpu == "500m"
     with pytest.raises(ValidationError, match="cell_cpu"):
         RunSettings(cell_cpu='1"}}], "hostPID": true, "x": [{"y": {"z": "1')

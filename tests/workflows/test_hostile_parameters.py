@@ -1,0 +1,175 @@
+"""No workflow parameter widens a pod: every template rendered by Argo's own code with hostile values.
+
+Whoever may submit a Workflow may name any template of ccsweep's WorkflowTemplates and give any
+parameter any value (templateReferencing: Strict limits them to that, docs/security.md). Each
+template is rendered here by bin/argo-render (hack/tools/argo-render: the pinned Argo module's
+ProcessArgs, its second pass over podSpecPatch, and ApplyPodSpecPatch, as the controller runs them)
+with one parameter at a time set to a hostile value, and the pod spec that results must be the
+template's own: the same security context, volumes, Secret and image (or an image that cannot be
+pulled), resources of cpu and memory only, a node selector of labels only. A value that breaks
+the patch fails the pod (an error here), which widens nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+RENDER = REPO / "bin" / "argo-render"
+TEMPLATE_FILES = sorted((REPO / "workflows/templates").glob("*.yaml"))
+ALLOWED_IMAGE = "ccsweep/cell:0.1.0"
+REFUSED_IMAGE = "image-not-allowed.invalid/ccsweep"
+SECRET = "ccsweep-s3"
+HOSTILE = [
+    '1", "hostPID": true, "x": "',
+    '1"}}], "hostPID": true, "containers": [{"name": "main", "securityContext": {"privileged": true}, "x": {"y": "',
+    '{"hostPID": true}',
+    "{{=toJson({'hostPID': true})}}",
+    "{{='\"}}], \"hostPID\": true, \"x\": [{\"y\": {\"z\": \"'}}",
+    "{{workflow.parameters.image}}",
+    "evil.example/root:latest",
+    f"{ALLOWED_IMAGE}x",
+    f"{ALLOWED_IMAGE} ",
+    "x\ny",
+]
+#: The node selector is an object in the patch: hostile objects too.
+HOSTILE_SELECTORS = [
+    '{"a": "b", "hostPID": true}',
+    '{"a": {"b": "c"}}',
+    '{"a": "{{=toJson(1)}}"}',
+    '{"a": "b"}, "hostPID": true, "x": {',
+    "[]",
+]
+POD_FIELDS = {"containers", "initContainers", "volumes", "nodeSelector", "securityContext"}
+
+
+def templates() -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for path in TEMPLATE_FILES for t in yaml.safe_load(path.read_text())["spec"]["templates"]}
+
+
+def workflow_parameters() -> dict[str, str]:
+    sweep = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
+    return {p["name"]: p["value"] for p in sweep["spec"]["arguments"]["parameters"]}
+
+
+POD_TEMPLATES = sorted(name for name, t in templates().items() if "container" in t)
+
+
+@pytest.fixture(scope="module")
+def render() -> Any:
+    if not RENDER.exists():
+        pytest.skip("bin/argo-render missing: run `make tools` (hack/tools/argo-render.sh)")
+
+    def run(name: str, arguments: dict[str, str], globals_: dict[str, str]) -> dict[str, Any]:
+        request = {"template": templates()[name], "arguments": arguments,
+                   "globals": {f"workflow.parameters.{k}": v for k, v in globals_.items()}}
+        done = subprocess.run([str(RENDER)], input=json.dumps(request), capture_output=True, text=True, timeout=60,
+                              check=True)
+        return json.loads(done.stdout)
+
+    return run
+
+
+def benign_inputs(name: str) -> dict[str, str]:
+    """What the sweep's fan-out gives the template: its defaults, and plan's values for the rest."""
+    plain = {"sweep": "s", "id": "0123456789abcdef", "experiment": "e", "store": "s3://b/p", "image": ALLOWED_IMAGE,
+             "node-selector": '{"ccsweep.io/cc-bbr":"true"}', "deadline": "320", "chunk": "0"}
+    inputs = templates()[name].get("inputs", {}).get("parameters", [])
+    return {p["name"]: plain.get(p["name"], p.get("value", "plain")) for p in inputs}
+
+
+def cases() -> list[tuple[str, str, str, str]]:
+    """(template, where: inputs|workflow, parameter, value): every parameter of every pod template."""
+    found = []
+    names = workflow_parameters()
+    for name in POD_TEMPLATES:
+        text = json.dumps(templates()[name])
+        for where, params in (("inputs", benign_inputs(name)), ("workflow", names)):
+            for param in params:
+                if f"{where}.parameters.{param}" in text or f"{where}.parameters['{param}']" in text:
+                    values = HOSTILE_SELECTORS + HOSTILE if param == "node-selector" else HOSTILE
+                    found += [(name, where, param, value) for value in values]
+    return found
+
+
+def assert_no_wider(name: str, rendered: dict[str, Any], case: str) -> None:
+    """The pod spec Argo made is the template's own, whatever the value: or no pod at all."""
+    if "error" in rendered:
+        return  # the controller fails the node: no pod is created
+    template, pod = templates()[name], rendered["pod"]
+    assert set(pod) <= POD_FIELDS, (case, set(pod) - POD_FIELDS)
+    assert pod.get("securityContext") == template.get("securityContext"), case
+    assert pod.get("volumes") == template.get("volumes"), case
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in (pod.get("nodeSelector") or {}).items()), case
+    (main,) = pod["containers"]
+    assert main["securityContext"] == template["container"]["securityContext"], case
+    assert main["image"] in (ALLOWED_IMAGE, REFUSED_IMAGE), (case, main["image"])
+    assert main.get("volumeMounts") == template["container"].get("volumeMounts"), case
+    assert main["command"] == template["container"]["command"], case
+    refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in main.get("env", []) if "valueFrom" in e]
+    assert set(refs) <= {SECRET}, (case, refs)
+    assert set(main) <= {"name", "image", "imagePullPolicy", "command", "args", "env", "securityContext",
+                         "volumeMounts", "resources"}, (case, set(main))
+    assert set(main.get("resources") or {}) <= {"requests", "limits"}, case
+    for quantities in (main.get("resources") or {}).values():
+        assert set(quantities) <= {"cpu", "memory"}, case
+    (init,) = pod["initContainers"]
+    assert set(init) <= {"name", "resources"}, (case, init)
+
+
+@pytest.mark.parametrize("name", POD_TEMPLATES)
+def test_every_pod_template_renders_with_the_values_a_sweep_gives_it(render: Any, name: str):
+    """Without this, a template Argo cannot render at all would pass every hostile case (no pod)."""
+    rendered = render(name, benign_inputs(name), workflow_parameters())
+    assert "error" not in rendered, rendered
+    assert_no_wider(name, rendered, f"{name} benign")
+    assert rendered["pod"]["containers"][0]["image"] == ALLOWED_IMAGE
+
+
+@pytest.mark.parametrize(("name", "where", "param", "value"), cases(),
+                         ids=lambda x: x if len(x) < 24 and "\n" not in x else f"{x[:20]}...")
+def test_a_hostile_parameter_does_not_widen_the_pod(render: Any, name: str, where: str, param: str, value: str):
+    inputs, globals_ = benign_inputs(name), workflow_parameters()
+    (inputs if where == "inputs" else globals_)[param] = value
+    assert_no_wider(name, render(name, inputs, globals_), f"{name} {where}.{param}={value!r}")
+
+
+def test_every_pod_template_and_every_parameter_is_tried():
+    tried = {(name, param) for name, _, param, _ in cases()}
+    assert {name for name, _ in tried} == set(POD_TEMPLATES) >= {"cell", "cell-mahimahi", "plan", "plan-chunk",
+                                                               "verdict", "figures"}
+    assert {("cell", p) for p in ("image", "cpu", "memory", "node-selector", "sweep", "id")} <= tried
+
+
+def test_the_cell_pod_from_plans_values(render: Any):
+    """The benign case: plan's item values give the pod its resources, node selector and image."""
+    inputs = {**benign_inputs("cell"), "cpu": "900m", "memory": "1Gi"}
+    rendered = render("cell", inputs, workflow_parameters())
+    assert "error" not in rendered, rendered
+    pod = rendered["pod"]
+    assert pod["nodeSelector"] == {"ccsweep.io/cc-bbr": "true"}
+    (main,) = pod["containers"]
+    assert main["image"] == ALLOWED_IMAGE
+    # A CPU limit's CFS quota would stall the emulator (docs/kubernetes.md); memory stays capped.
+    assert main["resources"] == {"requests": {"cpu": "900m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    (init,) = pod["initContainers"]
+    assert init["resources"] == {"requests": {"cpu": "900m"}, "limits": {"cpu": "900m"}}
+
+
+@pytest.mark.parametrize("image", ["evil.example/root:latest", f"{ALLOWED_IMAGE}-x", "docker.io/ccsweep/cell:0.1.0"])
+def test_a_cell_template_named_directly_with_another_image_gets_one_that_cannot_be_pulled(render: Any, image: str):
+    rendered = render("cell", {**benign_inputs("cell"), "image": image}, workflow_parameters())
+    assert rendered["pod"]["containers"][0]["image"] == REFUSED_IMAGE
+
+
+@pytest.mark.parametrize("value", ['1", "hostPID": true, "x": "', "{{='\\\"'}}"])
+def test_a_quote_in_cpu_no_longer_adds_fields(render: Any, value: str):
+    """The shape the review found: a quote in `cpu` pasted into the patch's JSON text added hostPID."""
+    rendered = render("cell", {**benign_inputs("cell"), "cpu": value}, workflow_parameters())
+    assert "error" in rendered or "hostPID" not in rendered["pod"], rendered
