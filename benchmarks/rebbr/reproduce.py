@@ -15,8 +15,10 @@ Then it writes to --out, from the store alone (the same step runs without runnin
   CPU per cell for each link, late attempts; and per experiment a table of each cell on
   ccsweep-link, on Mahimahi and in ReBBR's published CSV, with the median and worst relative
   difference of each pair (ccsweep.figures.study);
-- `SWEEP/`: each sweep's figures, report and tidy tables (`cells.csv`, `flows.csv`: one row per
-  stored cell and flow, every parameter and metric), as `ccsweep figures` builds them in the store;
+- `SWEEP/`: each sweep's figures (PNG), report and tidy tables (`cells.csv`, `flows.csv`: one row
+  per stored cell and flow, every parameter and metric), as `ccsweep figures` builds them in the
+  store; the report's per-cell pictures and the SVG copies stay in the store (megabytes, rebuilt
+  by `ccsweep figures`);
 - `compare-SWEEP.csv`: the two links' runs of each cell as distributions (`ccsweep compare
   ... --ignore link`).
 
@@ -149,6 +151,8 @@ def report(store_url: str, out: Path, commands: list[str]) -> None:
     for sweep in [*link_sweeps, *mm_sweeps]:
         subprocess.run([*CCSWEEP, "figures", "--store", store_url, "--sweep", sweep.name], check=True)
         for name in store.sweep_file_names(sweep.name):
+            if name.startswith("cells/") or name.endswith(".svg"):
+                continue  # per-cell pictures and vector copies: megabytes that `ccsweep figures` rebuilds
             data = store.get_sweep_file(sweep.name, name)
             if data is not None:
                 (out / sweep.name / name).parent.mkdir(parents=True, exist_ok=True)
