@@ -61,21 +61,38 @@ def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None
         spec = load_spec(spec_ref)
     except SpecError as exc:
         fail(exc)
-    derived = spec.name
+    suffix = ""
     relinked = spec.with_link(link) if link is not None else spec
     if [e.link for e in relinked.experiments] != [e.link for e in spec.experiments]:
-        spec, derived = relinked, f"{derived}-{link}"
+        spec, suffix = relinked, f"-{link}"
     if time_scale is not None and time_scale != spec.time_scale:
         spec = spec.model_copy(update={"time_scale": time_scale})
-        derived = f"{derived}-x{time_scale:g}".replace(".", "-")
-    name = sweep_name or derived[:63].rstrip("-")
+        suffix += f"-x{time_scale:g}".replace(".", "-")
+    # The spec's name is shortened, never the suffix: a 63-character name, scaled, must not come
+    # out as the unscaled sweep's name.
+    name = sweep_name or (spec.name[:63 - len(suffix)].rstrip("-") + suffix)
     return spec.model_copy(update={"name": name}) if name != spec.name else spec
 
 
+def _time_scale(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """--time-scale: empty means the spec's own time_scale (the Argo template's default), so one
+    value decides a sweep's scale: the spec's, unless a scale is given."""
+    if value is None or value == "":
+        return None
+    try:
+        scale = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value[:32]!r} is not a number") from None
+    if not 0.001 <= scale <= 1:
+        raise click.BadParameter(f"{scale:g} is not in the range 0.001<=x<=1")
+    return scale
+
+
 time_scale_option = click.option(
-    "--time-scale", type=click.FloatRange(0.001, 1), metavar="FACTOR",
+    "--time-scale", callback=_time_scale, metavar="FACTOR",
     help="Shorten every flow by FACTOR (e.g. 0.05) for a quick pass: scaled cells are other cells, recorded as "
-         "scaled, and the sweep is named NAME-xFACTOR unless --sweep says otherwise.")
+         "scaled, and the sweep is named NAME-xFACTOR unless --sweep says otherwise. Empty or unset: the "
+         "spec's own time_scale.")
 
 
 link_option = click.option(

@@ -82,3 +82,43 @@ def test_time_scale_shortens_flows_and_makes_other_cells():
     assert not {c.id for c in scaled} & {c.id for c in full}
     with pytest.raises(SpecError, match=r"time_scale 0.01 makes experiments\[e\].duration_s 0.3 s, below 1 s"):
         expand(parse_spec({"name": "s", "time_scale": 0.01, "experiments": [EXPERIMENT]}))
+
+
+def _planned(tmp_path, spec: dict, *args: str) -> tuple[str, list[float]]:
+    """`ccsweep plan` of `spec` with `args`: the sweep name it stored and its cells' time scales."""
+    import json as _json
+    import subprocess
+    import sys
+
+    import yaml as _yaml
+
+    path = tmp_path / f"{spec['name']}.yaml"
+    path.write_text(_yaml.safe_dump(spec))
+    store = tmp_path / "store"
+    done = subprocess.run([sys.executable, "-m", "ccsweep", "plan", str(path), "--store", str(store), *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (sweep,) = [p.name for p in (store / "sweeps").iterdir() if (p / "manifest.json").exists()
+                and p.name not in _planned.seen]
+    _planned.seen.add(sweep)
+    manifest = _json.loads((store / "sweeps" / sweep / "manifest.json").read_text())
+    return sweep, sorted({c["params"]["time_scale"] for c in manifest["cells"]})
+
+
+_planned.seen = set()  # type: ignore[attr-defined]
+
+
+def test_an_empty_time_scale_keeps_the_specs_own(tmp_path):
+    """The Argo template's default is empty: a spec's time_scale is not overridden by a default of 1."""
+    _planned.seen.clear()
+    spec = {"name": "scaled", "time_scale": 0.5, "experiments": [{**EXPERIMENT, "duration_s": 60}]}
+    assert _planned(tmp_path, spec, "--time-scale=") == ("scaled", [0.5])
+
+
+def test_a_63_character_name_scaled_is_not_the_unscaled_sweeps_name(tmp_path):
+    _planned.seen.clear()
+    spec = {"name": "a" * 63, "experiments": [{**EXPERIMENT, "duration_s": 60}]}
+    plain = _planned(tmp_path, spec)
+    scaled = _planned(tmp_path, spec, "--time-scale=0.5")
+    assert plain == ("a" * 63, [1.0])
+    assert scaled == ("a" * 58 + "-x0-5", [0.5]) and len(scaled[0]) == 63
