@@ -11,6 +11,7 @@ the stored manifest instead of expanding.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -153,6 +154,26 @@ def node_selector(cell: Cell) -> dict[str, str]:
 #: not have (docs/security.md). The plan's items carry `link`, and ccsweep-sweep.yaml's fan-out
 #: sends each item to this template (tests/workflows/test_lint.py holds the two together).
 CELL_TEMPLATES: dict[LinkBackend, str] = {"ccsweep-link": "cell", "mahimahi": "cell-mahimahi"}
+
+
+#: The largest CPU request a cell pod gets (millicores): no node has more cores.
+MAX_CELL_CPU_MILLI = 64_000
+
+
+def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
+    """A cell pod's CPU request: `link_cpu` (the sweep's, e.g. "1" or "500m") for a ccsweep-link cell,
+    scaled for another backend by what its cells measurably cost against ccsweep-link's on the same
+    path (admission.prior_cost, fitted to measured cells: a Mahimahi cell at 100 Mbit/s, 100 ms,
+    about twice as much), so one backend's pods are not packed as tightly as the cheaper one's.
+    """
+    if cell.params.link == "ccsweep-link":
+        return link_cpu
+    from ccsweep.admission import prior_cost
+
+    as_link = cell.model_copy(update={"params": cell.params.model_copy(update={"link": "ccsweep-link"})})
+    milli = float(link_cpu[:-1]) if link_cpu.endswith("m") else float(link_cpu) * 1000
+    scaled = math.ceil(milli * prior_cost(cell) / prior_cost(as_link))
+    return f"{min(scaled, MAX_CELL_CPU_MILLI)}m"
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

@@ -1,6 +1,7 @@
 """Planning: the manifest in the store, stored cells skipped, a pod finding its cell by id."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,23 @@ def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: P
     assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s", "link"}
     done = CliRunner().invoke(main, ["plan", f"--store={tmp_path / 'store'}", "--sweep=nope", "--chunk=0"])
     assert done.exit_code == 2 and "has no manifest" in done.output
+
+
+def test_a_cell_pods_cpu_request_follows_its_backends_measured_cost():
+    from ccsweep.admission import prior_cost
+    from ccsweep.expand import expand as expand_cells
+    from ccsweep.plan import cell_cpu_request
+
+    def cell(link: str):
+        return expand_cells(parse_spec({"name": "x", "experiments": [
+            {"name": "x", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100],
+             "duration_s": 10, "link": link}]}))[0]
+
+    link, mahimahi = cell("ccsweep-link"), cell("mahimahi")
+    assert cell_cpu_request(link, "1") == "1" and cell_cpu_request(link, "500m") == "500m"
+    # Mahimahi's shells cost more than ccsweep-link at 100 Mbit/s: its pods ask for that much more.
+    ratio = prior_cost(mahimahi) / prior_cost(link)
+    assert ratio > 1.5
+    assert cell_cpu_request(mahimahi, "1") == f"{math.ceil(1000 * ratio)}m"
+    assert cell_cpu_request(mahimahi, "500m") == f"{math.ceil(500 * ratio)}m"
+    assert cell_cpu_request(mahimahi, "64") == "64000m"  # never past the largest node
