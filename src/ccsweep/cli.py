@@ -339,11 +339,13 @@ def _cell_pod(image: str | None, allowed_images: str, cpu: str, memory: str) -> 
 
 
 def _plan_items(cells: list[Cell], pod: dict[str, str]) -> str:
-    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} and `pod` each."""
-    from ccsweep.plan import node_selector, pod_deadline_s
+    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} and `pod` each,
+    whose cpu follows the cell's link backend (plan.cell_cpu_request: a Mahimahi cell costs more)."""
+    from ccsweep.plan import cell_cpu_request, node_selector, pod_deadline_s
 
     return json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
-                        "deadline_s": pod_deadline_s(c), "link": c.params.link, **pod} for c in cells])
+                        "deadline_s": pod_deadline_s(c), "link": c.params.link, **pod,
+                        "cpu": cell_cpu_request(c, pod["cpu"])} for c in cells])
 
 
 @main.command()

@@ -153,3 +153,20 @@ def test_a_cell_pods_cpu_request_follows_its_backends_measured_cost():
     assert cell_cpu_request(mahimahi, "1") == f"{math.ceil(1000 * ratio)}m"
     assert cell_cpu_request(mahimahi, "500m") == f"{math.ceil(500 * ratio)}m"
     assert cell_cpu_request(mahimahi, "64") == "64000m"  # never past the largest node
+
+
+def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Path):
+    import yaml
+    from click.testing import CliRunner
+
+    from ccsweep.cli import main
+
+    spec = tmp_path / "both.yaml"
+    spec.write_text(yaml.safe_dump({"name": "both", "experiments": [
+        {"name": name, "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100],
+         "duration_s": 10, "link": name} for name in ("ccsweep-link", "mahimahi")]}))
+    done = CliRunner().invoke(main, ["plan", str(spec), "--store", str(tmp_path / "store"), "--cell-cpu", "1"])
+    assert done.exit_code == 0, done.output
+    items = json.loads(done.stdout.strip().splitlines()[-1])
+    cpu = {item["link"]: item["cpu"] for item in items}
+    assert cpu["ccsweep-link"] == "1" and cpu["mahimahi"] == "1944m", cpu
