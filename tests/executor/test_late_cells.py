@@ -46,7 +46,7 @@ def test_a_late_attempt_is_kept_and_the_cell_runs_again(spec_file: Path, tmp_pat
     result = store.get_result(cell.id)
     assert result is not None and (result.status, result.attempt) == ("ok", 2)
     assert not result.link.selfcheck.late
-    assert "running it again alone" in done.stderr and "1 late attempt(s) run again" in done.stderr
+    assert "running it again alone" in done.stderr and "1 late or starved attempt(s) run again" in done.stderr
     report = (store_dir / "sweeps" / "late" / "report.html").read_text()
     assert 'class="untrusted"' not in report and "Every stored cell's emulator kept time" in report
 

@@ -130,7 +130,7 @@ def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: P
     # As many as a chunk holds or fewer: the cells themselves, as before, and no chunk.
     items = plan("--chunks-file", str(chunks), "--chunk-size=5", str(spec_file))
     assert [i["id"] for i in items] == [c.id for c in planned.cells[5:]] and json.loads(chunks.read_text()) == []
-    assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s", "link"}
+    assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s", "link", "cpu", "memory"}
     done = CliRunner().invoke(main, ["plan", f"--store={tmp_path / 'store'}", "--sweep=nope", "--chunk=0"])
     assert done.exit_code == 2 and "has no manifest" in done.output
 
