@@ -74,7 +74,9 @@ build_binaries() {
 # source's hash, so an edit of main.go rebuilds it (seconds once argo is built).
 build_render() {
   local source=$REPO_ROOT/hack/tools/argo-render/main.go
-  local dest=$TOOLS_CACHE/argo-render-$ARGO_WORKFLOWS_VERSION-$(sha256sum "$source" | cut -c1-12)
+  local hash dest
+  hash=$(sha256sum "$source" | cut -c1-12)
+  dest=$TOOLS_CACHE/argo-render-$ARGO_WORKFLOWS_VERSION-$hash
   if ! have_all "$dest" argo-render; then
     [[ -s $WORK/go.mod && -d $WORK/src ]] || { prepare_source; write_wrapper_module; }
     mkdir -p "$WORK/render" "$dest.partial"
