@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.buildinfo import build_identity
 from versions import read_versions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,8 +55,8 @@ def run(container: str, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_image_is_named_for_the_chart(built: tuple[str, Path]):
-    version = (REPO / "src/ccsweep/__init__.py").read_text().split('__version__ = "')[1].split('"')[0]
-    assert built[0] == f"localhost/ccsweep/cell:{version}"
+    # The build identity (VERSION-gCOMMIT), as the chart's appVersion names it: a rebuilt image is a new tag.
+    assert built[0] == f"localhost/ccsweep/cell:{build_identity()}"
     with tarfile.open(built[1]) as archive:
         index = json.loads(archive.extractfile("index.json").read())
     assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == built[0]
