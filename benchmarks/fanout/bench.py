@@ -182,6 +182,9 @@ def fanout_workflow(items: list[dict], parallelism: int) -> dict:
     steps = next(t for t in spec["templates"] if t["name"] == "sweep")["steps"]
     cell = next(group[0] for group in steps if group[0]["name"] == "cell")
     cell["withParam"] = "{{workflow.parameters.items}}"
+    for argument in cell.get("arguments", {}).get("parameters", []):  # no plan step here to name the sweep
+        if argument.get("value") == "{{steps.plan.outputs.parameters.sweep}}":
+            argument["value"] = "{{workflow.parameters.sweep}}"
     parameters = [p for p in spec["arguments"]["parameters"]]
     overrides = {"sweep": "fanout", "image": "localhost/ccsweep/cell:local", "image-pull-policy": "Never"}
     for p in parameters:
