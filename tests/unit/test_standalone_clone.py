@@ -43,7 +43,7 @@ def outside_references(text: str) -> list[str]:
 def test_the_patterns_catch_what_they_are_for():
     assert outside_references("tar -xzf " + ".." + "/shared/vendor/x.tar.gz") == ["a sibling folder"]
     assert outside_references("see /work" + "/shared/notes") == ["the authors' shared folder"]
-    assert outside_references("flock /tmp/team/bench" + ".lock make bench") == ["a lock file under /tmp"]
+    assert outside_references("flock /tmp/" + "team/bench.lock make bench") == ["a lock file under /tmp"]
     assert outside_references("flock /tmp/ccsweep-e2e" + ".lock pytest") == ["a lock file under /tmp"]
     assert outside_references("the store's lock and Cargo.lock, /tmp/x.log, shared memory") == []
 
