@@ -44,6 +44,9 @@ def child_environment(env: Mapping[str, str]) -> dict[str, str]:
 #: ends with its exit, so this is instant on an idle machine: running out of it means the reader
 #: got no CPU (or a process the child left behind holds its pipe open).
 OUTPUT_END_TIMEOUT_S = 30.0
+#: Seconds a child whose output has ended may take to exit before its error is written: its
+#: pipe closes as it exits, so the wait is instant unless it closed its output and kept running.
+EXIT_AFTER_OUTPUT_END_S = 2.0
 #: Lines of a child's stderr an error message quotes.
 TAIL_LINES = 3
 
@@ -118,6 +121,7 @@ class Child:
                     if error is not None:
                         raise ChildError(f"{self.name}: {error}")
                     if not self._reader.is_alive():
+                        self._await_exit(EXIT_AFTER_OUTPUT_END_S)
                         raise ChildError(f"{self.name} {self._exit_text()} before '{kind}': {self.last_lines()}")
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
@@ -152,6 +156,13 @@ class Child:
             return True
         error = self.error()
         raise ChildError(f"{self.name} {self._exit_text()} without '{end_event}': {error or self.last_lines()}")
+
+    def _await_exit(self, timeout: float) -> None:
+        """Give a child whose output just ended a moment to exit, so its error names its exit status."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
 
     def _exit_text(self) -> str:
         code = self.process.poll()
