@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,24 @@ from ccsweep.runner.mahimahi_run import realtime_shells
 pytestmark = pytest.mark.integration
 
 
+def _wait_for_name(pid: int, name: str, timeout_s: float = 10.0) -> None:
+    """Wait until `bash -c "exec ..."` has become the program: before that the tree has no shell to raise."""
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{pid}/comm").read_text().strip() != name:
+        assert time.monotonic() < deadline, f"process {pid} never became {name}"
+        time.sleep(0.01)
+
+
+def _wait_for_child_named(pid: int, name: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if any(Path(f"/proc/{child}/comm").read_text().strip() == name for child in children):
+            return
+        assert time.monotonic() < deadline, f"process {pid} never had a child named {name}"
+        time.sleep(0.01)
+
+
 def test_the_shells_are_raised_to_fifo_and_the_process_inside_them_is_not(tmp_path: Path):
     shell = tmp_path / "mm-stand-in"
     shutil.copy(shutil.which("sleep") or "/bin/sleep", shell)
@@ -26,6 +45,9 @@ def test_the_shells_are_raised_to_fifo_and_the_process_inside_them_is_not(tmp_pa
     top = subprocess.Popen(["bash", "-c", f"exec {shell} 30"])
     inner = subprocess.Popen(["bash", "-c", script])
     try:
+        _wait_for_name(top.pid, shell.name)
+        _wait_for_name(inner.pid, "sleep")
+        _wait_for_child_named(inner.pid, shell.name)
         assert realtime_shells(top.pid) == f"fifo:{realtime_priority()}"
         assert os.sched_getscheduler(top.pid) == os.SCHED_FIFO
         assert os.sched_getparam(top.pid).sched_priority == realtime_priority()
@@ -44,8 +66,21 @@ def test_priority_zero_leaves_the_shells_alone(tmp_path: Path, monkeypatch: pyte
     shutil.copy(shutil.which("sleep") or "/bin/sleep", shell)
     top = subprocess.Popen([str(shell), "30"])
     try:
+        _wait_for_name(top.pid, shell.name)
         assert realtime_shells(top.pid) == "normal"
         assert os.sched_getscheduler(top.pid) == os.SCHED_OTHER
     finally:
         top.kill()
         top.wait()
+
+
+def test_a_tree_without_a_shell_is_not_recorded_as_raised():
+    """The record says fifo only when a shell was raised: a tree with no mm-* process says so instead."""
+    plain = subprocess.Popen(["sleep", "30"])
+    try:
+        _wait_for_name(plain.pid, "sleep")
+        assert realtime_shells(plain.pid) == "normal (no mm-* shell found)"
+        assert os.sched_getscheduler(plain.pid) == os.SCHED_OTHER
+    finally:
+        plain.kill()
+        plain.wait()

@@ -178,6 +178,7 @@ def realtime_shells(root_pid: int) -> str:
     priority = realtime_priority()
     if priority == 0:
         return "normal"
+    raised = 0
     for pid in tree_of(root_pid, proc_stats(), SHELL_NAMES):
         for task in tasks_of(pid):
             try:
@@ -186,7 +187,8 @@ def realtime_shells(root_pid: int) -> str:
                 continue
             except PermissionError:
                 return "normal (fifo: EPERM)"
-    return f"fifo:{priority}"
+            raised += 1
+    return f"fifo:{priority}" if raised else "normal (no mm-* shell found)"
 
 
 def _trace_text(cell: Cell, name: str, workdir: Path) -> bytes:
