@@ -219,6 +219,50 @@ def test_operator_deployment_runs_the_handlers_with_the_store():
     assert sorted(secret["stringData"]) == ["accessKey", "endpoint", "secretKey"]
 
 
+def _containers(doc: dict) -> list[dict]:
+    """Every container a rendered object runs: a pod template's, or each WorkflowTemplate step's."""
+    if doc["kind"] == "WorkflowTemplate":
+        return [t["container"] for t in doc["spec"]["templates"] if "container" in t]
+    pod = doc["spec"]["template"]["spec"] if "template" in doc.get("spec", {}) else doc.get("spec", {})
+    return [*pod.get("initContainers", []), *pod.get("containers", [])]
+
+
+def test_without_a_secret_every_store_pod_has_the_endpoint_and_its_cloud_identity():
+    """store.s3.secretName "": no pod refers to a Secret; the keys come from the provider chain
+    (the ServiceAccounts' IRSA annotations), the endpoint from store.s3.endpoint."""
+    docs = rendered("cloud-identity-values.yaml")
+    assert "Secret" not in {d["kind"] for d in docs}
+    store_users = []
+    for doc in docs:
+        for container in _containers(doc):
+            env = {e["name"]: e for e in container.get("env", [])}
+            assert not any("secretKeyRef" in e.get("valueFrom", {}) for e in env.values()), doc["metadata"]["name"]
+            assert "CCSWEEP_S3_ACCESS_KEY" not in env and "CCSWEEP_S3_SECRET_KEY" not in env
+            if "CCSWEEP_S3_ENDPOINT" in env:
+                assert env["CCSWEEP_S3_ENDPOINT"] == {"name": "CCSWEEP_S3_ENDPOINT",
+                                                      "value": "https://s3.eu-west-1.amazonaws.com"}
+                store_users.append(doc["metadata"]["name"])
+    # The operator, the helm test's store check, and the plan, cell, figures and verdict steps.
+    assert {"rel-ccsweep-operator", "ccsweep-cell", "ccsweep-figures", "ccsweep-sweep"} <= set(store_users)
+    accounts = by_kind(docs, "ServiceAccount")
+    assert accounts["ccsweep-workflow"]["metadata"]["annotations"] == {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/ccsweep-workflows"}
+    # helm test's store check writes with that identity, as the cells do.
+    assert by_kind(docs, "Pod")["rel-ccsweep-test-store"]["spec"]["serviceAccountName"] == "ccsweep-workflow"
+
+
+@pytest.mark.parametrize("settings, message", [
+    (["store.s3.secretName="], "store.s3.endpoint: required when store.s3.secretName is empty"),
+    (["store.s3.secretName=", "store.s3.create=true", "store.s3.endpoint=http://minio:9000",
+      "store.s3.accessKey=a", "store.s3.secretKey=b"], "store.s3.create needs store.s3.secretName"),
+])
+def test_no_secret_needs_an_endpoint_and_creates_nothing(settings: list[str], message: str):
+    done = run_helm("template", "rel", str(CHART), "--kube-version", KUBE_VERSION,
+                    *[arg for setting in settings for arg in ("--set", setting)], check=False)
+    assert done.returncode == 1
+    assert message in done.stderr, done.stderr
+
+
 def rules(docs, kind: str, name: str) -> list[tuple[str, str, str]]:
     """(apiGroup, resource, verb) triples a Role or ClusterRole grants."""
     return sorted((g, r, v) for rule in by_kind(docs, kind)[name]["rules"]

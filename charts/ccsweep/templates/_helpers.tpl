@@ -59,14 +59,29 @@ app.kubernetes.io/component: {{ . }}
 {{- default .Values.workflows.pushgateway .Values.metrics.scrapeConfig.target }}
 {{- end }}
 
-{{/* The S3 credentials as environment variables (names ccsweep.store reads). */}}
+{{/* The S3 settings as environment variables (names ccsweep.store reads): the keys and endpoint from
+the Secret, or, with no Secret (store.s3.secretName ""), the endpoint alone, and the credentials
+from the S3 client's provider chain: the pod's cloud identity (IRSA, Workload Identity). */}}
 {{- define "ccsweep.s3Env" -}}
+{{- if .Values.store.s3.secretName }}
 - name: CCSWEEP_S3_ACCESS_KEY
   valueFrom: {secretKeyRef: {name: {{ .Values.store.s3.secretName | quote }}, key: accessKey}}
 - name: CCSWEEP_S3_SECRET_KEY
   valueFrom: {secretKeyRef: {name: {{ .Values.store.s3.secretName | quote }}, key: secretKey}}
 - name: CCSWEEP_S3_ENDPOINT
   valueFrom: {secretKeyRef: {name: {{ .Values.store.s3.secretName | quote }}, key: endpoint}}
+{{- else }}
+- name: CCSWEEP_S3_ENDPOINT
+  value: {{ include "ccsweep.s3EndpointWithoutSecret" . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The endpoint when no Secret holds it: store.s3.endpoint, which is then required. */}}
+{{- define "ccsweep.s3EndpointWithoutSecret" -}}
+{{- if .Values.store.s3.create }}
+{{- fail "store.s3.create needs store.s3.secretName: the Secret it creates needs a name" }}
+{{- end }}
+{{- required "store.s3.endpoint: required when store.s3.secretName is empty (keys from the provider chain, the endpoint from this value)" .Values.store.s3.endpoint }}
 {{- end }}
 
 {{/* A pod template's metadata: the component's labels (which win over podLabels) plus its podLabels,
