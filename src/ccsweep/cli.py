@@ -841,7 +841,7 @@ def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
 
 def _write_figures(store: ResultStore, sweep_name: str, console: Console) -> None:
     from ccsweep.figures import build_sweep_outputs
-    from ccsweep.figures.published import PublishedDataError
+    from ccsweep.figures.published_sets import PublishedDataError
 
     try:
         locations = build_sweep_outputs(store, sweep_name)

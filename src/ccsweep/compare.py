@@ -42,7 +42,7 @@ from scipy import stats
 from ccsweep.cell import CellParams
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.points import cc_name, cell_summary
-from ccsweep.figures.published import SETS, load
+from ccsweep.figures.published_sets import SETS, load
 from ccsweep.figures.rebbr_csv import RebbrRow, read_csv
 from ccsweep.figures.stats import Interval, median_difference_ci, rank_test_p
 from ccsweep.result import CellResult

@@ -16,7 +16,7 @@ import pytest
 
 from ccsweep.figures.checks import CLAIMS, CheckRow, Verdict
 from ccsweep.figures.data import load_sweep
-from ccsweep.figures.published import SETS, load
+from ccsweep.figures.published_sets import SETS, load
 from ccsweep.figures.quantities import payload_ideal_mbps
 from ccsweep.figures.report import render_report
 from ccsweep.store.file import FileStore

@@ -23,10 +23,6 @@ KNOWN_LOOPS: dict[frozenset[str], str] = {
     frozenset({"ccsweep.runner.run", "ccsweep.runner.mahimahi_run"}):
         "Mahimahi's run is handed the cell part way through run.py's lifecycle and calls back into "
         "its helpers; one lifecycle with a Link protocol ends it (issue 26, item 1)",
-    frozenset({"ccsweep.compare", "ccsweep.figures.published"}):
-        "the published figure's note is what `ccsweep compare` says, and compare reads the pinned "
-        "published sets (SETS, load) from the figure's module; moving the sets beside "
-        "figures/rebbr_csv.py ends it",
 }
 
 

@@ -18,7 +18,8 @@ from matplotlib.axes import Axes
 
 from ccsweep.cell import Cell
 from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.published import COMMIT, DATA, LABEL, SETS, PublishedDataError, load, published_section
+from ccsweep.figures.published import LABEL, published_section
+from ccsweep.figures.published_sets import COMMIT, DATA, SETS, PublishedDataError, load
 from ccsweep.figures.registry import build_section
 from ccsweep.spec import PublishedName, SpecError, load_spec, parse_spec
 from synthetic import experiment

@@ -15,7 +15,7 @@ import pytest
 import synthetic
 from ccsweep.cell import Cell
 from ccsweep.figures import sources
-from ccsweep.figures.published import PublishedDataError
+from ccsweep.figures.published_sets import PublishedDataError
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.source_checks import TE_BBR_10PCT_DROP
 from ccsweep.result import FlowResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ccsweep.figures.published import SETS, load
+from ccsweep.figures.published_sets import SETS, load
 from ccsweep.figures.study import FLOOR_MBPS, compare_links, relative, run_stats, table_markdown
 from ccsweep.result import CellResult
 from synthetic import experiment, goodput

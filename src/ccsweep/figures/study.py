@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.published import SETS, load
+from ccsweep.figures.published_sets import SETS, load
 from ccsweep.figures.rebbr_csv import RebbrRow
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
