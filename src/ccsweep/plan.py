@@ -19,7 +19,7 @@ from typing import Any
 from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
-from ccsweep.spec import SpecError, SweepSpec, parse_spec
+from ccsweep.spec import SpecError, SweepSpec, normalised_spec, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 
 
@@ -55,11 +55,13 @@ def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     """
     manifest = store.get_manifest(spec.name)
     wanted = spec.model_dump(mode="json")
-    if manifest is not None and manifest.spec != wanted and _cells_part(manifest.spec) == _cells_part(wanted):
+    # Compared as today's model reads it: a default added since it was stored is not a difference.
+    stored = normalised_spec(manifest.spec) if manifest is not None else None
+    if stored is not None and stored != wanted and _cells_part(stored) == _cells_part(wanted):
         revise = True  # only how the sweep is described and drawn changed: its cells are the same
-    if manifest is None or (revise and manifest.spec != wanted):
+    if manifest is None or (revise and stored != wanted):
         manifest = store.put_manifest(_new_manifest(spec, store), revise=revise)
-    elif manifest.spec != wanted:
+    elif stored != wanted:
         raise store.spec_conflict(spec.name)
     return _split(manifest, spec, store)
 

@@ -569,6 +569,19 @@ def parse_spec(data: Any, origin: str = "spec", base_dir: Path | None = None) ->
     return _checked(_resolve(data, origin, _Reading(seen=(), base_dir=base_dir)), origin)
 
 
+def normalised_spec(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored (resolved) spec as today's model writes it, for comparing with a spec read today.
+
+    Fields the model gained after the spec was stored take their defaults, so a sweep planned by an
+    earlier release is the same sweep, not a "different spec", under today's code. A stored spec
+    today's rules refuse is returned as it was: it then differs, and planning says so.
+    """
+    try:
+        return parse_spec(stored, origin="stored spec").model_dump(mode="json")
+    except SpecError:
+        return stored
+
+
 def max_cells() -> int:
     """The cell cap: $CCSWEEP_MAX_CELLS, else DEFAULT_MAX_CELLS."""
     text = os.environ.get("CCSWEEP_MAX_CELLS", "").strip()

@@ -34,14 +34,15 @@ import re
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.spec import SLUG
+from ccsweep.spec import SLUG, normalised_spec
+from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
 
 
 class StoreError(RuntimeError):
@@ -50,9 +51,6 @@ class StoreError(RuntimeError):
 
 class StoreUnavailable(StoreError):
     """The store cannot be reached right now (server down, network); trying later may work."""
-
-
-MANIFEST_SCHEMA_VERSION: Final = 2
 
 
 class ManifestCell(BaseModel):
@@ -252,7 +250,7 @@ class ResultStore(ABC):
         """
         key = manifest_key(manifest.name)
         stored = self.get_manifest(manifest.name)
-        if stored is not None and revise and stored.spec != manifest.spec:
+        if stored is not None and revise and normalised_spec(stored.spec) != manifest.spec:
             data = stored.model_dump_json(indent=1).encode()
             revision = f"{sweep_prefix(manifest.name)}/revisions/{hashlib.sha256(data).hexdigest()[:16]}.json"
             self.write_bytes(revision, data, content_type="application/json", exclusive=True)
@@ -264,7 +262,7 @@ class ResultStore(ABC):
                 return manifest
             stored = self.get_manifest(manifest.name)
             assert stored is not None, f"{key}: exclusive write refused but nothing stored"
-        if stored.spec != manifest.spec:
+        if normalised_spec(stored.spec) != manifest.spec:
             raise self.spec_conflict(manifest.name)
         return stored
 
@@ -274,17 +272,25 @@ class ResultStore(ABC):
                           "rename the sweep (--sweep NAME) to keep both, or --revise to replace its plan")
 
     def get_manifest(self, sweep: str) -> SweepManifest | None:
-        """The sweep's stored plan; a manifest this version cannot read is a one-line StoreError."""
+        """The sweep's stored plan, migrated to this version's schema (store.migrations); a manifest
+        this version cannot read is a one-line StoreError."""
         data = self.read_bytes(manifest_key(sweep))
         if data is None:
             return None
+        where = self.location(manifest_key(sweep))
         try:
-            return SweepManifest.model_validate_json(data)
+            document = json.loads(data)
+            if not isinstance(document, dict):
+                raise ManifestSchemaError("not a JSON object")
+            return SweepManifest.model_validate(migrate(document))
         except ValidationError as exc:
             error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"]) or "document"
-            raise StoreError(f"{self.location(manifest_key(sweep))} is not a manifest this ccsweep reads "
-                             f"(schema {MANIFEST_SCHEMA_VERSION}): {where}: {error['msg']}") from None
+            field = ".".join(str(part) for part in error["loc"]) or "document"
+            raise StoreError(f"{where} is not a manifest this ccsweep reads "
+                             f"(schema {MANIFEST_SCHEMA_VERSION}): {field}: {error['msg']}") from None
+        except ValueError as exc:  # not JSON, or a schema no migration reaches (ManifestSchemaError)
+            raise StoreError(f"{where} is not a manifest this ccsweep reads: {' '.join(str(exc).split())[:300]}"
+                             ) from None
 
     # Traces, by content: planning stores the ones its cells name, so cells run without the files.
     def put_unplaceable(self, record: UnplaceableCells) -> None:
