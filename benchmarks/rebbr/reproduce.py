@@ -2,10 +2,12 @@
 
 `make reproduce` runs this as root. For each link it runs the experiments of `full-sweep` (Figure 8
 and the algorithms experiment first, so the two ReBBR figures people cite are complete before the
-long RTT experiment) with `ccsweep run`, the embedded default: local processes, a store folder,
-the admission control choosing how many cells run at once. Before anything runs it prints what is
-left to run and an estimate of the wall time; while cells run it prints one progress line a minute
-(cells stored per experiment), so a log shows how far a run got. The store is content-addressed:
+long RTT experiment), then `figure8-seeds` (Figure 8's chaotic cells, 10 seeds each, so the links
+are compared there as distributions, not single runs) with `ccsweep run`, the embedded default:
+local processes, a store folder, the admission control choosing how many cells run at once.
+Before anything runs it prints what is left to run and an estimate of the wall time; while cells
+run it prints one progress line a minute (cells stored per experiment), so a log shows how far a
+run got. The store is content-addressed:
 an interrupted run started again runs only the cells not stored yet, and a cell whose emulator ran
 late is run again, never counted.
 
@@ -20,7 +22,7 @@ Then it writes to --out, from the store alone (the same step runs without runnin
   store; the report's per-cell pictures and the SVG copies stay in the store (megabytes, rebuilt
   by `ccsweep figures`);
 - `compare-SWEEP.csv`: the two links' runs of each cell as distributions (`ccsweep compare
-  ... --ignore link`).
+  ... --ignore link`); `compare-figure8-seeds.csv` holds the cells with 10 runs a side.
 
 The sweeps are named as `ccsweep run --link` names them: `full-sweep` on ccsweep-link, and
 `full-sweep-mahimahi` on Mahimahi; one store holds both (a cell's link is part of its id).
@@ -47,7 +49,10 @@ from ccsweep.store.base import ATTEMPT_STATUSES
 REPO = Path(__file__).resolve().parents[2]
 CCSWEEP = [sys.executable, "-m", "ccsweep"]
 #: The study's parts in the order they run: the two figures people cite first.
-PARTS = ("figure8", "algorithms", "full-sweep")
+STUDY = ("figure8", "algorithms", "full-sweep")
+#: Then Figure 8's chaotic cells with 10 seeds each (its run 0 is figure8's own cell).
+SEEDS = "figure8-seeds"
+PARTS = (*STUDY, SEEDS)
 LINKS = ("ccsweep-link", "mahimahi")
 
 
@@ -92,10 +97,10 @@ def estimate(store: ResultStore, links: list[str]) -> None:
     from ccsweep.runner.tcpinfo import unavailable_congestion_controls
     from ccsweep.spec import load_spec
 
-    spec = load_spec("full-sweep")
+    specs = [load_spec(part) for part in ("full-sweep", SEEDS)]
     cores = os.cpu_count() or 1
     for link in links:
-        cells = {c.id: c for c in expand(spec.with_link(link))}
+        cells = {c.id: c for spec in specs for c in expand(spec.with_link(link))}
         runnable = [c for c in cells.values() if not unavailable_congestion_controls(f.cc for f in c.params.flows)]
         left = [c for c in runnable if not store.has_result(c.id)]
         wall = estimate_wall(left, cores)
@@ -108,7 +113,7 @@ def estimate(store: ResultStore, links: list[str]) -> None:
 def _sweeps(store: ResultStore, link: str) -> list[SweepData]:
     """The study's sweeps on one link: full-sweep once planned (it holds every part), else the parts run."""
     known = set(store.list_sweeps())
-    names = [name for part in PARTS if (name := sweep_name(part, link)) in known]
+    names = [name for part in STUDY if (name := sweep_name(part, link)) in known]
     return [load_sweep(store, name) for name in (names[-1:] if sweep_name("full-sweep", link) in names else names)]
 
 
@@ -135,6 +140,8 @@ def report(store_url: str, out: Path, commands: list[str]) -> None:
     store = open_store(store_url)
     out.mkdir(parents=True, exist_ok=True)
     link_sweeps, mm_sweeps = _sweeps(store, "ccsweep-link"), _sweeps(store, "mahimahi")
+    known = set(store.list_sweeps())
+    seeds = [(link, load_sweep(store, name)) for link in LINKS if (name := sweep_name(SEEDS, link)) in known]
     if not link_sweeps:
         sys.exit(f"no ccsweep-link sweep of the study in {store_url}")
     everything = link_sweeps[-1]  # full-sweep once planned: every experiment; else the last part run
@@ -145,10 +152,11 @@ def report(store_url: str, out: Path, commands: list[str]) -> None:
     lines = [f"# ReBBR's study at full length: ccsweep-link, Mahimahi and ReBBR ({datetime.now(UTC):%Y-%m-%d})", "",
              f"Machine: {platform.node()}, {os.cpu_count()} cores, kernel {platform.release()}.", "",
              "Commands:", "", "```sh", *commands, "```", "", "## Runs", "",
-             *_runs_table(store, [("ccsweep-link", s) for s in link_sweeps] + [("mahimahi", s) for s in mm_sweeps]),
+             *_runs_table(store, [("ccsweep-link", s) for s in link_sweeps] + [("mahimahi", s) for s in mm_sweeps]
+                          + seeds),
              "", "## Per experiment", "", *[table_markdown(t) for t in tables]]
     (out / "comparison.md").write_text("\n".join(lines) + "\n")
-    for sweep in [*link_sweeps, *mm_sweeps]:
+    for sweep in [*link_sweeps, *mm_sweeps, *(s for _, s in seeds)]:
         subprocess.run([*CCSWEEP, "figures", "--store", store_url, "--sweep", sweep.name], check=True)
         for name in store.sweep_file_names(sweep.name):
             if name.startswith("cells/") or name.endswith(".svg"):
@@ -157,9 +165,10 @@ def report(store_url: str, out: Path, commands: list[str]) -> None:
             if data is not None:
                 (out / sweep.name / name).parent.mkdir(parents=True, exist_ok=True)
                 (out / sweep.name / name).write_bytes(data)
-    for link_sweep in link_sweeps:  # each link's runs of the same cells, as distributions (one run: not settled)
+    for link_sweep in [*link_sweeps, *(s for link, s in seeds if link == "ccsweep-link")]:
+        # each link's runs of the same cells, as distributions (one run: not settled)
         twin = sweep_name(link_sweep.name, "mahimahi")
-        if any(s.name == twin for s in mm_sweeps):
+        if twin in known:
             csv = out / f"compare-{link_sweep.name}.csv"
             subprocess.run([*CCSWEEP, "compare", "--store", store_url, link_sweep.name, twin, "--ignore", "link",
                             "--quantity", "bottleneck-throughput", "--csv", str(csv)], check=True)
@@ -172,7 +181,8 @@ def main() -> None:
                         help="result store (a folder, file:// or s3://); outside the clone so a new clone resumes it")
     parser.add_argument("--links", default=",".join(LINKS), help="comma-separated: ccsweep-link,mahimahi")
     parser.add_argument("--parts", default=",".join(PARTS),
-                        help="the sweeps to run in order (default: figure8, algorithms, then the rest of full-sweep)")
+                        help="the sweeps to run in order (default: figure8, algorithms, the rest of full-sweep, then "
+                             "figure8-seeds)")
     parser.add_argument("--out", type=Path,
                         default=REPO / "benchmarks/results" / f"{datetime.now(UTC):%Y-%m-%d}-rebbr-full")
     parser.add_argument("--report-only", action="store_true", help="build --out from the store, run nothing")

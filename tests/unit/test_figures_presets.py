@@ -69,8 +69,8 @@ ROWS = source_table()[1]
 
 
 def test_the_source_table_covers_the_reproducing_presets():
-    assert {row["preset"] for row in ROWS} == set(REBBR) | {"rebbr-buffers", "rebbr-queue", "rebbr-rtt-buffers",
-                                                            "shallow-buffers", "loss-table"}
+    assert {row["preset"] for row in ROWS} == set(REBBR) | {"figure8-seeds", "rebbr-buffers", "rebbr-queue",
+                                                            "rebbr-rtt-buffers", "shallow-buffers", "loss-table"}
     assert all(row["source"] for row in ROWS)
 
 
