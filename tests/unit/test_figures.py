@@ -444,3 +444,23 @@ def test_bufferbloat_draws_rtt_and_delivery_rate_against_inflight():
     assert rate_ax.get_ylabel() == "delivery rate (Mbit/s)" and "Figure 1" in figure.caption
     # A record without packets in flight (every fixture recorded before they were kept) draws none.
     assert not [f for _, s in sections("bufferbloat") for f in s.figures if f.name.endswith("-inflight")]
+
+
+def test_a_long_title_wraps_instead_of_running_off_the_figure():
+    """A spec's title is free text: one wider than the figure is drawn on two lines, not cut at both ends."""
+    import re
+
+    from ccsweep.figures.style import new_figure, render
+
+    title = ("Goodput vs loss, 100 Mbit/s, 100 ms RTT (BBR paper Figure 8): beside ReBBR's published numbers "
+             "(bottleneck throughput)")
+    fig, (ax,) = new_figure()
+    ax.plot([0, 1], [0, 1])
+    ax.set_title(title)
+    fig.suptitle("a short overall title")
+    svg = render(fig)["svg"].decode()
+    drawn = re.findall(r"<!-- (.*?) -->", svg)  # matplotlib writes each drawn line of text as a comment
+    assert title not in drawn
+    first, second = [line for line in drawn if line.startswith(("Goodput", "published", "(bottleneck"))]
+    assert f"{first} {second}" == title
+    assert "a short overall title" in drawn

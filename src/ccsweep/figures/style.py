@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from ccsweep.cell import CellParams
 
@@ -75,7 +76,13 @@ def new_figure(rows: int = 1, cols: int = 1, *, width: float = 7.5, height: floa
 
 
 def render(fig: Figure) -> dict[str, bytes]:
-    """PNG (150 dpi) and SVG bytes of a figure."""
+    """PNG (150 dpi) and SVG bytes of a figure.
+
+    Titles wrap at the figure's edges: an experiment's title is free text from its spec, and a
+    long one centred over the figure was cut off at both ends.
+    """
+    for title in [*(ax.title for ax in fig.axes), *(a for a in fig.get_children() if isinstance(a, Text))]:
+        title.set_wrap(True)
     out = {}
     with context():
         # No software version or date in the files: a figure rebuilt from the same results is the same file.
