@@ -13,7 +13,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from ccsweep.crd import GROUP, PLURAL, VERSION
+from ccsweep.crd import GROUP, MAX_SWEEP_NAME, PLURAL, VERSION
 from ccsweep.placement import Node
 from ccsweep_operator.reconcile import OWNER_LABEL, Decision
 
@@ -126,6 +126,8 @@ def apply(decision: Decision, namespace: str, name: str) -> None:
     if not patch_status(namespace, name, decision.status):
         return
     keep = decision.workflow["metadata"]["name"] if decision.workflow else None
+    if len(name) > MAX_SWEEP_NAME:
+        return  # no label selector can name it, and no Workflow was ever made for it (reconcile.decide)
     for old in list_workflows(namespace, f"{OWNER_LABEL}={name}"):
         if old["metadata"]["name"] != keep:
             try:

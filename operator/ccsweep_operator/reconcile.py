@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from ccsweep.crd import API_VERSION, KIND, CellCounts, RunSettings, sweep_from_resource
+from ccsweep.crd import API_VERSION, KIND, MAX_SWEEP_NAME, CellCounts, RunSettings, store_name, sweep_from_resource
 from ccsweep.placement import Node, unplaceable
 from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
-from ccsweep.podspec import image_allowed
+from ccsweep.podspec import endpoint_allowed, image_allowed
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -51,17 +51,46 @@ class OperatorSettings:
     #: Images a Sweep's run.image may name (`*` matches any characters). Empty: only the chart's
     #: own image (the WorkflowTemplate's default), which a Sweep gets by leaving run.image unset.
     allowed_images: tuple[str, ...] = ()
+    #: Stores a Sweep's run.store may name besides `store` (`*` matches any characters).
+    allowed_stores: tuple[str, ...] = ()
+    #: Pushgateways a Sweep's run.pushgateway may name. Empty: only the chart's own, if any (the
+    #: WorkflowTemplate's default), which a Sweep gets by leaving run.pushgateway unset.
+    allowed_pushgateways: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
-        allowed = tuple(i.strip() for i in env.get("CCSWEEP_ALLOWED_IMAGES", "").split(",") if i.strip())
+        def listed(variable: str) -> tuple[str, ...]:
+            return tuple(i.strip() for i in env.get(variable, "").split(",") if i.strip())
+
         return cls(store=env.get("CCSWEEP_STORE", "results"),
                    workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"),
-                   allowed_images=allowed)
+                   allowed_images=listed("CCSWEEP_ALLOWED_IMAGES"), allowed_stores=listed("CCSWEEP_ALLOWED_STORES"),
+                   allowed_pushgateways=listed("CCSWEEP_ALLOWED_PUSHGATEWAYS"))
 
     def image_allowed(self, image: str) -> bool:
         """Whether a Sweep may run its cells in `image`: whoever may create a Sweep may not pick the code."""
         return image_allowed(image, self.allowed_images)
+
+    def refusal(self, sweep: str, run: RunSettings) -> str | None:
+        """Why a Sweep may not run with `run` (one line naming the field and what is allowed), or None.
+
+        Whoever may create a Sweep may not choose the code its cells run (run.image), the bucket
+        the chart's credentials write to (run.store) nor the host its pods send requests to
+        (run.pushgateway): each must be one the chart's values list.
+        """
+        checks = [
+            ("run.image", run.image, self.allowed_images, image_allowed, "operator.allowedImages"),
+            ("run.store", run.store, (self.store, *self.allowed_stores), endpoint_allowed,
+             "store.url and operator.allowedStores"),
+            ("run.pushgateway", run.pushgateway, self.allowed_pushgateways, endpoint_allowed,
+             "workflows.pushgateway and operator.allowedPushgateways"),
+        ]
+        for field_name, value, listed, allowed, values in checks:
+            if value is not None and not allowed(value, listed):
+                choice = (f"{', '.join(listed)} (the chart's {values})" if listed
+                          else f"none besides the chart's own (leave {field_name} unset)")
+                return f"Sweep {sweep}: {field_name} {value} is not allowed; allowed: {choice}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -125,14 +154,17 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
     conditions = list(sweep.status.get("conditions") or [])
     base: dict[str, Any] = {"observedGeneration": sweep.generation, "workflow": None, "startedAt": None,
                             "finishedAt": None, "report": None}
+    if len(sweep.name) > MAX_SWEEP_NAME:  # the CRD refuses it; one an older CRD let in fails once, for good
+        return _invalid(sweep, base, conditions, f"Sweep {sweep.name[:MAX_SWEEP_NAME]}...: metadata.name has "
+                                                 f"{len(sweep.name)} characters, more than the {MAX_SWEEP_NAME} a "
+                                                 "label holds; apply it under a shorter name")
     try:
-        spec, run = sweep_from_resource(dict(sweep.spec), sweep.name)
+        spec, run = sweep_from_resource(dict(sweep.spec), sweep.name, store_name(sweep.namespace, sweep.name))
     except SpecError as exc:
         return _invalid(sweep, base, conditions, str(exc))
-    if run.image is not None and not settings.image_allowed(run.image):
-        allowed = ", ".join(settings.allowed_images) or "none besides the chart's own (leave run.image unset)"
-        return _invalid(sweep, base, conditions, f"Sweep {sweep.name}: run.image {run.image} is not allowed; "
-                                                 f"allowed: {allowed} (the chart's operator.allowedImages)")
+    refused = settings.refusal(sweep.name, run)
+    if refused is not None:
+        return _invalid(sweep, base, conditions, refused)
     conditions = with_condition(conditions, "Valid", True, "SpecValid", "", sweep.generation)
     store_url = run.store or settings.store
     base |= {"sweep": spec.name, "store": store_url}

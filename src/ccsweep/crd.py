@@ -17,6 +17,7 @@ experiment, and filled-in values would then override the spec's own `defaults` m
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 import yaml
@@ -43,6 +44,10 @@ PUSHGATEWAY = r"^(https?://)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?(/[A
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
 #: Kubernetes object names (the Argo Workflow's).
 OBJECT_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+#: The longest Sweep name: the operator puts it in label values (ccsweep.io/owner), which hold 63.
+MAX_SWEEP_NAME = 63
+#: Hex digits of the hash that ties a Sweep's store name to its namespace and name (48 bits).
+STORE_NAME_HASH = 12
 
 Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Invalid"]
 
@@ -73,7 +78,8 @@ class SweepResourceSpec(SweepSpec):
     """A Sweep's spec: a sweep spec file's fields, plus `run`; `name` defaults to the object's name."""
 
     name: str | None = Field(default=None, pattern=SLUG,  # type: ignore[assignment]  # optional only here
-                             description="the sweep's name in the store; default: the Sweep's metadata.name")
+                             description="unset, or the Sweep's metadata.name: the sweep's name in the store is "
+                                         "derived from the namespace and metadata.name (NAMESPACE-NAME-HASH)")
     run: RunSettings = Field(default_factory=RunSettings)
 
 
@@ -117,15 +123,34 @@ class SweepStatus(SpecModel):
         "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
 
 
-def sweep_from_resource(spec: dict[str, Any], name: str) -> tuple[SweepSpec, RunSettings]:
+def store_name(namespace: str, name: str) -> str:
+    """The name a Sweep's sweep has in the store: NAMESPACE-NAME, shortened, then a hash of both.
+
+    Derived from the object, never chosen in its spec, so no Sweep can plan over another Sweep's
+    manifest: the hash of `namespace/name` (no '/' can stand in either) tells apart the pairs whose
+    readable part is the same (namespace a-b with Sweep c, namespace a with Sweep b-c) or was cut
+    short to keep the whole within a label's 63 characters. The same Sweep, deleted and applied
+    again, gets the same name and so finds its stored plan and results.
+    """
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:STORE_NAME_HASH]
+    readable = f"{namespace}-{name}".replace(".", "-")[:MAX_SWEEP_NAME - 1 - STORE_NAME_HASH].strip("-")
+    return f"{readable}-{digest}"
+
+
+def sweep_from_resource(spec: dict[str, Any], name: str, stored_as: str | None = None) -> tuple[SweepSpec, RunSettings]:
     """The sweep (includes and defaults resolved) and run settings of a Sweep's spec.
 
-    run.link moves every experiment that sets no link of its own (SweepSpec.with_link); the sweep
-    keeps the Sweep's name, which is the user's own choice, unlike a preset's that --link renames.
+    The sweep is named `stored_as` (the operator gives store_name(namespace, name)), else `name`.
+    A spec.name other than the Sweep's own name is refused: a Sweep does not choose where in the
+    store it writes. run.link moves every experiment that sets no link of its own
+    (SweepSpec.with_link) and keeps the name, unlike a preset's that --link renames.
     Raises SpecError with one line naming the field, exactly as `ccsweep validate` would.
     """
     data = {k: v for k, v in spec.items() if k != "run"}
-    data["name"] = data.get("name") or name
+    if data.get("name") not in (None, name):
+        raise SpecError(f"Sweep {name}: spec.name {str(data['name'])[:64]!r} is not allowed: a Sweep's name in the "
+                        "store is derived from its namespace and metadata.name; leave spec.name unset")
+    data["name"] = stored_as or name
     try:
         run = RunSettings.model_validate(spec.get("run") or {})
     except ValidationError as exc:
@@ -290,10 +315,18 @@ def crd() -> dict[str, Any]:
                     "properties": {
                         "apiVersion": {"type": "string"},
                         "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
+                        # The one restriction a CRD may put on metadata: a name the operator can
+                        # put in a label, refused at admission instead of failing for ever after.
+                        "metadata": {"type": "object", "properties": {"name": {
+                            "type": "string", "maxLength": MAX_SWEEP_NAME}}},
                         "spec": spec_schema(),
                         "status": structural_schema(SweepStatus),
                     },
+                    "x-kubernetes-validations": [{
+                        "rule": "!has(self.spec.name) || self.spec.name == self.metadata.name",
+                        "message": "spec.name must be unset or metadata.name: the sweep's name in the store is "
+                                   "derived from the namespace and metadata.name",
+                    }],
                 }},
             }],
         },

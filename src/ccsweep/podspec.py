@@ -50,6 +50,14 @@ def image_allowed(image: str, allowed: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(image, pattern) for pattern in allowed)
 
 
+def endpoint_allowed(url: str, allowed: Sequence[str]) -> bool:
+    """Whether one of the patterns `allowed` names a store URL or Pushgateway address (`*` matches any
+    characters, a trailing '/' on either side is ignored), as image_allowed does for images: where
+    a pod writes results or sends metrics is the chart's choice, like the code it runs."""
+    target = url.rstrip("/")
+    return any(fnmatch.fnmatchcase(target, pattern.rstrip("/")) for pattern in allowed)
+
+
 def check_image(image: str, allowed: Sequence[str]) -> str:
     """`image` when it is a well-formed reference that one of `allowed` (`*`: any characters) matches."""
     if len(image) > 512 or not re.fullmatch(IMAGE_REF, image):

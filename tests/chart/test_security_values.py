@@ -1,4 +1,5 @@
-"""The chart's security settings: NetworkPolicies that confine workflow pods, and the image allowlist.
+"""The chart's security settings: NetworkPolicies that confine workflow pods, and the allowlists of
+images, stores and Pushgateways a Sweep may name.
 
 Rendered with the real Helm (ci/networkpolicy-values.yaml and the defaults); the policies' shape
 is validated against Kubernetes' schemas with every other scenario in test_chart.py. The allowlist
@@ -80,3 +81,22 @@ def test_sweeps_may_name_only_the_charts_image_unless_more_are_allowed():
     assert more.allowed_images == ("ccsweep/cell:0.2.0", "registry.example.org/lab/*")
     assert more.image_allowed("registry.example.org/lab/cell:1")
     assert not more.image_allowed(f"ccsweep/cell:{APP_VERSION}")
+
+
+def test_sweeps_may_name_only_the_charts_store_and_pushgateway_unless_more_are_allowed():
+    default = allowlist()
+    assert (default.store, default.allowed_stores, default.allowed_pushgateways) == ("s3://ccsweep/results", (), ())
+    more = allowlist("operator.allowedStores={s3://ccsweep/teams/*,s3://lab/b}", "workflows.pushgateway=pg:9091",
+                     "operator.allowedPushgateways={pg.monitoring:9091}")
+    assert more.allowed_stores == ("s3://ccsweep/teams/*", "s3://lab/b")
+    assert more.allowed_pushgateways == ("pg:9091", "pg.monitoring:9091")  # the chart's own first
+
+
+@pytest.mark.parametrize(("value", "key"), [("operator.allowedStores={s3://a/b c}", "allowedStores"),
+                                            ("operator.allowedPushgateways={a:1 b:2}", "allowedPushgateways"),
+                                            ("operator.allowedStores={https://evil.example}", "allowedStores")])
+def test_an_allowlist_entry_that_is_not_one_store_or_address_is_refused(value: str, key: str):
+    """The lists reach the operator joined by ',' (which --set itself splits on): an entry with a space
+    or another scheme is refused by values.schema.json before anything is rendered."""
+    with pytest.raises(AssertionError, match=rf"at '/operator/{key}/0': .* does not match pattern"):
+        render(set_values=[value])

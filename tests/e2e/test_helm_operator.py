@@ -35,6 +35,7 @@ from clusterlib import CELL_IMAGE, REPO, NodeServices
 
 sys.path.insert(0, str(REPO / "tests/chart"))
 from ccsweep import __version__  # noqa: E402
+from ccsweep.crd import store_name  # noqa: E402
 from ccsweep.spec import KNOWN_CONGESTION_CONTROLS  # noqa: E402
 from ccsweep_operator.nodeprobe import label_value  # noqa: E402
 from chartlib import IMAGE_TAG_COMMAND, helm, install_doc  # noqa: E402
@@ -310,13 +311,15 @@ def test_the_documented_sweep_finishes_with_results_and_report_in_minio(release:
     status = sweep["status"]
     assert status["phase"] == "Succeeded", json.dumps(status, indent=1)
     assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
-    assert location == status["report"] == f"s3://{release.services.bucket}/{release.prefix}/sweeps/quick-e2e/report.html"
+    stored = store_name(NAMESPACE, "quick-e2e")  # the page's report path names it
+    assert status["sweep"] == stored
+    assert location == status["report"] == f"s3://{release.services.bucket}/{release.prefix}/sweeps/{stored}/report.html"
     assert status["startedAt"] <= status["finishedAt"]
-    manifest = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/quick-e2e/manifest.json"))
+    manifest = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/{stored}/manifest.json"))
     keys = set(release.services.s3_keys(f"{release.prefix}/"))
     for cell in manifest["cells"]:
         assert f"{release.prefix}/cells/{cell['id']}/result.json" in keys, sorted(keys)
-    assert f"{release.prefix}/sweeps/quick-e2e/report.html" in keys
+    assert f"{release.prefix}/sweeps/{stored}/report.html" in keys
     table = release.kubectl("get", "sweeps").splitlines()
     assert table[1].split()[:7] == ["quick-e2e", "Succeeded", "2", "0", "0", "2", "0"], table
     # The page's `my-sweep.yaml`: the quick example's spec as a spec file (a name, no `run`).

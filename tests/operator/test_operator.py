@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from ccsweep.crd import store_name
 from envtest import EnvTest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,6 +63,22 @@ def test_api_server_applies_the_crds_cel_rules_with_defaults(envtest: EnvTest, n
     envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(from_defaults))
 
 
+def test_api_server_refuses_a_name_longer_than_a_label_and_a_chosen_store_name(envtest: EnvTest, namespace: str):
+    """Refused at admission, so the operator never meets them (it also fails such a Sweep once, for a
+    CRD installed by an older chart: tests/operator/test_reconcile.py)."""
+    quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    long = envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", check=False,
+                           input=json.dumps({**quick, "metadata": {"name": "q" * 64}}))
+    assert long.returncode != 0 and "metadata.name" in long.stderr and "63" in long.stderr, long.stderr
+    envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server",
+                    input=json.dumps({**quick, "metadata": {"name": "q" * 63}}))
+    chosen = envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", check=False, input=json.dumps(
+        {**quick, "spec": {**quick["spec"], "name": "someone-elses-sweep"}}))
+    assert chosen.returncode != 0 and "spec.name must be unset or metadata.name" in chosen.stderr, chosen.stderr
+    envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(
+        {**quick, "spec": {**quick["spec"], "name": quick["metadata"]["name"]}}))
+
+
 def test_api_server_takes_repetitions_as_a_count_or_an_adaptive_rule(envtest: EnvTest, namespace: str):
     """No structural type (and no CEL rule: the server builds no CEL type for an untyped field) covers
     `3` and `{min, max, target}`: the API server keeps either, and the operator checks the shape."""
@@ -84,7 +101,8 @@ def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, name
     assert workflow["metadata"]["ownerReferences"][0]["uid"] == sweep["metadata"]["uid"]
     assert workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
     # The manifest is in the operator's store: planning really happened there.
-    assert (operator_env / "sweeps/quick-e2e/manifest.json").is_file()
+    assert (operator_env / "sweeps" / store_name(namespace, "quick-e2e") / "manifest.json").is_file()
+    assert status["sweep"] == store_name(namespace, "quick-e2e")
     # `kubectl get sweeps` shows the printer columns.
     table = envtest.kubectl("get", "sweeps", "-n", namespace).stdout.split("\n")
     assert table[0].split()[:7] == ["NAME", "PHASE", "CELLS", "CACHED", "RUNNING", "DONE", "FAILED"]
@@ -95,7 +113,8 @@ def test_defaults_example_counts_its_cells(envtest: EnvTest, namespace: str, ope
     with operator(namespace):
         apply_example(envtest, namespace, "defaults")
         sweep = wait_for(getter(envtest, namespace, "sweep", "rtt-and-buffers"), phase_is("Pending"))
-    assert sweep["status"]["cells"]["total"] == 12 and sweep["status"]["sweep"] == "rtt-and-buffers"
+    assert sweep["status"]["cells"]["total"] == 12
+    assert sweep["status"]["sweep"] == store_name(namespace, "rtt-and-buffers")
     assert getter(envtest, namespace, "workflow", "rtt-and-buffers-1")()["spec"]["parallelism"] == 4
 
 
@@ -134,7 +153,7 @@ def test_status_follows_the_workflow_to_success(envtest: EnvTest, namespace: str
     status = done["status"]
     assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
     assert status["finishedAt"] == "2026-11-23T01:02:00Z"
-    assert status["report"] == str(operator_env / "sweeps/quick-e2e/report.html")
+    assert status["report"] == str(operator_env / "sweeps" / store_name(namespace, "quick-e2e") / "report.html")
     complete = next(c for c in status["conditions"] if c["type"] == "Complete")
     assert (complete["status"], complete["reason"]) == ("True", "WorkflowSucceeded")
 
@@ -144,11 +163,14 @@ def test_changed_spec_replaces_the_workflow(envtest: EnvTest, namespace: str, op
         apply_example(envtest, namespace, "quick")
         get = getter(envtest, namespace, "sweep", "quick-e2e")
         wait_for(get, phase_is("Pending"))
-        # A new spec under the same sweep name would clash with the stored manifest: rename it too.
+        # A Sweep edited (generation 2) re-plans under its own name on purpose: the old plan is kept
+        # as a revision.
         quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())["spec"]["experiments"][0]
-        apply_example(envtest, namespace, "quick", name="quick-longer", experiments=[{**quick, "duration_s": 8}])
+        apply_example(envtest, namespace, "quick", experiments=[{**quick, "duration_s": 8}])
         sweep = wait_for(get, lambda s: s["status"].get("observedGeneration") == 2
                          and s["status"]["phase"] == "Pending")
-        assert sweep["status"]["workflow"] == "quick-e2e-2" and sweep["status"]["sweep"] == "quick-longer"
+        stored = store_name(namespace, "quick-e2e")
+        assert sweep["status"]["workflow"] == "quick-e2e-2" and sweep["status"]["sweep"] == stored
+        assert list((operator_env / "sweeps" / stored / "revisions").iterdir())
         wait_for(lambda: json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout),
                  lambda wfs: [w["metadata"]["name"] for w in wfs["items"]] == ["quick-e2e-2"])

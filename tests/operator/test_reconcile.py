@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ccsweep.cell import Cell
-from ccsweep.crd import SweepStatus, sweep_from_resource
+from ccsweep.crd import SweepStatus, store_name, sweep_from_resource
 from ccsweep.expand import expand
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
@@ -36,6 +36,8 @@ from versions import argo_module_dir
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "operator/examples"
+#: The quick example's sweep in the store: derived from its namespace and name, not chosen by it.
+STORED = store_name("lab", "quick-e2e")
 
 
 def sweep_object(example: str, generation: int = 1, status: dict | None = None) -> SweepObject:
@@ -74,7 +76,7 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     status = SweepStatus.model_validate(decision.status)
     assert status.phase == "Pending"
     assert status.cells.model_dump() == {"total": 2, "cached": 0, "running": 0, "done": 0, "failed": 0}
-    assert status.sweep == "quick-e2e" and status.store == f"file://{tmp_path}"
+    assert status.sweep == STORED and status.store == f"file://{tmp_path}"
     assert [(c.type, c.status, c.reason) for c in status.conditions] == [
         ("Valid", "True", "SpecValid"), ("Planned", "True", "Planned"), ("Complete", "False", "WorkflowCreated")]
     workflow = decision.workflow
@@ -85,12 +87,12 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
         "controller": True, "blockOwnerDeletion": True}]
     assert workflow["spec"]["parallelism"] == 2
     params = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
-    assert params["sweep"] == "quick-e2e" and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "500m"
+    assert params["sweep"] == STORED and params["store"] == f"file://{tmp_path}" and params["cell-cpu"] == "500m"
     # The spec travels resolved: the plan step in the pod expands the same cells.
     shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
     resource_spec = sweep_from_resource(dict(sweep.spec), sweep.name)[0]
     assert [c.id for c in expand(shipped)] == [c.id for c in expand(resource_spec)]
-    manifest = open_store(f"file://{tmp_path}").get_manifest("quick-e2e")
+    manifest = open_store(f"file://{tmp_path}").get_manifest(STORED)
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
 
 
@@ -109,7 +111,7 @@ def test_an_adaptive_sweep_counts_the_runs_it_wants_and_its_workflow_plans_the_r
     assert planned.message == "6 cells, 0 already stored, 6 to run, up to 6 rounds of adaptive repetitions"
     assert decision.workflow is not None
     assert decision.workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
-    assert len(open_store(f"file://{tmp_path}").get_manifest("quick-e2e").cells) == 40  # every run up to max
+    assert len(open_store(f"file://{tmp_path}").get_manifest(STORED).cells) == 40  # every run up to max
 
 
 def test_stored_cells_are_not_run_again(tmp_path: Path):
@@ -122,7 +124,7 @@ def test_stored_cells_are_not_run_again(tmp_path: Path):
     store_result(tmp_path, cells[1])
     # Every cell stored but no report yet: a workflow still draws the figures (its fan-out is empty).
     assert decide(sweep, settings(tmp_path)).workflow is not None
-    report = open_store(f"file://{tmp_path}").put_sweep_file("quick-e2e", "report.html", b"<html></html>")
+    report = open_store(f"file://{tmp_path}").put_sweep_file(STORED, "report.html", b"<html></html>")
     done = decide(sweep, settings(tmp_path))
     assert done.workflow is None
     status = SweepStatus.model_validate(done.status)
@@ -151,7 +153,7 @@ def test_a_sweep_larger_than_a_chunk_shares_its_parallelism_among_the_chunks(tmp
 
 def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
     open_store(f"file://{tmp_path}").put_manifest(SweepManifest(
-        name="quick-e2e", spec={"name": "quick-e2e", "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
+        name=STORED, spec={"name": STORED, "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
     decision = decide(sweep_object("quick"), settings(tmp_path))
     assert decision.workflow is None
     assert decision.status["phase"] == "Failed"
@@ -161,7 +163,7 @@ def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_p
 
 def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
     first = decide(sweep_object("quick"), settings(tmp_path))
-    for cell in open_store(f"file://{tmp_path}").get_manifest("quick-e2e").distinct_cells():
+    for cell in open_store(f"file://{tmp_path}").get_manifest(STORED).distinct_cells():
         store_result(tmp_path, cell)
     edited = sweep_object("quick", generation=2)
     experiment = {**edited.spec["experiments"][0], "loss_percent": [1, 2]}
@@ -171,30 +173,32 @@ def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
     status = SweepStatus.model_validate(decision.status)
     assert (status.phase, status.cells.total, status.cells.cached) == ("Pending", 4, 2)
     assert decision.workflow["metadata"]["name"] == "quick-e2e-2"
-    assert open_store(f"file://{tmp_path}").list_keys("sweeps/quick-e2e/revisions/")
+    assert open_store(f"file://{tmp_path}").list_keys(f"sweeps/{STORED}/revisions/")
 
 
-def test_run_store_overrides_the_operators(tmp_path: Path):
+def test_run_store_overrides_the_operators_when_the_chart_allows_it(tmp_path: Path):
     sweep = sweep_object("quick")
     own = tmp_path / "own"
-    sweep = SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {"store": f"file://{own}"}}})
-    decision = decide(sweep, settings(tmp_path / "default"))
-    assert decision.status["store"] == f"file://{own}"
-    assert open_store(f"file://{own}").get_manifest("quick-e2e") is not None
+    sweep = SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {"store": f"file://{own}/"}}})
+    chart = OperatorSettings.from_env({"CCSWEEP_STORE": f"file://{tmp_path}/default",
+                                       "CCSWEEP_ALLOWED_STORES": f"file://{tmp_path}/x/*, file://{own}"})
+    decision = decide(sweep, chart)
+    assert decision.status["phase"] == "Pending" and decision.status["store"] == f"file://{own}/"
+    assert open_store(f"file://{own}").get_manifest(STORED) is not None
 
 
 def test_run_link_moves_the_experiments_that_set_none_and_refuses_what_mahimahi_cannot_express(tmp_path: Path):
     sweep = sweep_object("quick")
     moved = SweepObject(**{**sweep.__dict__, "spec": {**sweep.spec, "run": {"link": "mahimahi"}}})
     decision = decide(moved, settings(tmp_path))
-    assert decision.status["phase"] == "Pending" and decision.status["sweep"] == "quick-e2e"
+    assert decision.status["phase"] == "Pending" and decision.status["sweep"] == STORED
     params = {p["name"]: p["value"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
     shipped = expand(parse_spec(yaml.safe_load(params["spec-yaml"])))
     assert {c.params.link for c in shipped} == {"mahimahi"}
     plain = {c.id for c in expand(sweep_from_resource(dict(sweep.spec), sweep.name)[0])}
     assert not plain & {c.id for c in shipped}
-    odd = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "rtt_ms": [25]}], "name": "odd"}
-    decision = decide(SweepObject(**{**moved.__dict__, "spec": odd}), settings(tmp_path))
+    odd = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "rtt_ms": [25]}]}
+    decision = decide(SweepObject(**{**moved.__dict__, "spec": odd}), settings(tmp_path / "odd"))
     assert decision.status["phase"] == "Invalid" and decision.workflow is None
     assert decision.status["message"] == ("experiments[loss].link: mahimahi cannot delay by 12.5 ms: mm-delay takes "
                                           "whole milliseconds (give an even rtt_ms)")
@@ -323,7 +327,7 @@ def test_succeeded_workflow_names_the_report(tmp_path: Path):
     patch = follow(sweep, workflow("Succeeded", nodes, startedAt="2026-11-23T01:00:00Z",
                                    finishedAt="2026-11-23T01:01:00Z"))
     assert patch["phase"] == "Succeeded"
-    assert patch["report"] == str(tmp_path / "sweeps/quick-e2e/report.html")
+    assert patch["report"] == str(tmp_path / "sweeps" / STORED / "report.html")
     assert patch["conditions"][-1]["reason"] == "WorkflowSucceeded"
     assert patch["message"] == "2 cells run, 0 were already stored"
 
@@ -430,3 +434,87 @@ def test_no_budget_and_other_generations_never_stop_a_workflow(tmp_path: Path):
     assert stop_patch(planned(tmp_path), workflow("Running", failing)) is None
     assert stop_patch(budgeted(tmp_path, 0), workflow("Running", failing, name="quick-e2e-0")) is None
     assert stop_patch(budgeted(tmp_path, 0), workflow("Running", failing[:1])) == {"spec": {"shutdown": "Stop"}}
+
+
+# -- what a Sweep may reach ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("run", "message"), [
+    ({"store": "s3://victims-bucket/results"},
+     "Sweep quick-e2e: run.store s3://victims-bucket/results is not allowed; allowed: s3://ccsweep/results, "
+     "s3://ccsweep/teams/* (the chart's store.url and operator.allowedStores)"),
+    ({"store": "s3://ccsweep/results-other"},  # a look-alike prefix is not the chart's
+     "Sweep quick-e2e: run.store s3://ccsweep/results-other is not allowed; allowed: s3://ccsweep/results, "
+     "s3://ccsweep/teams/* (the chart's store.url and operator.allowedStores)"),
+    ({"pushgateway": "169.254.169.254:80"},
+     "Sweep quick-e2e: run.pushgateway 169.254.169.254:80 is not allowed; allowed: pushgateway.monitoring:9091 "
+     "(the chart's workflows.pushgateway and operator.allowedPushgateways)"),
+])
+def test_a_store_or_pushgateway_the_chart_does_not_list_is_invalid_and_runs_nothing(tmp_path: Path, run: dict,
+                                                                                     message: str):
+    """The chart's store credentials write only where the chart says, and pods send metrics only to a
+    Pushgateway the chart names: a Sweep asking for another fails once, naming the field and the list."""
+    chart = OperatorSettings.from_env({"CCSWEEP_STORE": "s3://ccsweep/results",
+                                       "CCSWEEP_ALLOWED_STORES": "s3://ccsweep/teams/*",
+                                       "CCSWEEP_ALLOWED_PUSHGATEWAYS": "pushgateway.monitoring:9091"})
+    opened: list[str] = []
+    decision = decide(with_run(sweep_object("quick"), **run), chart, opener=lambda url: opened.append(url) or None)
+    status = SweepStatus.model_validate(decision.status)
+    assert (status.phase, status.message, decision.retry, decision.workflow) == ("Invalid", message, False, None)
+    valid = next(c for c in status.conditions if c.type == "Valid")
+    assert (valid.status, valid.reason, valid.message) == ("False", "InvalidSpec", message)
+    assert opened == [], "no store is opened for a refused Sweep"
+
+
+def test_allowed_stores_and_pushgateways_reach_the_workflow(tmp_path: Path):
+    chart = OperatorSettings(store=f"file://{tmp_path}/default", allowed_stores=(f"file://{tmp_path}/teams/*",),
+                             allowed_pushgateways=("pushgateway.monitoring:9091",))
+    decision = decide(with_run(sweep_object("quick"), store=f"file://{tmp_path}/teams/a",
+                               pushgateway="pushgateway.monitoring:9091"), chart)
+    params = {p["name"]: p["value"] for p in decision.workflow["spec"]["arguments"]["parameters"]}
+    assert (params["store"], params["pushgateway"]) == (f"file://{tmp_path}/teams/a", "pushgateway.monitoring:9091")
+    # Without a list (an operator run by hand, a chart with no Pushgateway) a Sweep names none.
+    bare = decide(with_run(sweep_object("quick"), pushgateway="pushgateway.monitoring:9091"),
+                  settings(tmp_path))
+    assert bare.status["message"] == ("Sweep quick-e2e: run.pushgateway pushgateway.monitoring:9091 is not allowed; "
+                                      "allowed: none besides the chart's own (leave run.pushgateway unset)")
+
+
+def test_a_sweep_cannot_plan_over_another_namespaces_sweep(tmp_path: Path):
+    """The victim's Sweep quick-e2e in namespace lab is planned; another namespace's Sweep of the same
+    name, an edit of it (generation 2 re-plans on purpose), and one naming the victim's store name in
+    spec.name all leave the victim's manifest as it was."""
+    victim = decide(sweep_object("quick"), settings(tmp_path))
+    assert victim.status["phase"] == "Pending"
+    manifest = tmp_path / "sweeps" / STORED / "manifest.json"
+    before = manifest.read_bytes()
+    other = sweep_object("quick", generation=2)
+    other = SweepObject(**{**other.__dict__, "namespace": "mallory", "spec": {
+        **other.spec, "experiments": [{**other.spec["experiments"][0], "loss_percent": [5]}]}})
+    theirs = decide(other, settings(tmp_path))
+    assert theirs.status["phase"] == "Pending"
+    assert theirs.status["sweep"] == store_name("mallory", "quick-e2e") != STORED
+    for name in (STORED, "quick-e2e-1"):
+        named = decide(SweepObject(**{**other.__dict__, "spec": {**other.spec, "name": name}}), settings(tmp_path))
+        assert named.status["phase"] == "Invalid" and named.workflow is None
+        assert named.status["message"] == (f"Sweep quick-e2e: spec.name {name!r} is not allowed: a Sweep's name in the "
+                                           "store is derived from its namespace and metadata.name; leave spec.name "
+                                           "unset")
+    assert manifest.read_bytes() == before
+    assert not (tmp_path / "sweeps" / STORED / "revisions").exists()
+    # spec.name equal to the Sweep's own name is what leaving it unset means.
+    same = decide(sweep_object("quick", generation=1), settings(tmp_path))
+    named = decide(SweepObject(**{**sweep_object("quick").__dict__,
+                                  "spec": {**sweep_object("quick").spec, "name": "quick-e2e"}}), settings(tmp_path))
+    assert named.status["sweep"] == same.status["sweep"] == STORED
+
+
+def test_a_name_longer_than_a_label_is_invalid_once_and_not_retried(tmp_path: Path):
+    """A Sweep an older CRD let in (no maxLength on metadata.name) fails for good, at once."""
+    long = SweepObject(**{**sweep_object("quick").__dict__, "name": "q" * 64})
+    decision = decide(long, settings(tmp_path))
+    status = SweepStatus.model_validate(decision.status)
+    assert (status.phase, decision.retry, decision.workflow) == ("Invalid", False, None)
+    assert status.message == (f"Sweep {'q' * 63}...: metadata.name has 64 characters, more than the 63 a label "
+                              "holds; apply it under a shorter name")
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+    assert decide(SweepObject(**{**long.__dict__, "name": "q" * 63}), settings(tmp_path)).status["phase"] == "Pending"
