@@ -4,7 +4,7 @@ tests/fixtures/upgrade-3748187/store was written by ccsweep at commit 3748187: `
 tiny.yaml` (its manifest, schema 2) and one of its two cells run and stored (`ccsweep cell`). Today's
 code must plan it again without a spec conflict, run only the missing cell, and build the figures
 from both results: defaults added to the spec model since then must not make the stored sweep
-"different".
+"different", and the manifest, read through store/migrations.py, is neither replaced nor revised.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ def test_a_sweep_the_previous_release_stored_plans_runs_its_missing_cell_and_dra
     store = tmp_path / "store"
     shutil.copytree(FIXTURE / "store", store)
     before = (store / "cells" / STORED / "result.json").read_bytes()
+    manifest = store / "sweeps" / "upgrade" / "manifest.json"
+    planned_before = manifest.read_bytes()
     planned = ccsweep("plan", str(FIXTURE / "tiny.yaml"), "--store", str(store))
     assert planned.returncode == 0, planned.stderr
     assert [item["id"] for item in json.loads(planned.stdout)] == [MISSING]
@@ -38,6 +40,9 @@ def test_a_sweep_the_previous_release_stored_plans_runs_its_missing_cell_and_dra
     assert ran.returncode == 0, ran.stderr
     assert (store / "cells" / MISSING / "result.json").is_file()
     assert (store / "cells" / STORED / "result.json").read_bytes() == before  # the old result is kept as it was
+    # Read through the migrations and compared as today's model reads it: the same plan, not replaced.
+    assert manifest.read_bytes() == planned_before
+    assert not (store / "sweeps" / "upgrade" / "revisions").exists()
     drawn = ccsweep("figures", "--store", str(store), "--sweep", "upgrade")
     assert drawn.returncode == 0, drawn.stderr
     cells = (store / "sweeps" / "upgrade" / "cells.csv").read_text()
