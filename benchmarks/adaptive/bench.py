@@ -39,7 +39,7 @@ from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.report import cell_seconds
 from ccsweep.figures.stats import Interval, collapsed_fraction, median_ci
-from ccsweep.plan import stored_manifest
+from ccsweep.plan import planned_cells, stored_manifest
 from ccsweep.spec import AdaptiveRepetitions, parse_spec
 from ccsweep.store import ResultStore, open_store
 
@@ -64,7 +64,7 @@ class Rule:
 def runs_of(store: ResultStore, sweep: str) -> dict[str, list[tuple[int, float, float]]]:
     """Per setting (experiment, parameters but seed and repetition): (repetition, goodput, wall s) stored."""
     out: dict[str, list[tuple[int, float, float]]] = {}
-    for cell in stored_manifest(store, sweep).distinct_cells():
+    for cell in planned_cells(store, sweep):
         result = store.get_result(cell.id)
         if result is None or result.goodput_mbps is None:
             continue
@@ -139,7 +139,7 @@ def span_s(store: ResultStore, prefix: str) -> float:
     """First start to last finish over every stored run of the sweeps."""
     sweeps = [s for s in store.list_sweeps() if s.startswith(f"{prefix}-fixed") or s.startswith(f"{prefix}-adaptive")]
     stamps = [(r.started_at, r.finished_at) for sweep in sweeps
-              for c in stored_manifest(store, sweep).distinct_cells() if (r := store.get_result(c.id)) is not None]
+              for c in planned_cells(store, sweep) if (r := store.get_result(c.id)) is not None]
     if not stamps:
         return 0.0
     start = min(datetime.fromisoformat(a) for a, _ in stamps)
@@ -171,7 +171,7 @@ def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
         for name in sweeps:  # one setting's runs, whichever of the two sweeps stored them
             for key, more in runs_of(store, name).items():
                 runs[key] = sorted(set(runs.get(key, [])) | set(more))
-            points |= {point_of(c): c for c in stored_manifest(store, name).distinct_cells()}
+            points |= {point_of(c): c for c in planned_cells(store, name)}
         for key, cell in points.items():
             point_runs = runs.get(key, [])
             rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}

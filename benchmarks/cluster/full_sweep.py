@@ -54,7 +54,7 @@ from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, full_sweep_durat
 from procstat import ProcSampler, machine  # noqa: E402
 
 from ccsweep.plan import CC_LABEL_PREFIX, node_selector  # noqa: E402
-from ccsweep.store.base import SweepManifest  # noqa: E402
+from ccsweep.store.base import ManifestCell, ManifestChunk, SweepManifest, plan_chunk_key  # noqa: E402
 from clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch  # noqa: E402
 
 DEFAULT_SCALE = 0.05
@@ -187,12 +187,23 @@ def wait_or_stop_stuck(cluster: Cluster, name: str, node_labels: dict[str, str],
     return 0
 
 
-def unplaceable_cells(manifest: bytes, node_labels: dict[str, str]) -> dict[str, list[str]]:
+def planned_entries(services: NodeServices, prefix: str, manifest: bytes) -> list[ManifestCell]:
+    """The manifest's entries, from its chunks (schema 3) or inline (schema 2)."""
+    header = SweepManifest.model_validate_json(manifest)
+    if header.layout is None:
+        return header.cells
+    chunks = (services.s3_get(f"{prefix}/{plan_chunk_key(header.name, header.layout.folder, i)}")
+              for i in range(header.layout.chunks))
+    return [entry for data in chunks for entry in ManifestChunk.model_validate_json(data or b"{}").entries]
+
+
+def unplaceable_cells(cells: list[dict], sweep: str, node_labels: dict[str, str]) -> dict[str, list[str]]:
     """Cells of the manifest the node cannot run (its labels lack one of their algorithms, as the
     cells' node selectors ask), by id: the algorithms missing. Their pods stay Pending until the
     bench stops the workflow (wait_or_stop_stuck); they are not the sweep's failures but the node's."""
     missing = {}
-    for cell in SweepManifest.model_validate_json(manifest).distinct_cells():
+    for entry in cells:
+        cell = ManifestCell.model_validate(entry).to_cell(sweep)
         if lacks := lacking(node_selector(cell), node_labels):
             missing[cell.id] = lacks
     return missing
@@ -205,9 +216,9 @@ def check_store(services: NodeServices, prefix: str, sweep: str, cell_keys: list
     manifest = services.s3_get(f"{prefix}/sweeps/{sweep}/manifest.json")
     if manifest is None:
         return [f"no manifest at {prefix}/sweeps/{sweep}/manifest.json"], {}, [], {}
-    planned = json.loads(manifest)["cells"]   # an experiment may repeat another's cell: it runs once
-    cells = list({c["id"]: c for c in planned}.values())
-    unplaceable = unplaceable_cells(manifest, node_labels)
+    planned = [entry.model_dump(mode="json") for entry in planned_entries(services, prefix, manifest)]
+    cells = list({c["id"]: c for c in planned}.values())   # an experiment may repeat another's cell: it runs once
+    unplaceable = unplaceable_cells(cells, sweep, node_labels)
     results = {}
     for key in cell_keys:
         if key.endswith("/result.json"):

@@ -84,7 +84,7 @@ def _progress(store: ResultStore, sweep: str, done: threading.Event) -> None:
         manifest = store.get_manifest(sweep)
         if manifest is None:
             continue
-        cells = manifest.distinct_cells()
+        cells = store.with_cells(manifest).distinct_cells()
         stored = sum(store.has_result(c.id) for c in cells)
         print(f"[{(time.monotonic() - started) / 60:.0f} min] {sweep}: {stored}/{len(cells)} cells stored",
               flush=True)

@@ -27,7 +27,7 @@ from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
 if TYPE_CHECKING:
-    from ccsweep.plan import SweepPlan
+    from ccsweep.plan import Survey, SweepPlan, UnplaceableCheck
     from ccsweep.store.spool import StoreOutcome
 
 
@@ -245,6 +245,17 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         return
     store = _open(store_url)
     the_plan: SweepPlan
+    if round_number is None:
+        inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
+        if not inline and spec is None:
+            fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
+        sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
+        found = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size,
+                                keep_all=chunks_file is None)
+        if found is not None:
+            _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file,
+                          chunk_size, pod)
+            return
     if round_number is not None:
         if sweep_name is None:
             fail("--round reads a planned sweep's manifest: give --sweep")
@@ -253,11 +264,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         except StoreError as exc:
             fail(exc)
         name = sweep_name
-    else:
-        inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-        if not inline and spec is None:
-            fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
-        sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
+    else:  # adaptive repetitions: the first round is judged on the whole plan
         try:
             the_plan = plan_sweep(sweep, store, revise=revise)
         except (SpecError, StoreError) as exc:
@@ -294,13 +301,77 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     click.echo(_plan_items(pending, pod))
 
 
+def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_nodes: bool, on_unplaceable: str,
+                    chunk_size: int, *, keep_all: bool) -> Survey | None:
+    """Plan and survey a sweep one stored chunk at a time (every cell to run kept with `keep_all`,
+    else only while they fit one Workflow); None for a sweep with adaptive repetitions, which is
+    planned whole (its runs are judged together)."""
+    from ccsweep.plan import is_adaptive, set_aside_cells, store_plan, survey
+
+    try:
+        manifest = store_plan(sweep, store, revise=revise)
+        if is_adaptive(manifest):
+            return None
+        check = _node_check() if check_nodes else None
+        found = survey(store, manifest, chunk_size, check=check, keep_all=keep_all)
+        if check is not None:
+            _refuse_unplaceable(found.unplaceable, on_unplaceable)
+            set_aside_cells(store, sweep.name, found.unplaceable)
+    except (SpecError, StoreError) as exc:
+        fail(exc)
+    _say_unplaceable(sweep.name, found.unplaceable)
+    return found
+
+
+def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: Path | None,
+                  rounds_file: Path | None, pending_file: Path | None, chunks_file: Path | None, chunk_size: int,
+                  pod: dict[str, str]) -> None:
+    """What the plan step prints and writes for a surveyed sweep (as for a whole plan, one round)."""
+    if name_file is not None:
+        name_file.write_text(name)
+    click.echo(f"sweep {name}: {found.wanted} cells wanted, {found.cached} already stored, "
+               f"{len(found.missing)} to run", err=True)
+    if pushgateway:
+        from ccsweep.metrics import SweepMetrics
+
+        metrics = SweepMetrics(pushgateway, name)
+        metrics.update(total=found.wanted, cached=found.cached)
+        metrics.close()
+    for path, value in ((rounds_file, 1), (pending_file, len(found.missing))):
+        if path is not None:
+            path.write_text(str(value))
+    chunks = found.chunks()
+    if chunks_file is not None:
+        chunks_file.write_text(json.dumps(chunks))
+        if chunks:
+            click.echo(f"sweep {name}: {len(found.missing)} cells to run in {len(chunks)} chunks of up to "
+                       f"{chunk_size} cells", err=True)
+    click.echo(_plan_items([] if chunks_file is not None and chunks else found.to_run, pod))
+
+
 def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceable: str) -> SweepPlan:
     """The plan without the cells no node of the cluster can run (recorded as unplaceable), or exit 3
-    when `on_unplaceable` is fail. Nodes that cannot be read for good (not in a cluster, no RBAC)
-    leave the plan as it is, with a warning; an API that does not answer is tried again (exit 75)."""
+    when `on_unplaceable` is fail (see _node_check)."""
+    from ccsweep.plan import set_aside
+
+    check = _node_check()
+    if check is None:
+        return the_plan
+    reasons = _refuse_unplaceable(check(the_plan.pending), on_unplaceable)
+    try:
+        the_plan = set_aside(store, the_plan, reasons)
+    except StoreError as exc:
+        fail(exc)
+    _say_unplaceable(the_plan.manifest.name, reasons)
+    return the_plan
+
+
+def _node_check() -> UnplaceableCheck | None:
+    """What tells cells no node of the cluster can run from the rest (placement.unplaceable_cells).
+    Nodes that cannot be read for good (not in a cluster, no RBAC) give None, with a warning: cells
+    are not checked; an API that does not answer is tried again (exit 75)."""
     from ccsweep.clusternodes import NodesUnreadable, list_nodes
     from ccsweep.placement import unplaceable_cells
-    from ccsweep.plan import set_aside
 
     try:
         nodes = list_nodes()
@@ -310,18 +381,20 @@ def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceab
         click.echo(f"ccsweep: warning: --check-nodes: {exc}: cells are not checked against the nodes, and a cell "
                    "no node offers waits Pending (grant get/list on nodes: the chart's workflow ServiceAccount has it)",
                    err=True)
-        return the_plan
-    reasons = unplaceable_cells(the_plan.pending, nodes)
+        return None
+    return lambda cells: unplaceable_cells(cells, nodes)
+
+
+def _refuse_unplaceable(reasons: dict[str, str], on_unplaceable: str) -> dict[str, str]:
     if reasons and on_unplaceable == "fail":
         fail(f"{len(reasons)} cells no node can run: {next(iter(reasons.values()))}", code=EXIT_UNAVAILABLE)
-    try:
-        the_plan = set_aside(store, the_plan, reasons)
-    except StoreError as exc:
-        fail(exc)
+    return reasons
+
+
+def _say_unplaceable(sweep: str, reasons: dict[str, str]) -> None:
     for reason in dict.fromkeys(reasons.values()):
         count = sum(r == reason for r in reasons.values())
-        click.echo(f"sweep {the_plan.manifest.name}: {count} cells unplaceable, not submitted: {reason}", err=True)
-    return the_plan
+        click.echo(f"sweep {sweep}: {count} cells unplaceable, not submitted: {reason}", err=True)
 
 
 def _cell_pod(image: str | None, allowed_images: str, cpu: str, memory: str) -> dict[str, str]:
@@ -692,27 +765,39 @@ def status(store_url: str, sweep_name: str) -> None:
     try:
         if store.get_manifest(sweep_name) is None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
-        from ccsweep.plan import replan
-
-        the_plan = replan(store, sweep_name)  # with adaptive repetitions, the runs wanted after the last round
-        cell_ids = [c.id for c in the_plan.wanted]
-        absent = [c.id for c in the_plan.pending]
-        unplaceable = store.get_unplaceable(sweep_name)
-        missing = [cell_id for cell_id in absent if cell_id not in unplaceable]
+        wanted, absent, missing = _unstored(store, sweep_name)
         late = [cell_id for cell_id in missing if store.has_attempt(cell_id, "late")]
         starved = [cell_id for cell_id in missing if store.has_attempt(cell_id, "starved")]
     except StoreError as exc:
         fail(exc)
     starved_text = f", {len(starved)} starved: the machine starved an attempt" if starved else ""
-    set_aside = len(absent) - len(missing)
+    set_aside = absent - len(missing)
     unplaceable_text = f"; {set_aside} unplaceable: no node could run them (see the report)" if set_aside else ""
-    click.echo(f"sweep {sweep_name}: {len(cell_ids)} cells, {len(cell_ids) - len(absent)} stored, "
+    click.echo(f"sweep {sweep_name}: {wanted} cells, {wanted - absent} stored, "
                f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late"
                f"{starved_text}){unplaceable_text}")
     if missing:
         click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/, late/ and starved/ in {store.url}; "
                    "run the sweep again to retry them)", err=True)
         sys.exit(1)
+
+
+def _unstored(store: ResultStore, sweep: str) -> tuple[int, int, list[str]]:
+    """(cells wanted, how many have no result, the ids of those not set aside as unplaceable).
+
+    Read one stored chunk at a time; a sweep with adaptive repetitions is judged whole, as its
+    wanted runs depend on each other (replan: the runs wanted after the last round).
+    """
+    from ccsweep.plan import CHUNK_SIZE, is_adaptive, replan, stored_manifest, survey
+
+    manifest = stored_manifest(store, sweep)
+    unplaceable = store.get_unplaceable(sweep)
+    if is_adaptive(manifest):
+        the_plan = replan(store, sweep)
+        missing = [c.id for c in the_plan.pending if c.id not in unplaceable]
+        return len(the_plan.wanted), len(the_plan.pending), missing
+    found = survey(store, manifest, CHUNK_SIZE, set_aside=unplaceable)
+    return found.wanted, len(found.missing) + len(found.unplaceable), found.missing
 
 
 @main.command(name="figures")

@@ -135,8 +135,13 @@ def expand(spec: SweepSpec) -> list[Cell]:
 
     The same parameters in two experiments give two entries with one id: executors run the id once.
     """
-    return [cell for experiment in spec.experiments
-            for cell in expand_experiment(spec.name, experiment, time_scale=spec.time_scale)]
+    return list(iter_cells(spec))
+
+
+def iter_cells(spec: SweepSpec) -> Iterator[Cell]:
+    """expand's cells one at a time, so planning a large sweep never holds all of them."""
+    for experiment in spec.experiments:
+        yield from expand_experiment(spec.name, experiment, time_scale=spec.time_scale)
 
 
 #: The shortest flow a time-scaled cell may have: below it, start-up is the whole measurement.

@@ -7,11 +7,17 @@ trace files those cells name are stored beside it by content.  Everything after 
 `status`, figures, the operator) reads the manifest, so none needs the spec's trace files, and a
 trace edited after planning cannot change a planned sweep.  Planning the same spec again reads
 the stored manifest instead of expanding.
+
+The cells are expanded and stored one chunk at a time (ResultStore.put_manifest), and the Argo
+steps read them so (`survey`, `chunk_to_run`, the store's planned_cell): memory stays that of a
+chunk however large the sweep.  The executor, the operator and sweeps with adaptive repetitions
+still hold the whole plan (SweepPlan).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +27,7 @@ from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_i
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.spec import SpecError, SweepSpec, normalised_spec, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
+from ccsweep.store.base import PLAN_CHUNK_CELLS
 
 
 @dataclass
@@ -53,6 +60,11 @@ def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     A different spec under a stored sweep's name is refused, unless `revise` says the change is
     meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
     """
+    return _split(store_plan(spec, store, revise=revise), spec, store)
+
+
+def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepManifest:
+    """The sweep's stored manifest, made and stored now (one chunk at a time) if there is none."""
     manifest = store.get_manifest(spec.name)
     wanted = spec.model_dump(mode="json")
     # Compared as today's model reads it: a default added since it was stored is not a difference.
@@ -60,34 +72,110 @@ def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     if stored is not None and stored != wanted and _cells_part(stored) == _cells_part(wanted):
         revise = True  # only how the sweep is described and drawn changed: its cells are the same
     if manifest is None or (revise and stored != wanted):
-        manifest = store.put_manifest(_new_manifest(spec, store), revise=revise)
+        manifest = store.put_manifest(_new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
     elif stored != wanted:
         raise store.spec_conflict(spec.name)
-    return _split(manifest, spec, store)
+    return manifest
 
 
 def replan(store: ResultStore, sweep: str) -> SweepPlan:
     """The plan of a planned sweep from its stored manifest alone: a later round of an adaptive sweep."""
     manifest = stored_manifest(store, sweep)
-    try:
-        spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
-    except SpecError as exc:
-        raise StoreError(str(exc)) from None
-    return _split(manifest, spec, store)
+    return _split(manifest, stored_spec(manifest), store)
 
 
 def _split(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> SweepPlan:
     """Stored cells, and the wanted ones still to run (adaptive points judged from what is stored)."""
-    cells = manifest.distinct_cells()
+    entries = [entry for chunk in store.manifest_chunks(manifest) for entry in chunk.entries]
+    distinct: dict[str, Cell] = {}
+    for entry in entries:
+        if entry.id not in distinct:
+            distinct[entry.id] = entry.to_cell(manifest.name)
+    cells = list(distinct.values())
     cached = [c for c in cells if store.has_result(c.id)]
     done = {c.id for c in cached}
     rules = [e.adaptive for e in spec.experiments if e.adaptive is not None]
-    points = adaptive_points(spec.experiments, [c.to_cell(manifest.name) for c in manifest.cells],
+    points = adaptive_points(spec.experiments, [c.to_cell(manifest.name) for c in entries],
                              lambda cell_id: store.get_result(cell_id) if cell_id in done else None) if rules else []
     unwanted = unwanted_ids(points)
     return SweepPlan(manifest=manifest, cells=cells, cached=cached,
                      pending=[c for c in cells if c.id not in done and c.id not in unwanted], points=points,
                      rounds=max((round_bound(r) for r in rules), default=1))
+
+
+def is_adaptive(manifest: SweepManifest) -> bool:
+    """Whether a stored plan has adaptive repetitions (judged from all its runs: planned whole)."""
+    return any(e.adaptive is not None for e in stored_spec(manifest).experiments)
+
+
+def stored_spec(manifest: SweepManifest) -> SweepSpec:
+    """The spec a stored plan was made from; one it no longer validates is a StoreError."""
+    try:
+        return parse_spec(manifest.spec, origin=f"sweep {manifest.name} manifest")
+    except SpecError as exc:
+        raise StoreError(str(exc)) from None
+
+
+@dataclass
+class Survey:
+    """What the store holds of a planned sweep's distinct cells, read one stored chunk at a time.
+
+    Only ids of cells without a result are kept (about 100 bytes each), and the cells to run
+    themselves only while they fit one Workflow (`size`): the plan step and `status` stay within
+    a chunk's memory at any sweep size.
+    """
+
+    size: int
+    wanted: int = 0
+    cached: int = 0
+    #: Ids of the cells without a result, not set aside as unplaceable, in plan order.
+    missing: list[str] = field(default_factory=list)
+    #: Cells without a result set aside as unplaceable (by the last check, or by this one).
+    unplaceable: dict[str, str] = field(default_factory=dict)
+    #: Chunk (positions index*size up to (index+1)*size) -> its cells to run.
+    chunk_counts: dict[int, int] = field(default_factory=dict)
+    #: The cells to run, while they are at most `size` (or kept_all); [] beyond.
+    to_run: list[Cell] = field(default_factory=list)
+
+    def chunks(self) -> list[dict[str, int]]:
+        """As pending_chunks: [] when the cells to run fit one Workflow."""
+        if len(self.missing) <= self.size:
+            return []
+        return [{"chunk": i, "cells": n} for i, n in sorted(self.chunk_counts.items())]
+
+
+#: Given a chunk's cells to run, those no node can run with why (placement.unplaceable_cells).
+UnplaceableCheck = Callable[[list[Cell]], dict[str, str]]
+
+
+def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside: Mapping[str, str] | None = None,
+           check: UnplaceableCheck | None = None, keep_all: bool = False) -> Survey:
+    """Count a planned sweep's cells chunk by chunk: stored, set aside (`set_aside`, ids of cells the
+    last node check found no node for, and what `check` finds now) and to run, cut in chunks of `size`.
+    With `keep_all` every cell to run is kept, however many (a list asked for whole)."""
+    result = Survey(size=size)
+    for chunk in store.manifest_chunks(manifest):
+        todo: list[tuple[int, Cell]] = []
+        for cell in chunk.distinct_cells(manifest.name):
+            position, result.wanted = result.wanted, result.wanted + 1
+            if store.has_result(cell.id):
+                result.cached += 1
+            elif set_aside and cell.id in set_aside:
+                result.unplaceable[cell.id] = set_aside[cell.id]
+            else:
+                todo.append((position, cell))
+        found = check([cell for _, cell in todo]) if check and todo else {}
+        result.unplaceable |= found
+        for position, cell in todo:
+            if cell.id in found:
+                continue
+            result.missing.append(cell.id)
+            result.chunk_counts[position // size] = result.chunk_counts.get(position // size, 0) + 1
+            if keep_all or len(result.missing) <= size:
+                result.to_run.append(cell)
+            else:
+                result.to_run.clear()
+    return result
 
 
 #: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
@@ -108,9 +196,14 @@ def set_aside(store: ResultStore, plan: SweepPlan, unplaceable: dict[str, str]) 
     """The plan without the cells no node can run (`unplaceable`: id -> why, from
     placement.unplaceable_cells), which are recorded in the store so the verdict and the report
     count them apart; the record replaces the last check's, as the nodes may have changed."""
-    store.put_unplaceable(UnplaceableCells(sweep=plan.manifest.name, cells=unplaceable,
-                                           checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
+    set_aside_cells(store, plan.manifest.name, unplaceable)
     return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable])
+
+
+def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str]) -> None:
+    """Record the cells no node can run (id -> why), replacing the last check's record."""
+    store.put_unplaceable(UnplaceableCells(sweep=sweep, cells=unplaceable,
+                                           checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
 
 
 def without_unplaceable(store: ResultStore, plan: SweepPlan) -> SweepPlan:
@@ -120,20 +213,24 @@ def without_unplaceable(store: ResultStore, plan: SweepPlan) -> SweepPlan:
     return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable]) if unplaceable else plan
 
 
-def _new_manifest(spec: SweepSpec, store: ResultStore) -> SweepManifest:
-    """Expand the spec (the one place a run does) and store the traces its cells name."""
-    from ccsweep.expand import expand, find_trace
+def _new_manifest(spec: SweepSpec) -> SweepManifest:
+    """The manifest of a plan not stored yet; its cells come from _planned_entries."""
+    return SweepManifest(name=spec.name, spec=spec.model_dump(mode="json"),
+                         created_at=datetime.now(UTC).isoformat(timespec="seconds"), ccsweep_version=__version__)
 
-    cells = expand(spec)
-    for trace in dict.fromkeys(t for c in cells for t in c.params.traces):
-        store.put_trace(trace.sha256, find_trace(trace.name).read_bytes())
-    return SweepManifest(
-        name=spec.name,
-        spec=spec.model_dump(mode="json"),
-        cells=[ManifestCell(id=c.id, experiment=c.experiment, params=c.params) for c in cells],
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        ccsweep_version=__version__,
-    )
+
+def _planned_entries(spec: SweepSpec, store: ResultStore) -> Iterator[ManifestCell]:
+    """Expand the spec (the one place a run does), one cell at a time, storing each trace the
+    cells name when it is first named."""
+    from ccsweep.expand import find_trace, iter_cells
+
+    traces: set[str] = set()
+    for cell in iter_cells(spec):
+        for trace in cell.params.traces:
+            if trace.sha256 not in traces:
+                store.put_trace(trace.sha256, find_trace(trace.name).read_bytes())
+                traces.add(trace.sha256)
+        yield ManifestCell(id=cell.id, experiment=cell.experiment, params=cell.params)
 
 
 #: Node label prefix the chart's node probe sets for each algorithm the node's kernel offers.
@@ -197,9 +294,15 @@ def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
     return manifest
 
 
+def planned_cells(store: ResultStore, sweep: str) -> list[Cell]:
+    """Every distinct cell of a planned sweep, in plan order: as large as the sweep."""
+    return store.with_cells(stored_manifest(store, sweep)).distinct_cells()
+
+
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
-    """The cell `cell_id` of a planned sweep, read from its stored manifest (nothing is expanded)."""
-    cell = stored_manifest(store, sweep).find_cell(cell_id)
+    """The cell `cell_id` of a planned sweep, read from its stored plan (nothing is expanded): its
+    manifest, one index bucket and one chunk, whatever the sweep's size."""
+    cell = store.planned_cell(stored_manifest(store, sweep), cell_id)
     if cell is None:
         raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
     return cell
@@ -209,7 +312,7 @@ def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
 #: A plan item is about 120 bytes, so 500 stay far below the 256 KiB argoexec keeps of a step's
 #: result, and a Workflow of 500 cell pods keeps its compressed status far below Argo's 1 MiB
 #: (MAX_WORKFLOW_SIZE), which about 3,000 cells pass (docs/scaling.md).
-CHUNK_SIZE = 500
+CHUNK_SIZE = PLAN_CHUNK_CELLS
 
 
 def chunk_cells(cells: list[Cell], index: int, size: int) -> list[Cell]:
@@ -243,7 +346,27 @@ def chunk_parallelism(parallelism: int, chunks: int) -> int:
 
 def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Cell]:
     """The cells of chunk `index` of a planned sweep still to run (wanted, not stored, nor set aside
-    as unplaceable), from its stored manifest."""
-    plan = without_unplaceable(store, replan(store, sweep))
-    todo = {c.id for c in plan.pending}
-    return [c for c in chunk_cells(plan.cells, index, size) if c.id in todo]
+    as unplaceable), from its stored plan: only the stored chunks that the slice spans are read
+    (a sweep with adaptive repetitions is judged whole, see replan)."""
+    manifest = stored_manifest(store, sweep)
+    if is_adaptive(manifest):
+        plan = without_unplaceable(store, replan(store, sweep))
+        todo = {c.id for c in plan.pending}
+        return [c for c in chunk_cells(plan.cells, index, size) if c.id in todo]
+    if size < 1 or index < 0:
+        raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
+    unplaceable = store.get_unplaceable(sweep)
+    return [c for c in _distinct_slice(store, manifest, index * size, (index + 1) * size)
+            if c.id not in unplaceable and not store.has_result(c.id)]
+
+
+def _distinct_slice(store: ResultStore, manifest: SweepManifest, start: int, stop: int) -> list[Cell]:
+    """The plan's distinct cells at positions start up to stop, reading only the chunks holding them."""
+    if manifest.layout is None:  # schema 2: every cell is in memory already
+        return manifest.distinct_cells()[start:stop]
+    size = manifest.layout.chunk_size
+    cells: list[Cell] = []
+    for index in range(start // size, min(-(-stop // size), manifest.layout.chunks)):
+        chunk = store.manifest_chunk(manifest, index)
+        cells += [c for i, c in enumerate(chunk.distinct_cells(manifest.name), index * size) if start <= i < stop]
+    return cells

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
 from tinyspec import write_tiny_spec
 
@@ -39,7 +40,7 @@ def test_a_late_attempt_is_kept_and_the_cell_runs_again(spec_file: Path, tmp_pat
     done = ccsweep_run(spec_file, store_dir, inject_attempts="1")
     assert done.returncode == 0, done.stderr
     store = open_store(str(store_dir))
-    (cell,) = store.get_manifest("late").distinct_cells()
+    (cell,) = planned_cells(store, "late")
     late = store.latest_attempt(cell.id, "late")
     assert late is not None and late.status == "late" and late.attempt == 1
     assert late.link is not None and late.link.selfcheck.lateness_p99_us > late.link.selfcheck.threshold_us
@@ -56,7 +57,7 @@ def test_a_cell_late_on_every_attempt_ends_late(spec_file: Path, tmp_path: Path)
     done = ccsweep_run(spec_file, store_dir, "--max-attempts", "2", inject_attempts="")
     assert done.returncode == 1, done.stderr
     store = open_store(str(store_dir))
-    (cell,) = store.get_manifest("late").distinct_cells()
+    (cell,) = planned_cells(store, "late")
     assert store.get_result(cell.id) is None
     assert len(store.list_keys(f"cells/{cell.id}/late/")) == 2
     assert "1 late on every attempt" in done.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
 from tinyspec import write_tiny_spec
 
@@ -45,8 +46,7 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
     first = run("run", str(spec_file), "--store", str(store_dir), "--no-figures")
     assert first.returncode == 0, first.stderr
     store = open_store(str(store_dir))
-    manifest = store.get_manifest("tiny")
-    ids = {c.id for c in manifest.cells}
+    ids = {c.id for c in planned_cells(store, "tiny")}
     assert len(ids) == 6
     stored = {i for i in ids if store.has_result(i)}
     # vegas is not in this kernel: its two cells are reported and skipped, the others stored.
@@ -84,7 +84,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     assert 1 <= len(kept) < 4
     for path in kept:
         assert json.loads(path.read_text())["status"] == "ok"
-    assert not namespaces({c.id for c in open_store(str(store_dir)).get_manifest("long").cells})
+    assert not namespaces({c.id for c in planned_cells(open_store(str(store_dir)), "long")})
     resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures")
     assert f"{len(kept)} already stored, {4 - len(kept)} to run" in resumed.stderr
     assert resumed.returncode == 0, resumed.stderr
@@ -113,8 +113,9 @@ def test_a_background_run_stopped_with_sigterm_stops_its_cells_cleanly(tmp_path:
 
 
 def _planned(store_dir: Path, sweep: str) -> list:
-    manifest = open_store(str(store_dir)).get_manifest(sweep) if store_dir.exists() else None
-    return list(manifest.cells) if manifest is not None else []
+    store = open_store(str(store_dir)) if store_dir.exists() else None
+    manifest = store.get_manifest(sweep) if store is not None else None
+    return list(store.with_cells(manifest).cells) if store is not None and manifest is not None else []
 
 def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_finishes(spec_file: Path,
                                                                                        tmp_path: Path):
@@ -153,9 +154,9 @@ def test_the_executor_killed_with_sigkill_then_a_second_run_finishes_the_sweep(t
     planned = store_dir / "sweeps" / "killed-run" / "manifest.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (planned.exists() and namespaces(
-            {c.id for c in open_store(str(store_dir)).get_manifest("killed-run").cells})):
+            {c.id for c in planned_cells(open_store(str(store_dir)), "killed-run")})):
         time.sleep(0.2)
-    ids = {c.id for c in open_store(str(store_dir)).get_manifest("killed-run").cells}
+    ids = {c.id for c in planned_cells(open_store(str(store_dir)), "killed-run")}
     time.sleep(2)  # a cell mid-flow
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)

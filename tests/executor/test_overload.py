@@ -23,6 +23,7 @@ import pytest
 from ccsweep.admission import prior_cost
 from ccsweep.executor import default_cpu_budget
 from ccsweep.expand import expand
+from ccsweep.plan import planned_cells
 from ccsweep.result import RERUN_STATUSES, CellResult
 from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
@@ -56,7 +57,7 @@ def test_cells_forced_past_admission_all_end_stored_and_no_measurement_is_lost(t
                            "--no-figures", "--jobs", str(cells), "--cpu-budget", str(cells)],
                           capture_output=True, text=True, timeout=900)
     store = open_store(str(store_dir))
-    planned = store.get_manifest("overload").distinct_cells()
+    planned = planned_cells(store, "overload")
     assert len(planned) == cells
     failed = [key for c in planned for key in store.list_keys(f"cells/{c.id}/failed/")]
     assert not failed, [store.read_bytes(key) for key in failed]

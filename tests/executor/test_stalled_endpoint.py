@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
 from tinyspec import write_tiny_spec
 
@@ -47,7 +48,7 @@ def test_a_starved_attempt_is_kept_apart_and_the_cell_runs_again(tmp_path: Path)
     plan = subprocess.run([sys.executable, "-m", "ccsweep", "plan", str(spec), "--store", str(store_dir)],
                           capture_output=True, text=True, timeout=60)
     assert plan.returncode == 0, plan.stderr
-    (cell,) = open_store(str(store_dir)).get_manifest("starved").distinct_cells()
+    (cell,) = planned_cells(open_store(str(store_dir)), "starved")
     sweep = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                               "--no-figures"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

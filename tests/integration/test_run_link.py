@@ -37,7 +37,7 @@ def test_run_quick_with_link_mahimahi_stores_mahimahi_results_under_a_sweep_of_i
     manifest = opened.get_manifest("quick-mahimahi-x0-25")
     assert manifest is not None, sorted(p.name for p in (store / "sweeps").iterdir())
     assert opened.get_manifest("quick") is None
-    cell_ids = {c.id for c in manifest.cells}
+    cell_ids = {c.id for c in opened.with_cells(manifest).cells}
     assert len(cell_ids) == 8
     results = [opened.get_result(cell_id) for cell_id in cell_ids]
     assert all(r is not None and r.status == "ok" for r in results), done.stderr[-2000:]

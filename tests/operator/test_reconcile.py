@@ -18,6 +18,7 @@ import yaml
 from ccsweep.cell import Cell
 from ccsweep.crd import SweepStatus, store_name, sweep_from_resource
 from ccsweep.expand import expand
+from ccsweep.plan import planned_cells
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
 from ccsweep.store import SweepManifest, open_store
@@ -92,7 +93,8 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
     resource_spec = sweep_from_resource(dict(sweep.spec), sweep.name)[0]
     assert [c.id for c in expand(shipped)] == [c.id for c in expand(resource_spec)]
-    manifest = open_store(f"file://{tmp_path}").get_manifest(STORED)
+    store = open_store(f"file://{tmp_path}")
+    manifest = store.with_cells(store.get_manifest(STORED))
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
 
 
@@ -111,7 +113,7 @@ def test_an_adaptive_sweep_counts_the_runs_it_wants_and_its_workflow_plans_the_r
     assert planned.message == "6 cells, 0 already stored, 6 to run, up to 6 rounds of adaptive repetitions"
     assert decision.workflow is not None
     assert decision.workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
-    assert len(open_store(f"file://{tmp_path}").get_manifest(STORED).cells) == 40  # every run up to max
+    assert len(planned_cells(open_store(f"file://{tmp_path}"), STORED)) == 40  # every run up to max
 
 
 def test_stored_cells_are_not_run_again(tmp_path: Path):
@@ -163,7 +165,7 @@ def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_p
 
 def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
     first = decide(sweep_object("quick"), settings(tmp_path))
-    for cell in open_store(f"file://{tmp_path}").get_manifest(STORED).distinct_cells():
+    for cell in planned_cells(open_store(f"file://{tmp_path}"), STORED):
         store_result(tmp_path, cell)
     edited = sweep_object("quick", generation=2)
     experiment = {**edited.spec["experiments"][0], "loss_percent": [1, 2]}

@@ -86,11 +86,13 @@ def test_time_scale_shortens_flows_and_makes_other_cells():
 
 def _planned(tmp_path, spec: dict, *args: str) -> tuple[str, list[float]]:
     """`ccsweep plan` of `spec` with `args`: the sweep name it stored and its cells' time scales."""
-    import json as _json
     import subprocess
     import sys
 
     import yaml as _yaml
+
+    from ccsweep.plan import planned_cells
+    from ccsweep.store import open_store
 
     path = tmp_path / f"{spec['name']}.yaml"
     path.write_text(_yaml.safe_dump(spec))
@@ -101,8 +103,8 @@ def _planned(tmp_path, spec: dict, *args: str) -> tuple[str, list[float]]:
     (sweep,) = [p.name for p in (store / "sweeps").iterdir() if (p / "manifest.json").exists()
                 and p.name not in _planned.seen]
     _planned.seen.add(sweep)
-    manifest = _json.loads((store / "sweeps" / sweep / "manifest.json").read_text())
-    return sweep, sorted({c["params"]["time_scale"] for c in manifest["cells"]})
+    cells = planned_cells(open_store(str(store)), sweep)
+    return sweep, sorted({c.params.time_scale for c in cells})
 
 
 _planned.seen = set()  # type: ignore[attr-defined]

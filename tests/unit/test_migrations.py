@@ -53,7 +53,7 @@ def test_the_previous_release_s_manifest_is_a_schema_this_ccsweep_reads(tmp_path
 
 
 def test_migrations_run_in_order_one_schema_at_a_time():
-    """The chain with two steps registered (the real registry has none until schema 3 exists)."""
+    """The chain with two steps registered (the real registry has one, 2 to 3, so far)."""
     seen: list[int] = []
 
     def two_to_three(doc: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def test_plan_records_manifest_and_skips_stored_cells(tmp_path: Path):
     spec = parse_spec(SPEC)
     first = plan_sweep(spec, store)
     assert len(first.cells) == 4 and len(first.pending) == 4 and not first.cached
-    manifest = store.get_manifest("p")
+    manifest = store.with_cells(store.get_manifest("p"))
     assert [c.experiment for c in manifest.cells].count("b") == 1
     done = first.pending[0]
     env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")

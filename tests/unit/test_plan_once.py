@@ -54,7 +54,7 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_the_manifest_holds_every_cell_and_the_traces(planned):
     store, plan = planned
-    manifest = store.get_manifest("cellular-small")
+    manifest = store.with_cells(store.get_manifest("cellular-small"))
     assert [c.id for c in manifest.distinct_cells()] == [c.id for c in plan.cells] and len(plan.cells) == 4
     assert manifest.distinct_cells() == plan.cells
     (sha,) = {t.sha256 for c in plan.cells for t in c.params.traces}

@@ -106,6 +106,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
     except SpecError as exc:
         raise StoreError(str(exc)) from None
+    manifest = store.with_cells(manifest)  # figures draw every cell: this step holds the whole plan
     stored: dict[str, CellResult | None] = {}
     for cell in manifest.cells:
         if cell.id not in stored:

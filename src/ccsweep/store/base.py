@@ -11,7 +11,9 @@ Layout (relative to the store's root or prefix):
 
 An attempt record's files (what it measured before it failed, or while late) sit in the same kind
 of folder as a result's, attempt-<hash of that record>, and the record lists them in `artifacts`.
-    sweeps/<sweep>/manifest.json                     the plan: the spec and every expanded cell, written once
+    sweeps/<sweep>/manifest.json                     the plan: the spec and where its cells are, written once, last
+    sweeps/<sweep>/plan-<sha256>/chunk-<n>.json      the plan's cells, PLAN_CHUNK_CELLS distinct ones per chunk
+    sweeps/<sweep>/plan-<sha256>/index-<xx>.json     which chunk holds each cell whose id begins with xx
     sweeps/<sweep>/revisions/<sha256>.json           earlier plans a deliberate spec change (--revise) replaced
     sweeps/<sweep>/unplaceable.json                  cells no node could run when planned (plan --check-nodes)
     traces/<sha256>                                  the trace files the planned cells name, by content
@@ -23,6 +25,11 @@ record's bytes, so two runners racing on one cell (an Argo retry beside a slow f
 mix: each writes its own folder, exactly one record wins, and the record names its folder.
 Backends implement byte-level primitives; the rules (write once, record last, manifests never
 silently replaced) live here only.  docs/services.md describes the layout for users.
+
+A plan's cells are stored in chunks, not in its manifest, so that no step holds a whole sweep:
+a cell pod reads one index bucket and one chunk, `plan --chunk` the chunks its slice spans, and
+`status` one chunk at a time (docs/reliability.md, "Memory").  A manifest of schema 2 (earlier
+releases) holds its cells inline and is still read.
 """
 
 from __future__ import annotations
@@ -32,11 +39,12 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
@@ -51,6 +59,10 @@ class StoreError(RuntimeError):
 
 class StoreUnavailable(StoreError):
     """The store cannot be reached right now (server down, network); trying later may work."""
+
+
+#: Distinct cells per stored chunk of a plan (a chunk is about 0.5 MB of JSON, 7 MB parsed).
+PLAN_CHUNK_CELLS: Final = 500
 
 
 class ManifestCell(BaseModel):
@@ -76,31 +88,98 @@ class ManifestCell(BaseModel):
         return Cell(id=self.id, sweep=sweep, experiment=self.experiment, params=self.params)
 
 
+class ManifestLayout(BaseModel):
+    """Where a stored plan keeps its cells: `chunks` chunk objects in the plan's own folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: plan-<SHA-256 of the spec>: a revised plan writes its own folder, so a revision keeps its cells.
+    folder: str = Field(pattern=r"^plan-[0-9a-f]{16}$")
+    chunk_size: int = Field(ge=1)
+    chunks: int = Field(ge=0)
+    #: Distinct cells (what runs) and entries (with a cell repeated under another experiment).
+    cells: int = Field(ge=0)
+    entries: int = Field(ge=0)
+
+
+class ManifestChunk(BaseModel):
+    """Up to `chunk_size` distinct cells of a plan, in plan order, and the entries that repeat
+    an earlier cell under another experiment (kept where the plan has them, for figures)."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    entries: list[ManifestCell]
+    #: Positions in `entries` whose id an earlier entry of the plan already has.
+    repeats: list[int] = []
+
+    def distinct_cells(self, sweep: str) -> list[Cell]:
+        """This chunk's share of the plan's distinct cells, in plan order."""
+        skip = set(self.repeats)
+        return [entry.to_cell(sweep) for i, entry in enumerate(self.entries) if i not in skip]
+
+
 class SweepManifest(BaseModel):
     """The one statement of what a sweep is: its spec and every cell planned from it, in order.
 
     Written once by planning; the executors, pods, `status`, figures and the operator read it.
-    The same cell may stand under two experiments (first occurrence wins when it runs).
+    The same cell may stand under two experiments (first occurrence wins when it runs).  A stored
+    manifest names its `layout` and holds no cells: the store reads them a chunk at a time
+    (ResultStore.manifest_chunks).  `cells` holds them inline only in a plan not stored yet and in
+    a manifest written as schema 2 (store/migrations.py).
     """
 
     model_config = ConfigDict(extra="forbid")
-    schema_version: Literal[2] = MANIFEST_SCHEMA_VERSION
+    schema_version: Literal[3] = MANIFEST_SCHEMA_VERSION
     name: str
     spec: dict[str, Any]
-    cells: list[ManifestCell]
+    cells: list[ManifestCell] = []
+    layout: ManifestLayout | None = None
     created_at: str
     ccsweep_version: str
 
+    @model_validator(mode="after")
+    def _cells_in_one_place(self) -> SweepManifest:
+        if self.layout is not None and self.cells:
+            raise ValueError("a manifest with a chunk layout holds no cells inline")
+        return self
+
     def distinct_cells(self) -> list[Cell]:
-        """Each planned cell once, in plan order."""
+        """Each planned cell once, in plan order (cells held inline only: see with_cells)."""
         seen: dict[str, Cell] = {}
-        for entry in self.cells:
+        for entry in self._inline():
             if entry.id not in seen:
                 seen[entry.id] = entry.to_cell(self.name)
         return list(seen.values())
 
     def find_cell(self, wanted: str) -> Cell | None:
-        return next((entry.to_cell(self.name) for entry in self.cells if entry.id == wanted), None)
+        return next((entry.to_cell(self.name) for entry in self._inline() if entry.id == wanted), None)
+
+    def _inline(self) -> list[ManifestCell]:
+        if self.layout is not None:
+            raise StoreError(f"sweep {self.name}: its cells are stored in chunks; read them through the store")
+        return self.cells
+
+
+def chunk_entries(entries: Iterable[ManifestCell], size: int, where: dict[str, int]) -> Iterator[ManifestChunk]:
+    """Cut a plan's entries into chunks of `size` distinct cells, holding one chunk at a time.
+
+    `where` is filled with each distinct cell's chunk (the index buckets): about 100 bytes a cell,
+    the only part of a plan that grows with the sweep while it is cut.
+    """
+    entries_now: list[ManifestCell] = []
+    repeats: list[int] = []
+    distinct = 0
+    for entry in entries:
+        if entry.id in where:
+            repeats.append(len(entries_now))
+        else:
+            if distinct == size:
+                yield ManifestChunk(index=len(where) // size - 1, entries=entries_now, repeats=repeats)
+                entries_now, repeats, distinct = [], [], 0
+            where[entry.id] = len(where) // size
+            distinct += 1
+        entries_now.append(entry)
+    if entries_now:
+        yield ManifestChunk(index=(len(where) - 1) // size, entries=entries_now, repeats=repeats)
 
 
 class UnplaceableCells(BaseModel):
@@ -240,31 +319,104 @@ class ResultStore(ABC):
         return self.read_bytes(f"{attempt_folder(cell_id, record)}/{name}")
 
     # Sweeps.
-    def put_manifest(self, manifest: SweepManifest, *, revise: bool = False) -> SweepManifest:
+    def put_manifest(self, manifest: SweepManifest, *, revise: bool = False,
+                     entries: Iterable[ManifestCell] | None = None) -> SweepManifest:
         """Record a sweep's plan once; return the stored one (an earlier or racing planner's).
 
-        A different spec stored under the same name is refused: results gathered under the old
-        plan keep their meaning. With `revise` (the spec was changed on purpose, such as a Sweep
-        edited to add a loss rate) the old plan is kept under revisions/ and the new one takes
-        its place; cells are stored by content, so only the new plan's new cells need to run.
+        The plan's cells (`entries`, else the manifest's inline ones) are written in chunks first,
+        one chunk held at a time, and the manifest naming them last: a reader never finds a
+        manifest whose chunks are not there.  A different spec stored under the same name is
+        refused: results gathered under the old plan keep their meaning. With `revise` (the spec
+        was changed on purpose, such as a Sweep edited to add a loss rate) the old manifest is kept
+        under revisions/ (its chunks stay in their own folder) and the new one takes its place;
+        cells are stored by content, so only the new plan's new cells need to run.
         """
         key = manifest_key(manifest.name)
         stored = self.get_manifest(manifest.name)
-        if stored is not None and revise and normalised_spec(stored.spec) != manifest.spec:
-            data = stored.model_dump_json(indent=1).encode()
-            revision = f"{sweep_prefix(manifest.name)}/revisions/{hashlib.sha256(data).hexdigest()[:16]}.json"
-            self.write_bytes(revision, data, content_type="application/json", exclusive=True)
-            self.write_bytes(key, manifest.model_dump_json(indent=1).encode(), content_type="application/json")
-            return manifest
-        if stored is None:
-            data = manifest.model_dump_json(indent=1).encode()
-            if self.write_bytes(key, data, content_type="application/json", exclusive=True):
-                return manifest
-            stored = self.get_manifest(manifest.name)
-            assert stored is not None, f"{key}: exclusive write refused but nothing stored"
+        if stored is not None and not (revise and normalised_spec(stored.spec) != manifest.spec):
+            if normalised_spec(stored.spec) != manifest.spec:
+                raise self.spec_conflict(manifest.name)
+            return stored
+        header = self._put_chunks(manifest, manifest.cells if entries is None else entries)
+        data = header.model_dump_json(indent=1).encode()
+        if stored is not None:
+            old = stored.model_dump_json(indent=1).encode()
+            revision = f"{sweep_prefix(manifest.name)}/revisions/{hashlib.sha256(old).hexdigest()[:16]}.json"
+            self.write_bytes(revision, old, content_type="application/json", exclusive=True)
+            self.write_bytes(key, data, content_type="application/json")
+            return header
+        if self.write_bytes(key, data, content_type="application/json", exclusive=True):
+            return header
+        stored = self.get_manifest(manifest.name)
+        assert stored is not None, f"{key}: exclusive write refused but nothing stored"
         if normalised_spec(stored.spec) != manifest.spec:
             raise self.spec_conflict(manifest.name)
         return stored
+
+    def _put_chunks(self, manifest: SweepManifest, entries: Iterable[ManifestCell]) -> SweepManifest:
+        """Write the plan's chunks and index buckets; the manifest (schema 3) that names them.
+
+        Two planners of one spec write the same bytes under the same keys, so a race is harmless.
+        """
+        folder = plan_folder(manifest.spec)
+        where: dict[str, int] = {}
+        chunks = entry_count = 0
+        for chunk in chunk_entries(entries, PLAN_CHUNK_CELLS, where):
+            self.write_bytes(plan_chunk_key(manifest.name, folder, chunk.index), chunk.model_dump_json().encode(),
+                             content_type="application/json")
+            chunks, entry_count = chunks + 1, entry_count + len(chunk.entries)
+        buckets: dict[str, dict[str, int]] = {}
+        for cell_id, index in where.items():
+            buckets.setdefault(cell_id[:2], {})[cell_id] = index
+        for bucket, ids in sorted(buckets.items()):
+            self.write_bytes(plan_index_key(manifest.name, folder, bucket), json.dumps(ids).encode(),
+                             content_type="application/json")
+        layout = ManifestLayout(folder=folder, chunk_size=PLAN_CHUNK_CELLS, chunks=chunks, cells=len(where),
+                                entries=entry_count)
+        return manifest.model_copy(update={"cells": [], "layout": layout})
+
+    def manifest_chunks(self, manifest: SweepManifest) -> Iterator[ManifestChunk]:
+        """The plan's cells chunk by chunk, in plan order: one chunk in memory at a time."""
+        if manifest.layout is None:  # schema 2, or a plan not stored yet: cut its inline cells alike
+            yield from chunk_entries(manifest.cells, PLAN_CHUNK_CELLS, {})
+            return
+        for index in range(manifest.layout.chunks):
+            yield self.manifest_chunk(manifest, index)
+
+    def manifest_chunk(self, manifest: SweepManifest, index: int) -> ManifestChunk:
+        """Chunk `index` of a stored plan; a chunk missing or unreadable is a one-line StoreError."""
+        if manifest.layout is None:
+            return next((c for c in self.manifest_chunks(manifest) if c.index == index),
+                        ManifestChunk(index=index, entries=[]))
+        key = plan_chunk_key(manifest.name, manifest.layout.folder, index)
+        data = self.read_bytes(key)
+        if data is None:
+            raise StoreError(f"{self.location(key)}: missing (the manifest of sweep {manifest.name} names it)")
+        try:
+            return ManifestChunk.model_validate_json(data)
+        except ValidationError as exc:
+            raise StoreError(f"{self.location(key)} is not a plan chunk this ccsweep reads: "
+                             f"{exc.errors()[0]['msg']}") from None
+
+    def planned_cell(self, manifest: SweepManifest, cell_id: str) -> Cell | None:
+        """A planned cell by id (its first entry), reading one index bucket and one chunk."""
+        if manifest.layout is None:
+            return manifest.find_cell(cell_id)
+        if not re.fullmatch(r"[0-9a-f]{2,64}", cell_id):
+            return None
+        data = self.read_bytes(plan_index_key(manifest.name, manifest.layout.folder, cell_id[:2]))
+        index = json.loads(data).get(cell_id) if data is not None else None
+        if not isinstance(index, int):
+            return None
+        chunk = self.manifest_chunk(manifest, index)
+        return next((e.to_cell(manifest.name) for e in chunk.entries if e.id == cell_id), None)
+
+    def with_cells(self, manifest: SweepManifest) -> SweepManifest:
+        """The manifest with every entry inline: as large as the sweep (figures draw all of it)."""
+        if manifest.layout is None:
+            return manifest
+        entries = [entry for chunk in self.manifest_chunks(manifest) for entry in chunk.entries]
+        return manifest.model_copy(update={"layout": None, "cells": entries})
 
     def spec_conflict(self, sweep: str) -> StoreError:
         """The error for a spec that differs from the one planned under the same sweep name."""
@@ -334,7 +486,7 @@ class ResultStore(ABC):
         """The names of a sweep's figures, report and exports (its manifest and revisions are not files)."""
         prefix = f"{sweep_prefix(sweep)}/"
         return [key[len(prefix):] for key in self.list_keys(prefix)
-                if key != manifest_key(sweep) and not key[len(prefix):].startswith("revisions/")]
+                if key != manifest_key(sweep) and not re.match(r"revisions/|plan-[0-9a-f]{16}/", key[len(prefix):])]
 
     def get_sweep_file(self, sweep: str, name: str) -> bytes | None:
         return self.read_bytes(f"{sweep_prefix(sweep)}/{name}")
@@ -366,6 +518,19 @@ def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
 
 def manifest_key(sweep: str) -> str:
     return f"{sweep_prefix(sweep)}/manifest.json"
+
+
+def plan_folder(spec: dict[str, Any]) -> str:
+    """The folder of a plan's chunks, named by its spec: a revised plan never writes over a revision's."""
+    return f"plan-{hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]}"
+
+
+def plan_chunk_key(sweep: str, folder: str, index: int) -> str:
+    return f"{sweep_prefix(sweep)}/{folder}/chunk-{index:05d}.json"
+
+
+def plan_index_key(sweep: str, folder: str, bucket: str) -> str:
+    return f"{sweep_prefix(sweep)}/{folder}/index-{bucket}.json"
 
 
 def unplaceable_key(sweep: str) -> str:

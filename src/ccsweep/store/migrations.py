@@ -18,17 +18,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-#: The manifest schema this ccsweep writes.
-MANIFEST_SCHEMA_VERSION: Final = 2
+#: The manifest schema this ccsweep writes. 3: a stored plan's cells stand in chunk objects beside
+#: the manifest, which names them in `layout` (store/base.py); 2 held every cell in `cells`.
+MANIFEST_SCHEMA_VERSION: Final = 3
 #: The oldest schema it reads. Schema 1 (before any release) stored cells without their parameters,
 #: which no function of the document alone can restore: such a sweep is planned again.
 OLDEST_MANIFEST_SCHEMA: Final = 2
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: MIGRATIONS[N] turns a schema-N manifest (as parsed JSON) into a schema-N+1 one. None yet: schema 2
-#: is the first released one.
-MIGRATIONS: Final[Mapping[int, Migration]] = {}
+
+def _cells_stay_inline(document: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 to 3: the cells stay in `cells`, with no `layout`, which schema 3 reads as they are
+    (such a sweep was planned by a release whose pods parse the whole plan anyway: it is small)."""
+    return {**document, "schema_version": 3}
+
+
+#: MIGRATIONS[N] turns a schema-N manifest (as parsed JSON) into a schema-N+1 one.
+MIGRATIONS: Final[Mapping[int, Migration]] = {2: _cells_stay_inline}
 
 
 class ManifestSchemaError(ValueError):
