@@ -56,7 +56,7 @@ WARMUP_S, TAIL_S = 1.0, 0.5
 # the emulator, set the rate, which is then only a lower bound of the emulator's maximum.
 SATURATED_SHARE = 0.9
 # The emulator's default release window, and mm-link's timer resolution for the comparison row.
-DEFAULT_COALESCE, MAHIMAHI_COALESCE = "100us", "1ms"
+DEFAULT_RELEASE_WINDOW, MAHIMAHI_WINDOW = "100us", "1ms"
 # The SCHED_FIFO priority of the priority rows (any 1-99: nothing else here runs real-time).
 REALTIME_PRIORITY = "10"
 
@@ -122,7 +122,7 @@ def stop(process: subprocess.Popen | None) -> None:
 
 
 @contextlib.contextmanager
-def emulator(rate: str, delay: str, coalesce: str, stats: Path, extra: tuple[str, ...] = (),
+def emulator(rate: str, delay: str, release_window: str, stats: Path, extra: tuple[str, ...] = (),
              binary: str | None = None) -> Iterator[tuple[str, str, subprocess.Popen]]:
     """A pinned emulator between two fresh namespaces, with big TCP buffers inside them; `extra`
     are further emulator options, `binary` another build than the one `make emulator` made."""
@@ -131,7 +131,7 @@ def emulator(rate: str, delay: str, coalesce: str, stats: Path, extra: tuple[str
     process = subprocess.Popen(
         [*EMULATOR_CPU, binary or link_binary(), "--sender-netns", sender, "--receiver-netns", receiver,
          "--uplink-rate", rate, "--downlink-rate", rate, "--uplink-delay", delay, "--downlink-delay", delay,
-         "--coalesce", coalesce, "--uplink-queue", "droptail packets=2000", "--stats", str(stats), *extra],
+         "--release-window", release_window, "--uplink-queue", "droptail packets=2000", "--stats", str(stats), *extra],
         stdout=subprocess.PIPE, text=True)
     try:
         assert json.loads(process.stdout.readline())["event"] == "ready"
@@ -143,12 +143,12 @@ def emulator(rate: str, delay: str, coalesce: str, stats: Path, extra: tuple[str
         stop(process)
 
 
-def run(rate: str, delay: str, client_args: list[str], coalesce: str = DEFAULT_COALESCE,
+def run(rate: str, delay: str, client_args: list[str], release_window: str = DEFAULT_RELEASE_WINDOW,
         extra: tuple[str, ...] = (), seconds: int = SECONDS) -> Run:
     """iperf3 for `seconds` through a fresh emulator; its summary, steady window and iperf3's report."""
     with tempfile.TemporaryDirectory() as workdir:
         stats_path = Path(workdir) / "stats.jsonl"
-        with emulator(rate, delay, coalesce, stats_path, extra) as (sender, receiver, process):
+        with emulator(rate, delay, release_window, stats_path, extra) as (sender, receiver, process):
             ready_at = time.monotonic()
             server = subprocess.Popen(["ip", "netns", "exec", receiver, *TRAFFIC_CPU, "iperf3", "-s", "-1",
                                        "-B", "10.0.0.2"], stdout=subprocess.DEVNULL)
@@ -210,17 +210,17 @@ def paced_rows(table: Table, console: Console, seconds: int) -> list[str]:
     a KVM guest). The marginal cost, from 100 Mbit/s to 1 Gbit/s, is what each further
     100 Mbit/s adds once that fixed cost is paid; the 1 ms row releases at mm-link's resolution.
     """
-    def paced(rate: str, coalesce: str, label: str) -> Run:
+    def paced(rate: str, release_window: str, label: str) -> Run:
         console.print(f"{label}, 10 ms each way, one saturating TCP flow ({seconds} s)")
-        return run(rate, "10ms", ["-C", "cubic"], coalesce, seconds=seconds)
+        return run(rate, "10ms", ["-C", "cubic"], release_window, seconds=seconds)
 
-    at_100m = paced("100mbit", DEFAULT_COALESCE, "100 Mbit/s")
-    at_100m_coarse = paced("100mbit", MAHIMAHI_COALESCE, "100 Mbit/s, 1 ms windows")
-    at_1g = paced("1gbit", DEFAULT_COALESCE, "1 Gbit/s")
+    at_100m = paced("100mbit", DEFAULT_RELEASE_WINDOW, "100 Mbit/s")
+    at_100m_coarse = paced("100mbit", MAHIMAHI_WINDOW, "100 Mbit/s, 1 ms windows")
+    at_1g = paced("1gbit", DEFAULT_RELEASE_WINDOW, "1 Gbit/s")
     slow, fast, coarse = at_100m.steady, at_1g.steady, at_100m_coarse.steady
     cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s ({slow.rate_bps / 1e6:.1f} of IP delivered), "
-            f"{DEFAULT_COALESCE} release windows", slow.cpu_share * 1e8 / slow.rate_bps)
-    cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s, {MAHIMAHI_COALESCE} release windows "
+            f"{DEFAULT_RELEASE_WINDOW} release windows", slow.cpu_share * 1e8 / slow.rate_bps)
+    cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s, {MAHIMAHI_WINDOW} release windows "
             "(mm-link's resolution)", coarse.cpu_share * 1e8 / coarse.rate_bps)
     marginal = (fast.cpu_share - slow.cpu_share) * 1e8 / (fast.rate_bps - slow.rate_bps)
     cpu_row(table, "CPU per 100 Mbit/s", "marginal, from 100 Mbit/s to 1 Gbit/s", marginal)

@@ -4,7 +4,7 @@ emulator builds or settings compared side by side in one run.
 Run as root. Each repetition runs every variant once, in turn (A, B, A, B, ...), each the real
 emulator between two fresh namespaces (bench.py's `emulator`: pinned to one core, iperf3 on the
 other) carrying one saturating TCP flow at `--rate` over `--delay` each way with the release
-window `--coalesce`. Over the steady part of the flow, `perf stat` on the emulator's PID counts
+window `--release-window`. Over the steady part of the flow, `perf stat` on the emulator's PID counts
 its read(), write() and epoll_pwait2() calls and context switches (software events and
 tracepoints: a KVM guest has no hardware counters, so no instruction counts), and the emulator's
 own stats lines give the IP bytes delivered, packets moved both ways and its CPU time (rusage:
@@ -15,7 +15,7 @@ of the first variant (the hottest symbols, kernel and user).
 
     benchmarks/emulator/profile.py --variant now=target/release/ccsweep-link \\
         --variant old=/path/to/old/ccsweep-link --reps 5
-    benchmarks/emulator/profile.py --variant w250=BIN:--coalesce=250us --variant w1ms=BIN:--coalesce=1ms
+    benchmarks/emulator/profile.py --variant w250=BIN:--release-window=250us --variant w1ms=BIN:--release-window=1ms
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def one_run(variant: Variant, options: argparse.Namespace, record: Path | None) 
     window_s = options.seconds - WARMUP_S - 1.0
     with tempfile.TemporaryDirectory() as workdir:
         stats_path, perf_out = Path(workdir) / "stats.jsonl", Path(workdir) / "perf.txt"
-        extra = ("--coalesce", options.coalesce, *variant.options)
+        extra = ("--release-window", options.release_window, *variant.options)
         with emulator(options.rate, options.delay, extra[1], stats_path, extra[2:],
                       binary=variant.binary) as (sender, receiver, process):
             ready_at = time.monotonic()
@@ -153,7 +153,7 @@ def main() -> None:
                         help="LABEL=BINARY[:--opt=value,...]; repeat to compare, run in turn")
     parser.add_argument("--rate", default="100mbit")
     parser.add_argument("--delay", default="50ms", help="one-way delay (50ms: the 100 ms RTT of Figure 8)")
-    parser.add_argument("--coalesce", default="250us", help="release window (the runner's at 100 ms RTT)")
+    parser.add_argument("--release-window", default="250us", help="release window (the runner's at 100 ms RTT)")
     parser.add_argument("--cc", default="cubic")
     parser.add_argument("--seconds", type=int, default=12, help="flow time of each run")
     parser.add_argument("--reps", type=int, default=5)

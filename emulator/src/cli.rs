@@ -87,10 +87,11 @@ pub struct Args {
     /// of the time it sleeps).
     #[arg(long, default_value = "0us")]
     pub spin: String,
-    /// Serve in one wake-up every release due within this of the earliest: a packet may wait up
-    /// to this long for later ones, and fewer wake-ups (costly under virtualisation) save CPU.
-    #[arg(long, default_value = "100us")]
-    pub coalesce: String,
+    /// The release window: serve in one wake-up every release due within this of the earliest: a
+    /// packet may wait up to this long for later ones, and fewer wake-ups (costly under
+    /// virtualisation) save CPU. `--coalesce`, its former name, is still taken.
+    #[arg(long = "release-window", alias = "coalesce", default_value = "100us")]
+    pub release_window: String,
     /// Run the packet loop's thread at this SCHED_FIFO priority (1 to 99) where the process may
     /// (root, or CAP_SYS_NICE in a pod), else at nice -10, else as before: what it got is said
     /// once on stderr and as `sched` in the ready line and the summary. Caps --spin at 1ms.
@@ -186,5 +187,15 @@ mod tests {
         let args = parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--uplink-rate", "-3mbit"])).unwrap();
         assert_eq!(args.uplink_rate.as_deref(), Some("-3mbit"));
         assert!(parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--once", "-3"])).is_err());
+    }
+
+    #[test]
+    fn the_release_window_keeps_its_former_name() {
+        let named = parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--release-window", "250us"]));
+        let former = parse_args(argv(&["--sender-netns", "s", "--receiver-netns", "r", "--coalesce", "250us"]));
+        assert_eq!(named.unwrap().release_window, "250us");
+        assert_eq!(former.unwrap().release_window, "250us");
+        let help = Args::command().render_long_help().to_string();
+        assert!(help.contains("--release-window") && !help.contains("--coalesce <"), "{help}");
     }
 }

@@ -44,7 +44,7 @@ pub struct Config {
     pub stats_interval_ns: u64,
     pub duration_ns: Option<u64>,
     pub spin_ns: u64,
-    pub coalesce_ns: u64,
+    pub release_window_ns: u64,
     pub realtime_priority: Option<i32>,
     pub inject_lateness: Option<InjectSpec>,
     pub command_line: String,
@@ -149,11 +149,12 @@ fn endpoints(args: &Args) -> Result<(Endpoint, Endpoint), Error> {
     Ok((sender, receiver))
 }
 
-/// The loop's timing options: `--spin`, `--coalesce`, and the priority, whose busy-waiting is
+/// The loop's timing options: `--spin`, `--release-window`, and the priority, whose busy-waiting is
 /// bounded while it is real-time.
 fn timing(args: &Args) -> Result<(u64, u64, Option<i32>), Error> {
     let spin_ns = parse_duration_ns(&args.spin).map_err(Error::argument("spin"))?;
-    let coalesce_ns = parse_duration_ns(&args.coalesce).map_err(Error::argument("coalesce"))?;
+    let release_window_ns =
+        parse_duration_ns(&args.release_window).map_err(Error::argument("release-window"))?;
     let priority = match &args.realtime_priority {
         Some(text) => Some(parse_priority(text).map_err(Error::argument("realtime-priority"))?),
         None => None,
@@ -164,7 +165,7 @@ fn timing(args: &Args) -> Result<(u64, u64, Option<i32>), Error> {
             args.spin
         )));
     }
-    Ok((spin_ns, coalesce_ns, priority))
+    Ok((spin_ns, release_window_ns, priority))
 }
 
 impl Config {
@@ -184,7 +185,7 @@ impl Config {
             Some(text) => Some(parse_duration_ns(text).map_err(Error::argument("duration"))?),
             None => None,
         };
-        let (spin_ns, coalesce_ns, realtime_priority) = timing(args)?;
+        let (spin_ns, release_window_ns, realtime_priority) = timing(args)?;
         let inject_lateness = match &args.inject_lateness {
             Some(text) => Some(InjectSpec::parse(text).map_err(Error::argument("inject-lateness"))?),
             None => None,
@@ -202,7 +203,7 @@ impl Config {
             stats_interval_ns,
             duration_ns,
             spin_ns,
-            coalesce_ns,
+            release_window_ns,
             realtime_priority,
             inject_lateness,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
@@ -218,7 +219,7 @@ impl Config {
             "seed": self.seed,
             "mtu": self.mtu,
             "spin_us": self.spin_ns as f64 / 1e3,
-            "coalesce_us": self.coalesce_ns as f64 / 1e3,
+            "release_window_us": self.release_window_ns as f64 / 1e3,
             "realtime_priority": self.realtime_priority,
             "inject_lateness": self.inject_lateness.as_ref().map(|spec| spec.text.clone()),
         })

@@ -252,7 +252,7 @@ impl<'a> Link<'a> {
     /// Waits until the next pass (or a packet, or a signal) and reads what arrived; true when a
     /// signal asks the link to stop.
     fn wait_and_read(&mut self, now: u64, end_ns: Option<u64>) -> Result<bool, Error> {
-        let releases = next_pass_ns(&self.uplink, &self.downlink, self.config.coalesce_ns);
+        let releases = next_pass_ns(&self.uplink, &self.downlink, self.config.release_window_ns);
         let stats_ns = self.stats.as_ref().map(|stats| stats.next_ns);
         let target = [releases, stats_ns, end_ns].into_iter().flatten().min();
         self.epoll.wait(self.pacer.wait(now, target).timeout_ns(), &mut self.tokens)?;
@@ -308,10 +308,10 @@ impl<'a> Link<'a> {
 }
 
 /// When the next pass should run to serve the earliest release: late enough to serve, in the same
-/// pass, every release due within `coalesce_ns` after it. A pass only writes packets already due.
-fn next_pass_ns(uplink: &Direction, downlink: &Direction, coalesce_ns: u64) -> Option<u64> {
+/// pass, every release due within `release_window_ns` after it. A pass only writes packets already due.
+fn next_pass_ns(uplink: &Direction, downlink: &Direction, release_window_ns: u64) -> Option<u64> {
     let earliest = [uplink.next_event_ns(), downlink.next_event_ns()].into_iter().flatten().min()?;
-    let window_end = earliest + coalesce_ns;
+    let window_end = earliest + release_window_ns;
     [Some(earliest), uplink.last_release_until(window_end), downlink.last_release_until(window_end)]
         .into_iter()
         .flatten()

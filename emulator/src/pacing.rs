@@ -4,7 +4,7 @@
 //! VM exits, measured at about 20 us of CPU per sleep on a KVM guest, and the timer fires tens
 //! to hundreds of microseconds late. So the loop (1) spins instead of sleeping when the wait is
 //! shorter than what a sleep costs, (2) lets one wake-up serve every release due within a short
-//! window (`--coalesce`), and (3) wakes early by the wake-up latency it observes and spins the
+//! window (`--release-window`), and (3) wakes early by the wake-up latency it observes and spins the
 //! rest, but never spins longer than a small share of the time it slept, so the CPU this costs
 //! stays bounded. A packet is still only written once its due time has passed.
 

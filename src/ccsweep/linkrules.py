@@ -47,7 +47,7 @@ def lateness_threshold_us(cell: Cell) -> float:
     return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, share))
 
 
-#: The emulator's release window (`--coalesce`) per cell, see release_window_us.
+#: The emulator's release window (`--release-window`) per cell, see release_window_us.
 RELEASE_WINDOW_RTT_SHARE = 0.0025
 RELEASE_WINDOW_FLOOR_US = 100.0
 RELEASE_WINDOW_CEILING_US = 250.0

@@ -95,7 +95,7 @@ class SelfCheck(Record):
     #: None in records written before it was kept (their emulator ran at its default, 100 us) and
     #: for Mahimahi (its own 1 ms timer).
     release_window_us: float | None = Field(
-        default=None, description="the emulator's release window (--coalesce, as its summary echoes it), "
+        default=None, description="the emulator's release window (--release-window, as its summary echoes it), "
                                   "counted in the lateness")
     #: The link processes' run-queue delay per wake-up, time-weighted p99 over the flow time (us),
     #: sampled from outside for both links (runner.runqueue); None in older records.

@@ -156,8 +156,11 @@ def test_the_window_goes_to_the_emulator_and_an_override_replaces_it(tmp_path: P
 def test_the_record_keeps_the_window_the_emulator_reports_and_old_records_still_load():
     from ccsweep.result import SelfCheck
 
-    check = link_summary({**SUMMARY, "config": {"coalesce_us": 500.0}}, threshold_us=1000).selfcheck
+    check = link_summary({**SUMMARY, "config": {"release_window_us": 500.0}}, threshold_us=1000).selfcheck
     assert check.release_window_us == 500.0
+    # A binary built before the option's rename echoes it as coalesce_us.
+    former = link_summary({**SUMMARY, "config": {"coalesce_us": 250.0}}, threshold_us=1000).selfcheck
+    assert former.release_window_us == 250.0
     assert SelfCheck.model_validate_json(check.model_dump_json()).release_window_us == 500.0
     assert link_summary(SUMMARY, threshold_us=1000).selfcheck.release_window_us is None
     old = {k: v for k, v in check.model_dump().items() if k != "release_window_us"}

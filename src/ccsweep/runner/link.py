@@ -189,6 +189,13 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
     return argv
 
 
+def _release_window_us(config: dict[str, Any]) -> float | None:
+    """The window the emulator's summary echoes: `release_window_us`, or `coalesce_us` from a binary
+    built before the option took the name the rest of ccsweep gives it."""
+    value = config.get("release_window_us", config.get("coalesce_us"))
+    return None if value is None else float(value)
+
+
 def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQueueSummary | None = None) -> LinkSummary:
     """The emulator's summary line as the result's LinkSummary, with the `late` verdict.
 
@@ -214,7 +221,7 @@ def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQue
             threshold_us=threshold_us,
             sched=summary.get("sched"),
             injected_lateness=(summary.get("config") or {}).get("inject_lateness"),
-            release_window_us=(summary.get("config") or {}).get("coalesce_us"),
+            release_window_us=_release_window_us(summary.get("config") or {}),
             lateness_from="packets",
             runqueue_p99_us=waited,
         ),
