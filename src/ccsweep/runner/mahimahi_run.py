@@ -37,7 +37,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -58,6 +57,7 @@ from ccsweep.runner.mahimahi import (
 )
 from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
+from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep.runner.procs import Child, ChildTimeout
 from ccsweep.runner.runqueue import RunQueueDelay, proc_stats, tasks_of, tree_of
 
@@ -417,7 +417,7 @@ def _group_members(group: int) -> list[int]:
     return found
 
 
-class ShellsCpu:
+class ShellsCpu(PeriodicSampler):
     """CPU time of the Mahimahi processes under one PID, sampled from /proc until stop().
 
     Sampled rather than read at exit: the shells' rusage at exit would include the sender's.
@@ -432,13 +432,7 @@ class ShellsCpu:
         self._names = names
         self._ticks: dict[int, int] = {}
         self._start = time.monotonic()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="mahimahi-cpu", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._done.wait(self.INTERVAL_S):
-            self._sample()
+        super().__init__(self.INTERVAL_S, "mahimahi-cpu")
 
     def _sample(self) -> float:
         """Sample now; the counted processes' CPU seconds so far (an ended one keeps its last reading)."""
@@ -450,7 +444,6 @@ class ShellsCpu:
     def stop(self) -> float:
         """The shells' CPU seconds per wall second since the sampler started (with them), up to now."""
         seconds = self._sample()
-        self._done.set()
-        self._thread.join()
+        self._halt()
         wall = time.monotonic() - self._start
         return round(seconds / wall, 4) if wall > 0 else 0.0

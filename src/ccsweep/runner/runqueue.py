@@ -23,10 +23,11 @@ kept waiting for a good part of a window (starvation), not a single late packet.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ccsweep.runner.periodic import PeriodicSampler
 
 #: Sampling period: ten of Mahimahi's 1 ms ticks per window.
 WINDOW_S = 0.01
@@ -79,7 +80,7 @@ class RunQueueSummary:
     windows: int
 
 
-class RunQueueDelay:
+class RunQueueDelay(PeriodicSampler):
     """Samples the run-queue delay of the named processes under `root_pid` every WINDOW_S until stop().
 
     The sampler's own lateness widens a window but loses nothing: the counters are cumulative.
@@ -88,20 +89,13 @@ class RunQueueDelay:
     def __init__(self, root_pid: int, names: tuple[str, ...], window_s: float = WINDOW_S) -> None:
         self._root = root_pid
         self._names = names
-        self._window_s = window_s
         self._tasks: list[Path] = []
         self._next_walk = 0
         self._last: dict[Path, tuple[int, int]] = {}
         self._last_ns = time.monotonic_ns()
         #: (CLOCK_MONOTONIC ns at the window's end, its length in ns, worst mean delay per wake-up in it, ns)
         self.windows: list[tuple[int, int, float]] = []
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="runqueue-delay", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._done.wait(self._window_s):
-            self._sample()
+        super().__init__(window_s, "runqueue-delay")
 
     def _sample(self) -> None:
         now = time.monotonic_ns()
@@ -125,8 +119,7 @@ class RunQueueDelay:
             self._last_ns = now
 
     def stop(self) -> None:
-        self._done.set()
-        self._thread.join()
+        self._halt()
 
     def summary(self, start_ns: int, end_ns: int) -> RunQueueSummary | None:
         """Over the windows ending within [start_ns, end_ns]; None if no thread ran in any of them."""
