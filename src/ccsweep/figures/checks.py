@@ -65,10 +65,21 @@ class Verdict:
     #: True passed, False failed, None not settled (the interval straddles the bound, or one run).
     ok: bool | None
     detail: str
+    #: Where not settled, how the medians alone read: True within the bound, False outside, None when
+    #: settled.  One run per cell (ReBBR's study) settles nothing yet still reads one way, and a
+    #: reader of a full-length run wants to know which, told apart from a settled verdict.
+    leans: bool | None = None
 
     @property
     def word(self) -> str:
         return {True: "pass", False: "fail", None: "not settled"}[self.ok]
+
+    @property
+    def reading(self) -> str:
+        """The verdict as the report prints it: 'not settled (the medians read fail)' where they lean."""
+        if self.ok is not None or self.leans is None:
+            return self.word
+        return f"not settled (the medians read {'pass' if self.leans else 'fail'})"
 
 
 @dataclass
@@ -126,6 +137,12 @@ def judged(intervals: Sequence[Interval], holds: Callable[..., bool]) -> bool | 
     return settle([holds(*combo) for combo in itertools.product(*grids)])
 
 
+def weighed(subject: str, intervals: Sequence[Interval], holds: Callable[..., bool], detail: str) -> Verdict:
+    """The verdict `judged` gives; where that settles nothing, how the medians alone read, as its lean."""
+    ok = judged(intervals, holds)
+    return Verdict(subject, ok, detail, holds(*(i.center for i in intervals)) if ok is None else None)
+
+
 def stated(interval: Interval, unit: str = "Mbit/s") -> str:
     """'median 41.2 [38.0, 43.1] Mbit/s (95 % bootstrap CI of the median, n = 12)'."""
     return f"median {interval.text()} {unit} ({interval.label})".replace("  ", " ")
@@ -158,8 +175,8 @@ def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
         if stat is None:
             continue
         _, detail = judge(point, stat.center)
-        ok = judged([stat], lambda value, point=point: judge(point, value)[0])
-        verdicts.append(Verdict(cell_summary(point.params, repetition=False), ok,
+        verdicts.append(weighed(cell_summary(point.params, repetition=False), [stat],
+                                lambda value, point=point: judge(point, value)[0],
                                 f"{detail}; {stat.label}" + (f", interval [{stat.low:.3g}, {stat.high:.3g}]"
                                                              if stat.low is not None and stat.high is not None
                                                              else "")))
@@ -185,8 +202,8 @@ def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
         at, base = lossy.median_ci(steady_goodput), reference.median_ci(steady_goodput)
         if at is None or base is None:
             continue
-        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False),
-                                judged([at, base], lambda a, b: a <= b / 10),
+        verdicts.append(weighed(cell_summary(lossy.params, repetition=False),
+                                [at, base], lambda a, b: a <= b / 10,
                                 f"{STEADY} {stated(at)} at 0.1 % vs {stated(base)} at "
                                 f"{reference.params.loss * 100:g} % (ratio {base.center / max(at.center, 1e-9):.3g})"))
     return verdicts
@@ -292,8 +309,8 @@ def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
         if cubic is None or bbr is None or bbr.center <= 0:
             continue
         ratio = cubic.center / bbr.center
-        verdicts.append(Verdict(cell_summary(by_cc["cubic"].params, repetition=False),
-                                judged([cubic, bbr], lambda c, b: c <= FAR_BELOW * b),
+        verdicts.append(weighed(cell_summary(by_cc["cubic"].params, repetition=False),
+                                [cubic, bbr], lambda c, b: c <= FAR_BELOW * b,
                                 f"{STEADY}: CUBIC {stated(cubic)} vs BBR {stated(bbr)} (ratio {ratio:.2f}, "
                                 f"bound ≤ {FAR_BELOW:g})"))
     return verdicts
@@ -318,7 +335,7 @@ def _thousandeyes(data: ExperimentData) -> list[Verdict]:
             return fall < THOUSANDEYES_BBR_MAX_DROP if bbr else fall > THOUSANDEYES_CUBIC_MIN_DROP
 
         bound = f"< {THOUSANDEYES_BBR_MAX_DROP:g} %" if bbr else f"> {THOUSANDEYES_CUBIC_MIN_DROP:g} %"
-        verdicts.append(Verdict(cell_summary(lossy.params, repetition=False), judged([at, base], holds),
+        verdicts.append(weighed(cell_summary(lossy.params, repetition=False), [at, base], holds,
                                 f"{STEADY} {stated(at)} vs baseline {stated(base)}: {-drop:+.1f} % "
                                 f"(fall bound {bound})"))
     return verdicts

@@ -1,0 +1,160 @@
+"""ReBBR's claims on ReBBR's own cells: the study at full length, recorded on Linux 6.18 (tests/fixtures/full-length).
+
+The fixture holds records of 60-140 s flows on ReBBR's grid, on ccsweep-link (full-sweep) and on
+Mahimahi, copied by tests/fixtures/record_full_length.py.  Each cell ran once, as in ReBBR's study,
+and one run settles nothing: every verdict here is "not settled", and what these tests pin is
+how the run reads against each claim's bound (the verdict's lean, printed in the report) and the
+numbers it prints.  Where a claim reads one way on one recorded set and the other way on
+another (a link, a flow length), both are asserted.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from ccsweep.figures.checks import Verdict, run_checks
+from ccsweep.figures.data import SweepData, load_sweep
+from ccsweep.figures.source_checks import ALL_CLAIMS
+from ccsweep.store.file import FileStore
+
+STORE = Path(__file__).resolve().parents[1] / "fixtures" / "full-length" / "store"
+LINK, MM_FIGURE8, MM_ALGORITHMS = "full-sweep", "figure8-mahimahi", "algorithms-mahimahi"
+SWEEPS = (LINK, MM_FIGURE8, MM_ALGORITHMS)
+KERNEL = "6.18.44-fc-v657"
+#: ReBBR's flow lengths per experiment (s).
+DURATIONS = {"figure8": 60, "bandwidth": 30, "algorithms": 30, "rtt": 120, "cellular": 140}
+PATH = "100 ms, 100 Mbit/s, infinite"
+
+
+@functools.cache
+def sweep(name: str) -> SweepData:
+    return load_sweep(FileStore(STORE), name)
+
+
+def verdicts(name: str, claim_id: str, experiment: str) -> dict[str, Verdict]:
+    """The claim's verdicts on one experiment of a recorded sweep, by subject."""
+    (claim,) = [c for c in ALL_CLAIMS if c.id == claim_id]
+    rows = [row for row in run_checks(sweep(name), [claim]) if row.experiment == experiment]
+    return {v.subject: v for row in rows for v in row.verdicts}
+
+
+def test_the_fixture_is_rebbrs_study_at_full_length_on_one_kernel():
+    """Real records, ReBBR's flow lengths, one run a cell, each sweep on its own link; small enough to commit."""
+    links = {LINK: "ccsweep-link", MM_FIGURE8: "mahimahi", MM_ALGORITHMS: "mahimahi"}
+    for name in SWEEPS:
+        for exp in sweep(name).experiments:
+            for result in exp.results:
+                params = result.cell.params
+                assert result.status == "ok" and result.environment.kernel == KERNEL
+                assert result.environment.available_cc == ["reno", "bbr", "cubic"]
+                assert params.duration_s == DURATIONS[exp.name] and params.repetition == 0
+                assert params.link == links[name], (name, result.cell.id)
+    assert sum(f.stat().st_size for f in STORE.rglob("*") if f.is_file()) < 1_500_000
+
+
+def test_one_run_a_cell_settles_no_rebbr_claim_but_each_reads_one_way():
+    rebbr = [c for c in ALL_CLAIMS if c.id.startswith("rebbr-")]
+    rows = [row for name in SWEEPS for row in run_checks(sweep(name), rebbr)]
+    assert {row.claim.id for row in rows} == {"rebbr-cubic-above-lowest-loss", "rebbr-bbr-holds",
+                                              "rebbr-bbr-beats-others", "rebbr-gap-shrinks", "rebbr-cubic-1mbps"}
+    for row in rows:
+        assert row.status == "not settled", (row.claim.id, row.experiment)
+        for v in row.verdicts:
+            assert v.ok is None, v
+            measured = "median of 1 run, no interval" in v.detail
+            assert measured != ("not measured" in v.detail) and (v.leans is not None) == measured, v
+
+
+def leans_by_loss(name: str, experiment: str) -> dict[float, bool | None]:
+    return {float(subject.split(", ")[1].removesuffix(" % loss")): v.leans
+            for subject, v in verdicts(name, "rebbr-bbr-holds", experiment).items()}
+
+
+@pytest.mark.parametrize(("name", "experiment", "holds_through"), [
+    (LINK, "figure8", 15), (MM_FIGURE8, "figure8", 15),  # 60 s flows
+    (LINK, "algorithms", 10), (MM_ALGORITHMS, "algorithms", 10), (LINK, "bandwidth", 10)])  # 30 s flows
+def test_bbr_holds_reads_fail_from_20_percent_on_both_links(name: str, experiment: str, holds_through: float):
+    """ReBBR's 4.11.1 BBR held to about 45 %; 6.18's collapses from 20 % on ccsweep-link and Mahimahi alike,
+    and at 15 % a 60 s flow reads pass where the 30 s one reads fail (the cell is bimodal there)."""
+    losses = [0.001, 0.01, 0.1, 1, 2, 5, 10, 15, 20, 25, 30, 40]
+    assert leans_by_loss(name, experiment) == {p: p <= holds_through for p in losses}
+
+
+@pytest.mark.parametrize(("name", "experiment", "loss", "measured"), [
+    (LINK, "figure8", 15, "45.3 Mbit/s vs bound 41 "), (MM_FIGURE8, "figure8", 15, "42.9 Mbit/s vs bound 41 "),
+    (LINK, "algorithms", 15, "29.1 Mbit/s vs bound 41 "), (MM_ALGORITHMS, "algorithms", 15, "5.66 Mbit/s vs bound 41 "),
+    (LINK, "figure8", 20, "0.558 Mbit/s vs bound 38.6 "), (MM_FIGURE8, "figure8", 20, "0.632 Mbit/s vs bound 38.6 "),
+    (LINK, "figure8", 40, "0.0878 Mbit/s vs bound 29 "), (MM_FIGURE8, "figure8", 40, "0.0596 Mbit/s vs bound 29 ")])
+def test_bbr_holds_prints_the_recorded_goodput_the_bound_and_the_kernel(name: str, experiment: str, loss: float,
+                                                                        measured: str):
+    verdict = verdicts(name, "rebbr-bbr-holds", experiment)[f"BBR, {loss:g} % loss, {PATH}"]
+    assert f"steady-state goodput {measured}" in verdict.detail and f"kernel {KERNEL}" in verdict.detail
+
+
+@pytest.mark.parametrize(("name", "experiment", "leans", "measured"), [
+    (LINK, "figure8", True, ("CUBIC median 96.3 Mbit/s", "BBR median 94 Mbit/s")),
+    (MM_FIGURE8, "figure8", True, ("CUBIC median 96.1 Mbit/s", "BBR median 93.8 Mbit/s")),
+    (LINK, "algorithms", True, ("CUBIC median 96.5 Mbit/s", "BBR median 94.8 Mbit/s")),
+    (LINK, "rtt", True, ("CUBIC median 95.3 Mbit/s", "BBR median 91.7 Mbit/s")),
+    # Mahimahi's 30 s CUBIC run at 0.001 % came out 10 % below BBR: the same claim reads fail there.
+    (MM_ALGORITHMS, "algorithms", False, ("CUBIC median 85 Mbit/s", "BBR median 94.2 Mbit/s"))])
+def test_cubic_above_bbr_at_the_lowest_loss(name: str, experiment: str, leans: bool, measured: tuple[str, str]):
+    (verdict,) = verdicts(name, "rebbr-cubic-above-lowest-loss", experiment).values()
+    assert verdict.subject == f"CUBIC, 0.001 % loss, {PATH}" and verdict.leans is leans
+    assert all(number in verdict.detail for number in measured)
+
+
+@pytest.mark.parametrize(("name", "bbr", "cubic", "reno"), [(LINK, 89.6, 1.32, 1.34), (MM_ALGORITHMS, 88.1, 1.31, 1.5)])
+def test_bbr_beats_others_reads_pass_against_what_ran_and_names_what_this_kernel_lacks(
+        name: str, bbr: float, cubic: float, reno: float):
+    found = verdicts(name, "rebbr-bbr-beats-others", "algorithms")
+    for label, goodput in (("CUBIC", cubic), ("Reno", reno)):
+        verdict = found[f"{label}, 1 % loss, {PATH}"]
+        assert verdict.leans is True
+        assert f"BBR median {bbr:g} Mbit/s" in verdict.detail
+        assert f"{label.lower()} median {goodput:g} Mbit/s" in verdict.detail
+    for label in ("BIC", "Vegas", "Westwood"):
+        verdict = found[f"{label}, 1 % loss, {PATH}"]
+        assert verdict.ok is None and verdict.leans is None and verdict.reading == "not settled"
+        assert (f"{label.lower()} unavailable on this kernel (available: bbr, cubic, reno)") in verdict.detail
+    assert len(found) == 5
+
+
+def test_gap_shrinks_reads_pass_to_15_percent_and_fail_where_bbr_collapsed_at_100_mbits():
+    """At 10 kbit/s BBR and CUBIC are about equal up to 10 % loss, as ReBBR said; from 20 % the gap at
+    100 Mbit/s is gone because 6.18's BBR collapsed there, so the gap is larger at the lower rate."""
+    found = verdicts(LINK, "rebbr-gap-shrinks", "bandwidth")
+    leans = {float(subject.split(" % loss")[0]): v.leans for subject, v in found.items()}
+    assert leans == {p: p <= 15 for p in (1, 2, 5, 10, 15, 20, 25, 30, 40, 50)}
+    assert "0.000 at 0.01 Mbit/s vs 0.883 at 100 Mbit/s" in found["1 % loss, 100 ms, 0.01 vs 100 Mbit/s"].detail
+    assert "0.240 at 0.01 Mbit/s vs 0.009 at 100 Mbit/s" in found["20 % loss, 100 ms, 0.01 vs 100 Mbit/s"].detail
+
+
+@pytest.mark.parametrize(("name", "experiment", "goodput"), [
+    (LINK, "figure8", 1.38), (MM_FIGURE8, "figure8", 1.34), (LINK, "algorithms", 1.32),
+    (MM_ALGORITHMS, "algorithms", 1.31), (LINK, "rtt", 1.41)])
+def test_cubic_gets_about_1_mbits_at_100_ms_and_1_percent(name: str, experiment: str, goodput: float):
+    (verdict,) = verdicts(name, "rebbr-cubic-1mbps", experiment).values()
+    assert verdict.leans is True and f"steady-state goodput {goodput:g} Mbit/s vs 0.5-2" in verdict.detail
+
+
+def test_claims_these_cells_do_not_reach_give_no_verdict():
+    """The queue and buffer claims need rebbr-queue's and rebbr-buffers' cells, the Verizon claim the
+    cellular cells (not yet stored when copied), rebbr-short-rtt BBR's 2 ms cell at 1 % (likewise):
+    no verdict, so the report lists them as not checked rather than passed."""
+    out_of_reach = [c for c in ALL_CLAIMS if c.id in ("rebbr-queue-no-difference", "rebbr-default-buffers",
+                                                      "rebbr-verizon", "rebbr-short-rtt")]
+    assert len(out_of_reach) == 4
+    for name in SWEEPS:
+        assert run_checks(sweep(name), out_of_reach) == []
+    cellular = next(exp for exp in sweep(LINK).experiments if exp.name == "cellular")
+    assert not cellular.results and len(cellular.missing) == 26
+
+
+def test_a_verdict_not_settled_says_how_its_medians_read():
+    assert Verdict("s", None, "d", leans=False).reading == "not settled (the medians read fail)"
+    assert Verdict("s", None, "d", leans=True).reading == "not settled (the medians read pass)"
+    assert Verdict("s", True, "d").reading == "pass" and Verdict("s", None, "d").reading == "not settled"
