@@ -11,12 +11,15 @@ another (a link, a flow length), both are asserted.
 from __future__ import annotations
 
 import functools
+import html
+import re
 from pathlib import Path
 
 import pytest
 
 from ccsweep.figures.checks import Verdict, run_checks
 from ccsweep.figures.data import SweepData, load_sweep
+from ccsweep.figures.report import render_report
 from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.store.file import FileStore
 
@@ -158,3 +161,17 @@ def test_a_verdict_not_settled_says_how_its_medians_read():
     assert Verdict("s", None, "d", leans=False).reading == "not settled (the medians read fail)"
     assert Verdict("s", None, "d", leans=True).reading == "not settled (the medians read pass)"
     assert Verdict("s", True, "d").reading == "pass" and Verdict("s", None, "d").reading == "not settled"
+
+
+def test_the_report_counts_how_a_one_run_row_reads_and_quotes_the_source_where_it_reads_fail():
+    """BBR holds on ccsweep-link's Figure 8: 8 cells read pass and 4 fail, so ReBBR's own measurement
+    (Linux 4.11.1) is shown beside it; CUBIC's 1 Mbit/s reads pass everywhere and is shown without."""
+    data = sweep(LINK)
+    claims = [c for c in ALL_CLAIMS if c.id in ("rebbr-bbr-holds", "rebbr-cubic-1mbps")]
+    rows = [row for row in run_checks(data, claims) if row.experiment == "figure8"]
+    report = " ".join(html.unescape(render_report(data, [], rows, outputs=[])).split())
+    assert "not settled (by their medians: 8 pass, 4 fail)" in report
+    assert "not settled (by their medians: 1 pass, 0 fail)" in report
+    assert "not settled (the medians read fail)" in report
+    shown = re.findall(r"What the source measured: ([^<]*)<", report)
+    assert [s.strip() for s in shown] == [" ".join(claims[0].measured.split())]

@@ -114,6 +114,20 @@ class CheckRow:
             return "fail"
         return "not settled" if any(v.ok is None for v in self.verdicts) else "pass"
 
+    @property
+    def missed(self) -> bool:
+        """Whether a verdict failed or, not settled, has medians that read fail: the report then shows
+        what the source itself measured beside it."""
+        return any(v.ok is False or (v.ok is None and v.leans is False) for v in self.verdicts)
+
+    @property
+    def reading(self) -> str:
+        """The status as the report prints it: a row not settled counts how its verdicts' medians read."""
+        leaning = [v.leans for v in self.verdicts if v.ok is None and v.leans is not None]
+        if self.status != "not settled" or not leaning:
+            return self.status
+        return f"not settled (by their medians: {sum(leaning)} pass, {len(leaning) - sum(leaning)} fail)"
+
 
 def settle(outcomes: Sequence[bool]) -> bool | None:
     """True if the claim held at every value tried across the intervals, False if at none, else None."""
