@@ -309,15 +309,16 @@ def _shallow_peak(data: ExperimentData) -> list[Verdict]:
     verdicts = []
     shallow = [pt for pt in group_points(data.results) if _several_bbr_in_a_shallow_buffer(pt.params)
                and (buffer_bdp(pt.params) or 0) < SHALLOW_EDGE_BDP]
+    low, high = SHALLOW_PEAK_PERCENT / 2, SHALLOW_PEAK_PERCENT * 2
     for series in group_series(shallow, uplink__queue=None):
-        losses = [(stat.center, pt) for pt in series
+        losses = [(stat, pt) for pt in series
                   if (stat := pt.median_ci(lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)))) is not None]
         if not losses:
             continue
-        worst, where = max(losses, key=lambda row: row[0])
-        low, high = SHALLOW_PEAK_PERCENT / 2, SHALLOW_PEAK_PERCENT * 2
-        verdicts.append(Verdict(cell_summary(where.params, repetition=False), low <= worst <= high,
-                                f"worst loss after start-up below {SHALLOW_EDGE_BDP:g} BDP: {worst:.3g} % at "
+        worst, where = max(losses, key=lambda row: row[0].center)
+        verdicts.append(weighed(cell_summary(where.params, repetition=False), [worst],
+                                lambda w: low <= w <= high,
+                                f"worst loss after start-up below {SHALLOW_EDGE_BDP:g} BDP: {stated(worst, '%')} at "
                                 f"{buffer_bdp(where.params):g} BDP (bound {low:g}-{high:g} %; the study: up to 12 %)"))
     return verdicts
 
