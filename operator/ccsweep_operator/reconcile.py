@@ -23,7 +23,7 @@ import yaml
 from ccsweep.crd import API_VERSION, KIND, MAX_SWEEP_NAME, CellCounts, RunSettings, store_name, sweep_from_resource
 from ccsweep.placement import Node, unplaceable
 from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
-from ccsweep.podspec import endpoint_allowed, image_allowed
+from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
 
@@ -59,13 +59,11 @@ class OperatorSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
-        def listed(variable: str) -> tuple[str, ...]:
-            return tuple(i.strip() for i in env.get(variable, "").split(",") if i.strip())
-
         return cls(store=env.get("CCSWEEP_STORE", "results"),
                    workflow_template=env.get("CCSWEEP_WORKFLOW_TEMPLATE", "ccsweep-sweep"),
-                   allowed_images=listed("CCSWEEP_ALLOWED_IMAGES"), allowed_stores=listed("CCSWEEP_ALLOWED_STORES"),
-                   allowed_pushgateways=listed("CCSWEEP_ALLOWED_PUSHGATEWAYS"))
+                   allowed_images=listed_in_env("CCSWEEP_ALLOWED_IMAGES", env),
+                   allowed_stores=listed_in_env(ALLOWED_STORES_ENV, env),
+                   allowed_pushgateways=listed_in_env(ALLOWED_PUSHGATEWAYS_ENV, env))
 
     def image_allowed(self, image: str) -> bool:
         """Whether a Sweep may run its cells in `image`: whoever may create a Sweep may not pick the code."""

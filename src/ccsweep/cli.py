@@ -7,6 +7,7 @@ stderr and exit 2; nothing stored is touched when the input is bad.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -106,10 +107,25 @@ revise_option = click.option(
     "--revise", is_flag=True,
     help="The spec of an already planned sweep changed on purpose: keep the old plan as a revision and plan "
          "the new one (stored cells are reused, only new ones run).")
+def _allowed_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--store and --pushgateway in a pod of the chart's: only what the chart's values list
+    ($CCSWEEP_ALLOWED_STORES, $CCSWEEP_ALLOWED_PUSHGATEWAYS), whatever a Workflow's parameters say."""
+    from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, PodValueError, check_endpoint
+
+    if not value:
+        return value
+    variable = ALLOWED_STORES_ENV if param.name == "store_url" else ALLOWED_PUSHGATEWAYS_ENV
+    try:
+        return check_endpoint(f"--{str(param.name).removesuffix('_url')}", value, variable, os.environ)
+    except PodValueError as exc:
+        fail(exc)
+
+
 store_option = click.option("--store", "store_url", default=DEFAULT_STORE, show_default=True,
-                            envvar="CCSWEEP_STORE", show_envvar=True,
+                            envvar="CCSWEEP_STORE", show_envvar=True, callback=_allowed_endpoint,
                             help="Where results go: a folder, file://PATH or s3://BUCKET/PREFIX "
-                                 "(S3 endpoint and keys from CCSWEEP_S3_* / AWS_* environment variables).")
+                                 "(S3 endpoint and keys from CCSWEEP_S3_* / AWS_* environment variables); "
+                                 "only a store $CCSWEEP_ALLOWED_STORES lists, where set.")
 
 
 
@@ -122,7 +138,8 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 def pushgateway_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--pushgateway, also read from $CCSWEEP_PUSHGATEWAY (a cluster or shell sets it once)."""
-    return click.option("--pushgateway", envvar="CCSWEEP_PUSHGATEWAY", show_envvar=True, help=help_text)
+    return click.option("--pushgateway", envvar="CCSWEEP_PUSHGATEWAY", show_envvar=True, callback=_allowed_endpoint,
+                        help=f"{help_text} With $CCSWEEP_ALLOWED_PUSHGATEWAYS set (the chart's pods), one it lists.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -56,6 +56,29 @@ def endpoint_allowed(url: str, allowed: Sequence[str]) -> bool:
     a pod writes results or sends metrics is the chart's choice, like the code it runs."""
     target = url.rstrip("/")
     return any(fnmatch.fnmatchcase(target, pattern.rstrip("/")) for pattern in allowed)
+
+
+#: Set by the chart in every workflow pod (and the operator): the stores and Pushgateways a Workflow's
+#: parameters, or a Sweep, may name, comma-separated. Unset (no chart): no list.
+ALLOWED_STORES_ENV = "CCSWEEP_ALLOWED_STORES"
+ALLOWED_PUSHGATEWAYS_ENV = "CCSWEEP_ALLOWED_PUSHGATEWAYS"
+
+
+def listed_in_env(variable: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The comma-separated list in `variable`, without empty entries."""
+    return tuple(item.strip() for item in env.get(variable, "").split(",") if item.strip())
+
+
+def check_endpoint(option: str, url: str, variable: str, env: Mapping[str, str]) -> str:
+    """`url` (a store or a Pushgateway given as `option`) when the chart's list in `variable` allows it,
+    or when no list is set (not in a pod of the chart's). One line naming the option otherwise."""
+    if variable not in env:
+        return url
+    allowed = listed_in_env(variable, env)
+    if not endpoint_allowed(url, allowed):
+        raise PodValueError(f"{option} {url}: not allowed; allowed: {', '.join(allowed) or 'none'} "
+                            f"({variable}, from the chart's values)")
+    return url
 
 
 def check_image(image: str, allowed: Sequence[str]) -> str:

@@ -129,6 +129,9 @@ def test_crd_is_the_generated_one():
     assert "annotations" not in kept["metadata"]
 
 
+ALLOWLIST_ENV = ("CCSWEEP_ALLOWED_STORES", "CCSWEEP_ALLOWED_PUSHGATEWAYS")
+
+
 def test_workflow_templates_are_the_repositorys_own(tmp_path: Path):
     """One source: the chart ships workflows/templates/ unchanged but for installation settings."""
     templates = by_kind(rendered("full-values.yaml"), "WorkflowTemplate")
@@ -139,6 +142,10 @@ def test_workflow_templates_are_the_repositorys_own(tmp_path: Path):
             s.pop("serviceAccountName", None)
             for t in s.get("templates") or []:
                 t.pop("serviceAccountName", None)
+                if t.get("container"):  # the chart adds the lists of stores and Pushgateways to every container
+                    kept = [e for e in t["container"].get("env") or [] if e["name"] not in ALLOWLIST_ENV]
+                    t["container"].pop("env", None)
+                    t["container"] |= {"env": kept} if kept else {}
                 for e in (t.get("container") or {}).get("env") or []:
                     e.pop("value", None) if e["name"] == "CCSWEEP_ALLOWED_IMAGES" else None
                     e.get("valueFrom", {}).get("secretKeyRef", {}).pop("name", None)

@@ -85,10 +85,11 @@ def test_sweeps_may_name_only_the_charts_image_unless_more_are_allowed():
 
 def test_sweeps_may_name_only_the_charts_store_and_pushgateway_unless_more_are_allowed():
     default = allowlist()
-    assert (default.store, default.allowed_stores, default.allowed_pushgateways) == ("s3://ccsweep/results", (), ())
+    assert (default.store, default.allowed_stores, default.allowed_pushgateways) == (
+        "s3://ccsweep/results", ("s3://ccsweep/results",), ())
     more = allowlist("operator.allowedStores={s3://ccsweep/teams/*,s3://lab/b}", "workflows.pushgateway=pg:9091",
                      "operator.allowedPushgateways={pg.monitoring:9091}")
-    assert more.allowed_stores == ("s3://ccsweep/teams/*", "s3://lab/b")
+    assert more.allowed_stores == ("s3://ccsweep/results", "s3://ccsweep/teams/*", "s3://lab/b")
     assert more.allowed_pushgateways == ("pg:9091", "pg.monitoring:9091")  # the chart's own first
 
 
@@ -100,3 +101,17 @@ def test_an_allowlist_entry_that_is_not_one_store_or_address_is_refused(value: s
     or another scheme is refused by values.schema.json before anything is rendered."""
     with pytest.raises(AssertionError, match=rf"at '/operator/{key}/0': .* does not match pattern"):
         render(set_values=[value])
+
+
+def test_every_workflow_pod_gets_the_lists_its_store_and_pushgateway_options_are_checked_against():
+    """A Workflow submitter gives `store` and `pushgateway` as parameters; every workflow container
+    (plan, cells, figures, verdict) carries the chart's lists, which its ccsweep checks them against
+    (tests/unit/test_sweep_names.py::test_in_a_charts_pod_a_store_or_pushgateway_off_the_list_exits_2)."""
+    docs = render(set_values=["operator.allowedStores={s3://ccsweep/teams/*}", "workflows.pushgateway=pg:9091"])
+    containers = [t["container"] for d in docs if d["kind"] == "WorkflowTemplate"
+                  for t in d["spec"]["templates"] if "container" in t]
+    assert len(containers) >= 5
+    for container in containers:
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        assert env["CCSWEEP_ALLOWED_STORES"] == "s3://ccsweep/results,s3://ccsweep/teams/*", container["name"]
+        assert env["CCSWEEP_ALLOWED_PUSHGATEWAYS"] == "pg:9091", container["name"]

@@ -46,17 +46,20 @@ def workflow_identity(namespace: str) -> list[dict]:
                                                  "ClusterRoleBinding")]
 
 
-def workflow_templates(namespace: str) -> list[dict]:
+def workflow_templates(namespace: str, bucket: str) -> list[dict]:
     """ccsweep's WorkflowTemplates as the chart renders them for CELL_IMAGE: the chart writes the
     image of the pods that hold the S3 keys and the cells' allowlist into them (docs/security.md),
-    so the repository's files, which name the release image, are not applied as they are."""
+    so the repository's files, which name the release image, are not applied as they are. The
+    tests' stores (a prefix per run in the node's bucket) and the node's Pushgateway are the ones
+    the chart's lists allow, as an installation's values would list its own."""
     sys.path.insert(0, str(REPO / "tests/chart"))
     from chartlib import CHART, render
 
     registry, _, rest = CELL_IMAGE.partition("/")
     repository, _, tag = rest.rpartition(":")
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace, set_values=[
-        f"image.registry={registry}", f"image.repository={repository}", f"image.tag={tag}", "image.pullPolicy=Never"])
+        f"image.registry={registry}", f"image.repository={repository}", f"image.tag={tag}", "image.pullPolicy=Never",
+        f"operator.allowedStores={{s3://{bucket}/*}}", f"operator.allowedPushgateways={{{NODE_IP}:9091}}"])
     return [d for d in rendered if d["kind"] == "WorkflowTemplate"]
 
 
@@ -203,7 +206,7 @@ class Cluster:
         self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
         for manifest in workflow_identity(namespace):
             self.apply(manifest, namespace=namespace)
-        for template in workflow_templates(namespace):
+        for template in workflow_templates(namespace, services.bucket):
             self.apply(template, namespace=namespace)
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()

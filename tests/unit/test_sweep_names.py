@@ -77,3 +77,30 @@ def test_endpoints_match_the_charts_list_exactly_or_by_pattern(url: str, allowed
 def test_the_install_page_prints_the_derived_report_path():
     page = (Path(__file__).resolve().parents[2] / "docs/install.md").read_text()
     assert f"s3://ccsweep/results/sweeps/{store_name('ccsweep', 'quick-e2e')}/report.html" in page
+
+
+def test_in_a_charts_pod_a_store_or_pushgateway_off_the_list_exits_2(tmp_path: Path):
+    """Every workflow pod's ccsweep reads the chart's lists from its environment: a Workflow parameter
+    naming another store or Pushgateway stops the pod before anything is opened or sent."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CCSWEEP_ALLOWED_STORES": f"file://{tmp_path}/allowed/*",
+           "CCSWEEP_ALLOWED_PUSHGATEWAYS": ""}
+
+    def plan(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ccsweep", "plan", "quick", *args], capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    other = plan(f"--store=file://{tmp_path}/victim")
+    assert other.returncode == 2 and other.stderr == (
+        f"ccsweep: error: --store file://{tmp_path}/victim: not allowed; allowed: file://{tmp_path}/allowed/* "
+        "(CCSWEEP_ALLOWED_STORES, from the chart's values)\n")
+    pushed = plan(f"--store=file://{tmp_path}/allowed/a", "--pushgateway=169.254.169.254:80")
+    assert pushed.returncode == 2 and pushed.stderr.startswith(
+        "ccsweep: error: --pushgateway 169.254.169.254:80: not allowed; allowed: none (CCSWEEP_ALLOWED_PUSHGATEWAYS")
+    assert not (tmp_path / "victim").exists() and not (tmp_path / "allowed").exists()
+    listed = plan(f"--store=file://{tmp_path}/allowed/a", "--pushgateway=")
+    assert listed.returncode == 0, listed.stderr
+    assert (tmp_path / "allowed" / "a" / "sweeps" / "quick" / "manifest.json").is_file()

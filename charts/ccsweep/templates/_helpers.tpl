@@ -160,3 +160,14 @@ rules:
       summary: {{ printf "Sweep {{ $labels.sweep }}: {{ $value | humanizePercentage }} of its cells ran late (threshold %v)" $a.lateRatio | quote }}
       description: "A late cell's emulator missed its release times (CPU contention on the node): give cells more CPU or run fewer per node."
 {{- end }}
+
+{{/*
+The stores and Pushgateways a Sweep (the operator) or a Workflow's parameters (every workflow pod's
+ccsweep) may name: the chart's own and those its values list, as the environment both read.
+*/}}
+{{- define "ccsweep.endpointAllowlists" -}}
+- name: CCSWEEP_ALLOWED_STORES
+  value: {{ prepend .Values.operator.allowedStores .Values.store.url | join "," | quote }}
+- name: CCSWEEP_ALLOWED_PUSHGATEWAYS
+  value: {{ compact (prepend .Values.operator.allowedPushgateways .Values.workflows.pushgateway) | join "," | quote }}
+{{- end }}
