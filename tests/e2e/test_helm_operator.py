@@ -288,7 +288,7 @@ def test_a_sweep_no_node_can_run_fails_within_60_s_in_one_line(release: Release)
     assert 0 <= decided - created <= FAIL_FAST_S, (sweep["metadata"]["creationTimestamp"], planned)
     assert status.get("workflow") is None
     assert release.items("workflows", f"ccsweep.io/owner={name}") == []
-    assert release.items("pods", f"ccsweep.io/sweep={name}") == []
+    assert release.items("pods", f"ccsweep.io/sweep={store_name(NAMESPACE, name)}") == []
     pods = json.loads(release.kubectl("get", "pods", "-o", "json"))["items"]
     since = sweep["metadata"]["creationTimestamp"]
     assert [p["metadata"]["name"] for p in pods if p["metadata"]["creationTimestamp"] >= since] == []
@@ -354,7 +354,7 @@ def test_applying_again_runs_no_cell(release: Release):
     assert status.get("workflow") is None
     assert status["conditions"][-1]["reason"] == "AllCellsCached"
     assert release.items("workflows", "ccsweep.io/owner=quick-e2e") == []
-    pods = release.items("pods", "ccsweep.io/sweep=quick-e2e")
+    pods = release.items("pods", f"ccsweep.io/sweep={store_name(NAMESPACE, 'quick-e2e')}")
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     assert not [p for p in pods if p["metadata"]["creationTimestamp"] >= since]
 
@@ -366,7 +366,9 @@ def test_deleting_a_running_sweep_removes_its_workflow_and_pods(release: Release
     release.kubectl("apply", "-f", "-", input=json.dumps(body))
 
     def running_cell() -> list[dict]:
-        return [p for p in release.items("pods", "ccsweep.io/sweep=delete-me") if p["status"].get("phase") == "Running"
+        # Pods carry the sweep's name in the store, derived from the Sweep's namespace and name.
+        return [p for p in release.items("pods", f"ccsweep.io/sweep={store_name(NAMESPACE, 'delete-me')}")
+                if p["status"].get("phase") == "Running"
                 and p["metadata"]["labels"].get("app.kubernetes.io/component") == "cell"]
 
     release.wait_for("a running cell pod of delete-me", running_cell, timeout=240)
