@@ -184,48 +184,48 @@ bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks
 
 .PHONY: bench-emulator
 bench-emulator: deps mahimahi ## Emulator: max rate on one core, CPU per 100 Mbit/s (and Mahimahi's, same run), lateness p99.
-	$(PY) benchmarks/emulator/bench.py
+	$(PY) -m benchmarks.emulator.bench
 
 .PHONY: bench-threshold
 bench-threshold: deps ## Lateness threshold: injected lateness against goodput's run-to-run spread (~30 min, root).
-	$(PY) benchmarks/lateness/threshold.py
+	$(PY) -m benchmarks.lateness.threshold
 
 .PHONY: bench-window
 bench-window: deps ## Release window fidelity: Figure 8 grid (0.001-5% loss, 3 reps), 100 us vs each cell's window (~17 min, root).
-	$(PY) benchmarks/window/fidelity.py --out benchmarks/results/$$(date -u +%F)-window-fidelity.md
+	$(PY) -m benchmarks.window.fidelity --out benchmarks/results/$$(date -u +%F)-window-fidelity.md
 
 .PHONY: bench-density
 bench-density: deps ## The quick preset at the default concurrency and alone (3x): goodput pairs, spread (~15 min, root).
-	$(PY) benchmarks/density/bench.py --out benchmarks/results/$$(date -u +%F)-density.md
+	$(PY) -m benchmarks.density.bench --out benchmarks/results/$$(date -u +%F)-density.md
 
 .PHONY: bench-crosscheck
 bench-crosscheck: deps mahimahi ## ccsweep-link against Mahimahi on the same cells (BBR, CUBIC; 0-5% loss, LTE; ~30 min).
-	$(PY) benchmarks/crosscheck/bench.py
+	$(PY) -m benchmarks.crosscheck.bench
 
 .PHONY: bench-timing
 bench-timing: deps mahimahi ## Mahimahi's timing from outside: validated against ccsweep-link under a real starvation, cost per cell, 10 seeds at default concurrency vs alone (~25 min, root).
-	$(PY) benchmarks/timing/bench.py
+	$(PY) -m benchmarks.timing.bench
 
 .PHONY: bench-adaptive
 bench-adaptive: deps mahimahi ## Adaptive repetitions vs a fixed 10 runs, Figure 8 path, 30 s flows, both links (3 cells ~1 h idle, FULL=1 all 26; root).
-	$(PY) benchmarks/adaptive/bench.py --store $(or $(STORE),/tmp/ccsweep-adaptive-bench) $(if $(FULL),--full)
+	$(PY) -m benchmarks.adaptive.bench --store $(or $(STORE),/tmp/ccsweep-adaptive-bench) $(if $(FULL),--full)
 
 .PHONY: bench-cluster
 bench-cluster: deps tools ## Argo on the local cluster: per-cell overhead, efficiency, 390-cell projection.
-	$(PY) benchmarks/cluster/bench.py
+	$(PY) -m benchmarks.cluster.bench
 
 .PHONY: bench-full-sweep
 bench-full-sweep: deps tools ## The 390-cell full sweep through Argo on the local cluster, time-scaled (SCALE=, default 0.05; root).
-	$(PY) benchmarks/cluster/full_sweep.py $(if $(SCALE),--time-scale $(SCALE)) --out benchmarks/results/$$(date -u +%F)-full-sweep.md
+	$(PY) -m benchmarks.cluster.full_sweep $(if $(SCALE),--time-scale $(SCALE)) --out benchmarks/results/$$(date -u +%F)-full-sweep.md
 
 .PHONY: reproduce
 reproduce: deps mahimahi ## ReBBR's whole study at full length on ccsweep-link and Mahimahi, beside ReBBR's numbers (hours; root; STORE=, LINKS=).
-	$(PY) benchmarks/rebbr/reproduce.py $(if $(STORE),--store $(STORE)) $(if $(LINKS),--links $(LINKS))
+	$(PY) -m benchmarks.rebbr.reproduce $(if $(STORE),--store $(STORE)) $(if $(LINKS),--links $(LINKS))
 
 .PHONY: bench-fanout
 bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fake nodes: 390 and 3,900 cells (root).
 	hack/tools/kwok.sh
-	$(PY) benchmarks/fanout/bench.py --out benchmarks/results/$$(date -u +%F)-fanout.md
+	$(PY) -m benchmarks.fanout.bench --out benchmarks/results/$$(date -u +%F)-fanout.md
 
 ##@ Clean
 

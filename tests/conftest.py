@@ -3,7 +3,8 @@
 `make test-unit` runs the tests that need none of root, tools, services or a cluster: no network,
 no root, no build. A test says what it exercises (integration, services, e2e) or uses a fixture
 that needs something; the markers for what that needs follow here, so no test has to repeat them.
-This folder is on sys.path for every test (pytest's rootdir conftest): tests import `versions`.
+Helpers tests share with the benchmarks are in the `support` package at the repository root (pyproject.toml
+puts the root on sys.path): tests import `support.versions`, `support.clusterlib`, ...
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Adaptive repetitions against a fixed 10 runs per cell: cell-seconds spent and the widest interval left.
 
-    sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store            # measure, then report
-    python benchmarks/adaptive/bench.py --store /tmp/adaptive-store --report-only   # report what is stored
+    sudo python -m benchmarks.adaptive.bench --store /tmp/adaptive-store            # measure, then report
+    python -m benchmarks.adaptive.bench --store /tmp/adaptive-store --report-only   # report what is stored
 
 Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue, 30 s flows) on both links for the
 cells of fixed.yaml / adaptive.yaml, or with --full for Figure 8's whole grid (BBR and CUBIC at
@@ -201,7 +201,7 @@ def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
         "was shared with a long measurement and other builds and tests throughout (it is 2 cores), so the "
         "cell-seconds include waiting for CPU; both rules' runs were measured in the same hours, run by run.",
         "",
-        "Command: `sudo python benchmarks/adaptive/bench.py --store /tmp/adaptive-store` (four `ccsweep run`s: "
+        "Command: `sudo python -m benchmarks.adaptive.bench --store /tmp/adaptive-store` (four `ccsweep run`s: "
         "fixed.yaml and adaptive.yaml beside it, on ccsweep-link and with `--link mahimahi`; then this report; "
         "`--report-only` rebuilds the report from the store).",
         "",

@@ -24,7 +24,6 @@ import json
 import math
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from datetime import datetime
@@ -33,10 +32,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from support.clusterlib import CACHE, Cluster, NodeServices, PodWatch, template_of
+
 REPO = Path(__file__).resolve().parents[2]
-# The e2e suite's cluster helpers, and tests/ for the pinned versions they read (tests/versions.py).
-sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests")]
-from clusterlib import CACHE, Cluster, NodeServices, PodWatch, template_of  # noqa: E402
 
 NAMESPACE = "ccsweep-bench"
 FULL_SWEEP = "full-sweep"

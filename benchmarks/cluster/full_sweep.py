@@ -47,15 +47,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "tests" / "e2e"), str(REPO / "tests"), str(REPO / "benchmarks"),
-                str(REPO / "benchmarks" / "cluster")]
-from bench import EXECUTOR_CPU, NAMESPACE, bring_up, cpu_value, full_sweep_durations, makespan, parse_time  # noqa: E402
-from procstat import ProcSampler, machine  # noqa: E402
+from benchmarks.cluster.bench import (
+    EXECUTOR_CPU,
+    NAMESPACE,
+    bring_up,
+    cpu_value,
+    full_sweep_durations,
+    makespan,
+    parse_time,
+)
+from ccsweep.plan import CC_LABEL_PREFIX, node_selector
+from ccsweep.store.base import ManifestCell, ManifestChunk, SweepManifest, plan_chunk_key
+from support.clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch
+from support.procstat import ProcSampler, machine
 
-from ccsweep.plan import CC_LABEL_PREFIX, node_selector  # noqa: E402
-from ccsweep.store.base import ManifestCell, ManifestChunk, SweepManifest, plan_chunk_key  # noqa: E402
-from clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 DEFAULT_SCALE = 0.05
 CHECKED_DAEMONS = ("workflow-controller", "kube-apiserver", "etcd")

@@ -22,12 +22,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+from ccsweep.result import CellResult
+from support.crosscheck import compare, grid, run_grid
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
-from ccsweep.result import CellResult  # noqa: E402
-from crosscheck import compare, grid, run_grid  # noqa: E402
-from mahimahi_host import mahimahi_host, mahimahi_missing  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def arguments() -> argparse.Namespace:

@@ -45,7 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from support.density import density_cell
+from support.procstat import busy_jiffies
+
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 #: Two-sided 95% quantiles of Student's t by degrees of freedom.
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
@@ -182,19 +184,6 @@ def report(concurrent: Mode, alone: list[Mode], spec_name: str, load: tuple[floa
     return "\n".join(lines) + "\n"
 
 
-#: The cell of the cells-per-core measurement: a saturating 100 Mbit/s BBR flow on ReBBR's path.
-DENSITY_SPEC = """name: cells-per-core
-experiments:
-  - name: cells-per-core
-    cc: [bbr]
-    loss_percent: [0.001]
-    rtt_ms: [100]
-    bandwidth_mbps: [100]
-    queue:
-      - {kind: droptail, bdp: 1, min_bytes: 30000}
-    duration_s: {seconds}
-    warmup_s: 1
-"""
 #: The arms by default: the emulator's old fixed window for every cell, and each cell's own.
 DEFAULT_WINDOWS = "100,cell"
 WINDOW_ENV = "CCSWEEP_LINK_RELEASE_WINDOW_US"
@@ -257,24 +246,6 @@ class AloneSpread:
     def outside(self, values: list[float]) -> int:
         low, high = self.band(len(values))
         return sum(not low <= v <= high for v in values)
-
-
-def busy_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs from /proc/stat (busy: all but idle and iowait)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
-
-
-def density_cell(seconds: float) -> dict[str, object]:
-    import yaml
-
-    from ccsweep.expand import expand
-    from ccsweep.spec import parse_spec
-
-    spec = yaml.safe_load(DENSITY_SPEC.replace("{seconds}", f"{seconds:g}"))
-    (cell,) = expand(parse_spec(spec))
-    return cell.model_dump(mode="json")
 
 
 def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: float, seconds: float,
@@ -450,7 +421,7 @@ def cells_per_core_report(steps: list[Step], spreads: dict[str, AloneSpread], lo
              f"**Machine.** {cores}-vCPU KVM guest (Firecracker), Linux {platform.release()}, running as "
              f"{'root' if os.geteuid() == 0 else 'a user'}. Load average (1 min) before {load[0]:.2f}{during_text}, "
              f"after {load[1]:.2f}. {os.environ.get('BENCH_NOTE', '')}".rstrip(), "",
-             f"**How.** `python benchmarks/density/bench.py --cells-per-core {' '.join(sys.argv[2:])}`".rstrip()
+             f"**How.** `python -m benchmarks.density.bench --cells-per-core {' '.join(sys.argv[2:])}`".rstrip()
              + " (also printed by `make bench-emulator`): "
              "one cell (BBR, 100 Mbit/s, 100 ms RTT, 0.001% loss, droptail 1 BDP, 15 s flows unless "
              "`--seconds` said otherwise) alone `--reps` times for the reference spread of its goodput (the 95% "

@@ -41,13 +41,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+from benchmarks.density.bench import cells_per_core, cells_per_core_rows
+from ccsweep.result import CellResult
+from ccsweep.runner.mahimahi_run import ShellsCpu
+from support.crosscheck import grid, run_grid
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
-from ccsweep.result import CellResult  # noqa: E402
-from ccsweep.runner.mahimahi_run import ShellsCpu  # noqa: E402
-from crosscheck import grid, run_grid  # noqa: E402
-from mahimahi_host import mahimahi_host, mahimahi_missing  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 SECONDS = 10
 # Left out of the steady window: TCP start-up at the beginning, the flows' end at the close.
@@ -359,15 +359,8 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
     """The density that matters, in the same run: cells per core at 100 Mbit/s (all stored on time,
     with goodput as alone) and the CPU of a cell in total, with the old fixed 100 us window and each
     cell's own (benchmarks/density/bench.py --cells-per-core)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("density_bench", REPO / "benchmarks" / "density" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    density = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = density  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(density)
-    steps, _ = density.cells_per_core(max_cells, log=console.print)
-    for measure, setting, result in density.cells_per_core_rows(steps):
+    steps, _ = cells_per_core(max_cells, log=console.print)
+    for measure, setting, result in cells_per_core_rows(steps):
         table.add_row(measure, setting, result, "", "")
     return [f"density, {s.arm}: {s.cells} at once, {s.late} late, p99 "
             f"{', '.join(f'{v:.0f}' for v in s.lateness_p99_us)} us, {s.cpu_per_cell:.2f} cores per cell"

@@ -18,13 +18,12 @@ A variant names the Python source tree the cell runs (PYTHONPATH: a checkout's `
 emulator binary (CCSWEEP_LINK), so a change to either is compared with what came before:
 
     git archive main src | tar -x -C /tmp/before
-    benchmarks/emulator/cell_cost.py --variant before=/tmp/before/src:BIN --variant after=src:BIN
+    python -m benchmarks.emulator.cell_cost --variant before=/tmp/before/src:BIN --variant after=src:BIN
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -34,26 +33,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-
-from ccsweep.runner.mahimahi_run import ShellsCpu  # noqa: E402
+from ccsweep.runner.mahimahi_run import ShellsCpu
+from support.density import density_cell
 
 PARTS = ("emulator", "sender", "receiver", "runner")
-
-
-def density_module() -> Any:
-    """benchmarks/density/bench.py, for its cell and /proc/stat reader (one definition of each)."""
-    spec = importlib.util.spec_from_file_location("density_bench", REPO / "benchmarks" / "density" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-DENSITY = density_module()
 
 
 @dataclass
@@ -112,7 +96,7 @@ def softirq_jiffies() -> int:
 
 
 def one_cell(variant: Variant, seconds: float, scratch: Path) -> dict[str, float]:
-    cell = DENSITY.density_cell(seconds)
+    cell = density_cell(seconds)
     path = scratch / "cell.json"
     path.write_text(json.dumps(cell))
     env = {**os.environ, "PYTHONPATH": str(variant.source), "CCSWEEP_LINK": str(variant.binary)}

@@ -8,7 +8,7 @@ as the executor runs it (`ccsweep cell`, the window and lateness threshold its R
 emulator's lateness p99 against the goal (< 200 us) and the cell's threshold, its status,
 goodput and the emulator's CPU.
 
-    benchmarks/emulator/gigabit.py --reps 3 --seconds 15
+    python -m benchmarks.emulator.gigabit --reps 3 --seconds 15
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cell_cost import DENSITY  # noqa: E402
+from support.density import density_cell
 
 GOAL_P99_US = 200.0
 
@@ -89,7 +87,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("run as root (network namespaces and TUN devices)")
     cell = gigabit_cell(options.cc, options.seconds)
-    beside = DENSITY.density_cell(options.seconds + 5)
+    beside = density_cell(options.seconds + 5)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     rows: dict[str, list[dict[str, Any]]] = {"alone": [], "beside a 100 Mbit/s cell": []}
     with tempfile.TemporaryDirectory(prefix="ccsweep-gigabit-") as tmp:

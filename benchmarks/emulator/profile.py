@@ -13,9 +13,10 @@ Per variant it prints the median and range over the repetitions of CPU per 100 M
 per-second and per-packet counts that explain it; `--record` adds one `perf record` call graph
 of the first variant (the hottest symbols, kernel and user).
 
-    benchmarks/emulator/profile.py --variant now=target/release/ccsweep-link \\
+    python -m benchmarks.emulator.profile --variant now=target/release/ccsweep-link \\
         --variant old=/path/to/old/ccsweep-link --reps 5
-    benchmarks/emulator/profile.py --variant w250=BIN:--release-window=250us --variant w1ms=BIN:--release-window=1ms
+    python -m benchmarks.emulator.profile --variant w250=BIN:--release-window=250us \\
+        --variant w1ms=BIN:--release-window=1ms
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench import TRAFFIC_CPU, emulator, steady_window, stop  # noqa: E402
+from benchmarks.emulator.bench import TRAFFIC_CPU, emulator, steady_window, stop
 
 EVENTS = {
     "reads": "syscalls:sys_enter_read",

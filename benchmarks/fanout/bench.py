@@ -54,13 +54,12 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "operator"), str(REPO / "tests"), str(REPO / "benchmarks")]
-from procstat import ProcSampler, machine  # noqa: E402
+from ccsweep.plan import CC_LABEL_PREFIX, CHUNK_SIZE, KERNEL_LABEL, chunk_parallelism
+from ccsweep_operator.nodeprobe import label_value
+from support.procstat import ProcSampler, machine
+from support.versions import ARGO_WORKFLOWS_VERSION
 
-from ccsweep.plan import CC_LABEL_PREFIX, CHUNK_SIZE, KERNEL_LABEL, chunk_parallelism  # noqa: E402
-from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from versions import ARGO_WORKFLOWS_VERSION  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 BIN = Path(os.environ.get("CCSWEEP_BIN", REPO / "bin"))
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))

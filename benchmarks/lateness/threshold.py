@@ -23,7 +23,6 @@ import math
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -32,9 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from support.stored_runs import measured_or_stored
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from stored_runs import measured_or_stored  # noqa: E402
 
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 RESULTS = REPO / "benchmarks" / "results"

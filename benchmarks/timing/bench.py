@@ -38,17 +38,16 @@ from pathlib import Path
 import yaml
 from scipy.stats import mannwhitneyu
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "tests" / "integration"), str(REPO / "tests" / "executor")]
+from ccsweep.expand import expand
+from ccsweep.result import CellResult
+from ccsweep.runner.runqueue import RunQueueDelay
+from ccsweep.spec import parse_spec
+from ccsweep.store import open_store
+from ccsweep.store.base import ATTEMPT_STATUSES
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
+from support.starvation import Starver
 
-from ccsweep.expand import expand  # noqa: E402
-from ccsweep.result import CellResult  # noqa: E402
-from ccsweep.runner.runqueue import RunQueueDelay  # noqa: E402
-from ccsweep.spec import parse_spec  # noqa: E402
-from ccsweep.store import open_store  # noqa: E402
-from ccsweep.store.base import ATTEMPT_STATUSES  # noqa: E402
-from mahimahi_host import mahimahi_host, mahimahi_missing  # noqa: E402
-from starvation import Starver  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 #: name: (link, environment, the link's process names)
 LINKS = {

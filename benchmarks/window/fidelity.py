@@ -31,7 +31,6 @@ import argparse
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,10 +38,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from support.procstat import machine
+from support.stored_runs import measured_or_stored
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from procstat import machine  # noqa: E402
-from stored_runs import measured_or_stored  # noqa: E402
 
 TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 RESULTS = REPO / "benchmarks" / "results"

@@ -12,7 +12,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from functools import cache
 from pathlib import Path
@@ -23,10 +22,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ccsweep.crd import crd  # noqa: E402
-from chartlib import CHART, KUBE_VERSION, REPO, render, run_helm  # noqa: E402
-from versions import argo_module_dir  # noqa: E402
+from ccsweep.crd import crd
+from support.chartlib import CHART, KUBE_VERSION, REPO, render, run_helm
+from support.versions import argo_module_dir
 
 # Helm (bin/helm) and Argo's module source: both built or downloaded on first use.
 pytestmark = pytest.mark.tools

@@ -8,16 +8,14 @@ rules they read, on made-up sweeps: one stalled, one progressing, one with faili
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import render  # noqa: E402
-from test_chart import promtool  # noqa: E402
+from support.chartlib import render
+from test_chart import promtool
 
 pytestmark = pytest.mark.tools  # Helm (bin/helm)
 

@@ -10,18 +10,15 @@ S3 endpoint's form.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from ccsweep.buildinfo import build_identity
-
-sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import CHART, IMAGE_TAG_COMMAND, INSTALL_DOC, KUBE_VERSION, REPO, install_doc, run_helm  # noqa: E402
-from test_chart import by_kind, validation_errors  # noqa: E402
-from versions import ARGO_WORKFLOWS_VERSION  # noqa: E402
+from support.chartlib import CHART, IMAGE_TAG_COMMAND, INSTALL_DOC, KUBE_VERSION, REPO, install_doc, run_helm
+from support.versions import ARGO_WORKFLOWS_VERSION
+from test_chart import by_kind, validation_errors
 
 pytestmark = pytest.mark.tools  # Helm (bin/helm)
 

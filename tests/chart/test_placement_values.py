@@ -9,16 +9,13 @@ labels are not overridden by podLabels.
 
 from __future__ import annotations
 
-import sys
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import CHART, render  # noqa: E402
+from support.chartlib import CHART, render
 
 pytestmark = pytest.mark.tools  # Helm (bin/helm)
 

@@ -8,17 +8,14 @@ the chart renders is read back by the operator's own settings, so chart and oper
 
 from __future__ import annotations
 
-import sys
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ccsweep_operator.reconcile import OperatorSettings  # noqa: E402
-from chartlib import CHART, render  # noqa: E402
+from ccsweep_operator.reconcile import OperatorSettings
+from support.chartlib import CHART, render
 
 pytestmark = pytest.mark.tools  # Helm (bin/helm)
 APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from clusterlib import CACHE, CELL_IMAGE, Cluster, NodeServices, RssSampler  # noqa: E402
+from support.clusterlib import CACHE, CELL_IMAGE, Cluster, NodeServices, RssSampler
 
 BASE = Path(os.environ.get("CCSWEEP_E2E_BASE", CACHE / "e2e-cluster"))
 NS = os.environ.get("CCSWEEP_E2E_NS", "ccsweep-e2e")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from clusterlib import CELL_IMAGE, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
+from support.clusterlib import CELL_IMAGE, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from versions import KUBERNETES_VERSION
+from support.versions import KUBERNETES_VERSION
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster as Cluster

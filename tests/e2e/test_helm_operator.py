@@ -31,14 +31,12 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from clusterlib import CELL_IMAGE, REPO, NodeServices
-
-sys.path.insert(0, str(REPO / "tests/chart"))
-from ccsweep import __version__  # noqa: E402
-from ccsweep.crd import store_name  # noqa: E402
-from ccsweep.spec import KNOWN_CONGESTION_CONTROLS  # noqa: E402
-from ccsweep_operator.nodeprobe import label_value  # noqa: E402
-from chartlib import IMAGE_TAG_COMMAND, helm, install_doc  # noqa: E402
+from ccsweep import __version__
+from ccsweep.crd import store_name
+from ccsweep.spec import KNOWN_CONGESTION_CONTROLS
+from ccsweep_operator.nodeprobe import label_value
+from support.chartlib import IMAGE_TAG_COMMAND, helm, install_doc
+from support.clusterlib import CELL_IMAGE, REPO, NodeServices
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster

@@ -17,20 +17,16 @@ cluster's cell image has no Mahimahi.
 from __future__ import annotations
 
 import json
-import sys
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
-from clusterlib import REPO, NodeServices, PodWatch, template_of
+from support.clusterlib import REPO, NodeServices, PodWatch, template_of
+from support.mahimahi_host import mahimahi_host
+from support.versions import read_versions
 from test_argo_sweep import SweepRun, param, run_sweep
-from versions import read_versions
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from mahimahi_host import mahimahi_host  # noqa: E402
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster

@@ -13,18 +13,15 @@ chart's values: the test cluster's (charts/ccsweep/ci/e2e-values.yaml, the impor
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from clusterlib import REPO, NodeServices
 from releaselib import Release, build_release
-
-sys.path.insert(0, str(REPO / "tests/chart"))
-from chartlib import helm  # noqa: E402
+from support.chartlib import helm
+from support.clusterlib import REPO, NodeServices
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster

@@ -25,7 +25,7 @@ from ccsweep.expand import expand
 from ccsweep.result import CellResult
 from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
-from starvation import Starver
+from support.starvation import Starver
 from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
@@ -34,9 +34,8 @@ FLOW_S = 10
 STARVE_S = 3.0
 
 
-def mahimahi_context(link: str):  # noqa: ANN201 - a context manager from the integration tests' helpers
-    sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
-    from mahimahi_host import mahimahi_host, mahimahi_missing
+def mahimahi_context(link: str):  # noqa: ANN201 - a context manager from support.mahimahi_host
+    from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
     if link == "mahimahi" and mahimahi_missing():
         pytest.skip(mahimahi_missing() or "")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ccsweep.buildinfo import build_identity
-from versions import read_versions
+from support.versions import read_versions
 
 REPO = Path(__file__).resolve().parents[2]
 MAHIMAHI_COMMIT = read_versions()["MAHIMAHI_COMMIT"]

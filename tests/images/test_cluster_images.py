@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from versions import ARGO_WORKFLOWS_VERSION, KUBERNETES_VERSION
+from support.versions import ARGO_WORKFLOWS_VERSION, KUBERNETES_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 
 from ccsweep.runner.netns import namespace_names
 from ccsweep.store import open_store
-from mahimahi_host import mahimahi_host, mahimahi_missing
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 MAHIMAHI_MISSING = mahimahi_missing()
 

@@ -23,7 +23,7 @@ from ccsweep.runner import mahimahi_run
 from ccsweep.runner.netns import namespace_names
 from ccsweep.runner.procs import ChildTimeout
 from ccsweep.runner.runqueue import proc_stats
-from mahimahi_host import mahimahi_host, mahimahi_missing
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 MAHIMAHI_MISSING = mahimahi_missing()
 needs_mahimahi = pytest.mark.skipif(MAHIMAHI_MISSING is not None, reason=f"Mahimahi is not built ({MAHIMAHI_MISSING})")

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from ccsweep.result import CellResult
-from crosscheck import compare, grid, run_grid
-from mahimahi_host import mahimahi_host, mahimahi_missing
+from support.crosscheck import compare, grid, run_grid
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 SECONDS = float(os.environ.get("CCSWEEP_CROSSCHECK_SECONDS", "30"))
 REPETITIONS = int(os.environ.get("CCSWEEP_CROSSCHECK_REPETITIONS", "1"))

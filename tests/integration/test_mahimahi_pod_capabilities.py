@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mahimahi_host import mahimahi_host, mahimahi_missing
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 REPO = Path(__file__).resolve().parents[2]
 MISSING = mahimahi_missing()

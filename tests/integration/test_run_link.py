@@ -18,7 +18,7 @@ import pytest
 
 from ccsweep.runner.link import realtime_priority
 from ccsweep.store import open_store
-from mahimahi_host import mahimahi_host, mahimahi_missing
+from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 MISSING = mahimahi_missing()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from envtest import EnvTest
-from versions import argo_module_dir
+from support.versions import argo_module_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "charts/ccsweep/files/crds/sweeps.ccsweep.io.yaml"

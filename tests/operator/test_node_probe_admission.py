@@ -22,9 +22,7 @@ import pytest
 import yaml
 
 from envtest import EnvTest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chart"))
-from chartlib import render  # noqa: E402
+from support.chartlib import render
 
 KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
          "ValidatingAdmissionPolicyBinding")

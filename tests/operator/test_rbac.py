@@ -17,10 +17,9 @@ import yaml
 
 from envtest import EnvTest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chart"))
 sys.path.insert(0, str(Path(__file__).parent))
-from chartlib import render  # noqa: E402
 from operatorlib import apply_example, getter, operator, phase_is, wait_for  # noqa: E402
+from support.chartlib import render
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 

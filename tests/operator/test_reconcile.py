@@ -33,7 +33,7 @@ from ccsweep_operator.reconcile import (
     with_condition,
     workflow_name,
 )
-from versions import argo_module_dir
+from support.versions import argo_module_dir
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "operator/examples"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from versions import read_versions
+from support.versions import read_versions
 
 REPO = Path(__file__).resolve().parents[2]
 BINARIES = ("mm-delay", "mm-loss", "mm-link")

@@ -23,12 +23,10 @@ import yaml
 
 from ccsweep import __version__
 from releaselib import Release, build_release, checksums_hold
-from versions import read_versions
+from support.chartlib import KUBE_VERSION, run_helm
+from support.versions import read_versions
 
 pytestmark = pytest.mark.image  # buildah, root; Debian's packages, PyPI and crates.io on first build
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chart"))
-from chartlib import KUBE_VERSION, run_helm  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""The import graph keeps its shape: no loop inside src/ccsweep or operator/, and no import from a
-lower floor up to a higher one.
+"""The import graph keeps its shape: no loop inside src/ccsweep or operator/, no import from a
+lower floor up to a higher one, and benches and their shared helpers (benchmarks/, support/) are
+packages that import each other, never reach into tests/ by path.
 
 Read from the source with `ast` (nothing is imported), every import counted, those inside
 functions too: a lazy import is still a dependency. Floors, ground first; a module imports only
@@ -9,6 +10,7 @@ from its own floor or below. Modules not named here are not ranked (only their l
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,45 @@ def test_the_reader_resolves_each_form_of_import(tmp_path: Path, source: str, ex
     path = tmp_path / "x.py"
     path.write_text(f"def f():\n    {source}\n")
     assert _imports("ccsweep.runner.x", path, _modules()) == expected
+
+
+#: Importable packages at the repository root (pytest's pythonpath, `python -m benchmarks...`), with what
+#: each may not import: support/ serves tests and benches alike, so it stands below both.
+ROOT_PACKAGES = {"support": {"benchmarks"}, "benchmarks": set()}
+
+
+def _test_helpers() -> set[str]:
+    """The names tests/ files are imported by when pytest puts their folder on sys.path."""
+    return {path.stem for path in (REPO / "tests").rglob("*.py")} - set(sys.stdlib_module_names)
+
+
+def _reaches(path: Path, forbidden: set[str]) -> list[str]:
+    """Where `path` edits sys.path, loads a module from a file, or imports a test helper or a
+    forbidden package: each as file:line: what, in the file's order."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+            found.append((node.lineno, "sys.path"))
+        elif isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location":
+            found.append((node.lineno, "a module loaded from its file"))
+        elif isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            found += [(node.lineno, f"imports {name}") for name in names
+                      if name.split(".")[0] in forbidden | {"tests"}]
+    return [f"{path.name}:{line}: {what}" for line, what in sorted(found)]
+
+
+@pytest.mark.parametrize("package", sorted(ROOT_PACKAGES))
+def test_benches_and_support_import_by_package_never_from_tests(package: str):
+    forbidden = _test_helpers() | ROOT_PACKAGES[package]
+    assert [line for path in sorted((REPO / package).rglob("*.py")) for line in _reaches(path, forbidden)] == []
+
+
+def test_the_package_check_finds_each_way_into_tests(tmp_path: Path):
+    path = tmp_path / "bench.py"
+    path.write_text("import sys\nimport importlib.util\nsys.path.insert(0, 'tests/operator')\n"
+                    "from operatorlib import wait_for\nimport benchmarks.fanout\n"
+                    "spec = importlib.util.spec_from_file_location('b', 'b.py')\n")
+    assert _reaches(path, _test_helpers() | {"benchmarks"}) == [
+        "bench.py:3: sys.path", "bench.py:4: imports operatorlib", "bench.py:5: imports benchmarks.fanout",
+        "bench.py:6: a module loaded from its file"]

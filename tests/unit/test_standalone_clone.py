@@ -15,7 +15,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from versions import read_versions
+from support.versions import read_versions
 
 REPO = Path(__file__).resolve().parents[2]
 VENDOR = REPO / "third_party/mahimahi"

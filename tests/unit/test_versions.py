@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from ccsweep import __version__
-from versions import VERSIONS_FILE, read_versions
+from support.versions import VERSIONS_FILE, read_versions
 
 REPO = VERSIONS_FILE.parent
 

@@ -5,14 +5,13 @@ longer follows fails here and not 20 minutes into `make bench-fanout`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from benchmarks.fanout import bench as fanout_bench
 from test_lint import TEMPLATES, WORKFLOWS, lint
 from test_lint import argo as argo  # noqa: F401  (the fixture: skips without bin/argo)
 
@@ -21,11 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("fanout_bench", REPO / "benchmarks/fanout/bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fanout_bench"] = module
-    spec.loader.exec_module(module)
-    return module
+    return fanout_bench
 
 
 @pytest.fixture(scope="module")

@@ -249,7 +249,7 @@ def test_a_chunk_workflow_runs_this_template_with_the_sweeps_own_parameters():
     Argo, given only parameters the template declares, the sweep's values passed through."""
     import jsonschema
 
-    from versions import argo_module_dir
+    from support.versions import argo_module_dir
 
     manifest = chunk_manifest(sweep="big", store="s3://b/p", chunk_parallelism="7")
     schema = json.loads((argo_module_dir() / "api/jsonschema/schema.json").read_text())

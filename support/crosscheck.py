@@ -31,7 +31,7 @@ BACKENDS = ("ccsweep-link", "mahimahi")
 BBR_RELATIVE = 0.05
 CUBIC_RELATIVE = 0.25
 CUBIC_ABSOLUTE_MBPS = 1.0
-LOSS_PERCENT = [0, 1, 5]
+LOSS_PERCENT: list[float] = [0, 1, 5]
 VERIZON = {"name": "verizon-lte", "uplink": "Verizon-LTE-short.up", "downlink": "Verizon-LTE-short.down"}
 
 

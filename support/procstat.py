@@ -1,9 +1,10 @@
-"""What a daemon costs, read from /proc/PID, and what machine a benchmark ran on.
+"""What a daemon costs, read from /proc/PID, how busy the machine's CPUs were, and what machine a
+benchmark ran on.
 
-Shared by the cluster benchmarks (fanout/bench.py, cluster/full_sweep.py): both report the peak
-CPU and memory of control-plane daemons they did not write, and /proc is the one place that has
-those numbers for any process without asking the process (the API server's own metrics would
-need a scrape configuration per daemon).
+Shared by the benches: the cluster ones (benchmarks/fanout/, benchmarks/cluster/full_sweep.py) report
+the peak CPU and memory of control-plane daemons they did not write, and /proc is the one place that
+has those numbers for any process without asking the process (the API server's own metrics would
+need a scrape configuration per daemon); the density bench reads the busy cores from /proc/stat.
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ class ProcSampler(threading.Thread):
         self._stop_event.set()
         self.join(timeout=5)
         self.sample()
+
+
+def busy_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat (busy: all but idle and iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
 
 
 def machine() -> str:

@@ -1,6 +1,6 @@
 """Driving the local test cluster from Python: bring-up, kubectl/argo, node services, pod watch.
 
-Shared by the e2e fixtures (conftest.py) and `make bench-cluster` (benchmarks/cluster/), so the
+Shared by the e2e fixtures (tests/e2e/) and the cluster benches (benchmarks/cluster/), so the
 two bring the cluster up and read it the same way. Everything here goes through the scripts in
 hack/ and the wrappers they write into BASE (kubectl, argo, ctr), which enter the cluster's
 network namespace: the API server, MinIO and Prometheus only listen inside it.
@@ -25,9 +25,10 @@ import yaml
 
 from ccsweep.buildinfo import build_identity
 from ccsweep_operator.nodeprobe import label_value
-from versions import ARGO_WORKFLOWS_VERSION
+from support.chartlib import CHART, render
+from support.versions import ARGO_WORKFLOWS_VERSION
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("CCSWEEP_CACHE", Path.home() / ".cache" / "ccsweep"))
 #: What images/build.sh names the cell image it builds without --push: the build identity.
 CELL_IMAGE = f"localhost/ccsweep/cell:{build_identity()}"
@@ -38,9 +39,6 @@ NODE_IP = "10.200.0.1"  # hack/cluster/lib.sh
 def workflow_identity(namespace: str) -> list[dict]:
     """The ServiceAccount workflow pods run as, its Role and its right to list nodes (the plan step's
     --check-nodes), as the chart renders them: one source."""
-    sys.path.insert(0, str(REPO / "tests/chart"))
-    from chartlib import CHART, render
-
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace)
     return [d for d in rendered if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
                                                  "ClusterRoleBinding")]
@@ -52,9 +50,6 @@ def workflow_templates(namespace: str, bucket: str) -> list[dict]:
     so the repository's files, which name the release image, are not applied as they are. The
     tests' stores (a prefix per run in the node's bucket) and the node's Pushgateway are the ones
     the chart's lists allow, as an installation's values would list its own."""
-    sys.path.insert(0, str(REPO / "tests/chart"))
-    from chartlib import CHART, render
-
     registry, _, rest = CELL_IMAGE.partition("/")
     repository, _, tag = rest.rpartition(":")
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace, set_values=[

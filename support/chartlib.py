@@ -2,8 +2,9 @@
 
 The chart has no dependencies, so nothing is downloaded or stood in for; its files/ symlinks
 (workflows, dashboards, monitoring) point into this clone and Helm follows them.
-Imported by tests/chart, tests/operator and tests/e2e, which also read docs/install.md's commands
-and values here (install_doc), so the documented install is the tested one.
+Imported by tests/chart, tests/operator, tests/release and tests/e2e (also through support.clusterlib),
+which also read docs/install.md's commands and values here (install_doc), so the documented install
+is the tested one.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from versions import KUBERNETES_VERSION
+from support.versions import KUBERNETES_VERSION
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts/ccsweep"
 HELM = REPO / "bin/helm"
 # The Kubernetes release the chart is rendered and validated for: the one the tools build.

@@ -1,8 +1,8 @@
-"""The pinned releases of versions.env (the repo root) for tests: the file the scripts and Make read.
+"""The pinned releases of versions.env (the repo root) for tests and benches: the file the scripts and Make read.
 
 One parser, with the rules hack/versions.sh follows: `KEY=VALUE` lines with an upper-case key;
-comments and blank lines are skipped. Tests import the names (`from versions import ...`), never
-a number of their own. tests/ is on sys.path through tests/conftest.py.
+comments and blank lines are skipped. Tests and benches import the names
+(`from support.versions import ...`), never a number of their own.
 """
 
 from __future__ import annotations
