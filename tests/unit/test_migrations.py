@@ -86,14 +86,15 @@ def test_a_gap_or_a_wrong_step_in_the_chain_is_one_line(steps: dict[int, Any], m
     (MANIFEST_SCHEMA_VERSION + 1, rf"written by a newer ccsweep \(manifest schema {MANIFEST_SCHEMA_VERSION + 1}; "
                                   rf"this ccsweep reads {OLDEST_MANIFEST_SCHEMA} to {MANIFEST_SCHEMA_VERSION}\): "
                                   "upgrade ccsweep"),
-    (None, "manifest schema 1 is older than any this ccsweep reads"),  # schema 1 had no version field
+    (None, "manifest schema 1 is older than any this ccsweep reads"),  # no version field, cells without params
     ("2", "schema_version '2' is not a whole number"),
 ])
 def test_a_manifest_no_migration_reaches_is_a_one_line_store_error(tmp_path: Path, version: Any, message: str):
     store = fixture_store(tmp_path)
     document = json.loads(manifest_path(store).read_text())
-    if version is None:
+    if version is None:  # as schema 1 was written: no version field, and cells without their parameters
         del document["schema_version"]
+        document["cells"] = [{k: v for k, v in c.items() if k != "params"} for c in document["cells"]]
     else:
         document["schema_version"] = version
     manifest_path(store).write_text(json.dumps(document))

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ccsweep.cli import main
+from ccsweep.crd import store_name
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.points import cell_summary
 from ccsweep.plan import cell_from_manifest, plan_sweep
@@ -41,6 +42,8 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CCSWEEP_TRACES", str(traces))
     store = open_store(str(tmp_path / "store"))
     plan = plan_sweep(parse_spec(SPEC), store)
+    # The same spec as the operator stores a Sweep of that name in namespace lab.
+    plan_sweep(parse_spec({**SPEC, "name": store_name("lab", SPEC["name"])}), store)
     for path in traces.iterdir():
         path.unlink()
 

@@ -429,6 +429,10 @@ class ResultStore(ABC):
         data = self.read_bytes(manifest_key(sweep))
         if data is None:
             return None
+        try:  # a manifest of this schema, parsed straight from its bytes (no dict of every cell first)
+            return SweepManifest.model_validate_json(data)
+        except ValidationError:
+            pass  # an earlier schema, or not a manifest: migrate, or say why not
         where = self.location(manifest_key(sweep))
         try:
             document = json.loads(data)
