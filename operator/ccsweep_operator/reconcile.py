@@ -2,9 +2,10 @@
 
 Nothing here talks to Kubernetes, so every decision is testable on its own; `kube` applies the
 results and `handlers` calls these from kopf. The data flow is the same as every executor's:
-`plan_sweep` stores the sweep's plan (the manifest, with every expanded cell) once and splits the
-cells into stored and to-run. The `ccsweep-sweep` WorkflowTemplate's first step reads that stored
-plan (nothing is expanded again) and fans out one pod per cell still to run.
+`plan_counts` stores the sweep's plan (the manifest and its cells, in chunks) once and counts the
+cells stored and to run, a chunk at a time, so the operator's memory does not grow with a Sweep.
+The `ccsweep-sweep` WorkflowTemplate's first step reads that stored plan (nothing is expanded
+again) and fans out one pod per cell still to run.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, MAX_SWEEP_NAME, CellCounts, RunSettings, store_name, sweep_from_resource
-from ccsweep.placement import Node, unplaceable
-from ccsweep.plan import CELL_TEMPLATES, CHUNK_SIZE, SweepPlan, chunk_parallelism, pending_chunks, plan_sweep
+from ccsweep.placement import Node, unplaceable_cells
+from ccsweep.plan import CELL_TEMPLATES, PlanCounts, chunk_parallelism, plan_counts
 from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
@@ -169,7 +170,9 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
     try:
         store = opener(store_url)
         # An edited Sweep (a later generation) re-plans on purpose: its new cells run, stored ones are reused.
-        plan = plan_sweep(spec, store, revise=sweep.generation > 1)
+        # Counted a stored chunk at a time: the operator's memory does not grow with the Sweep.
+        plan = plan_counts(spec, store, revise=sweep.generation > 1,
+                           check=None if nodes is None else lambda cells: unplaceable_cells(cells, nodes))
     except SpecError as exc:  # e.g. a trace that is not on the operator's trace path
         return _invalid(sweep, base, conditions, str(exc))
     except StoreUnavailable as exc:
@@ -183,8 +186,8 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         return Decision(status={**base, "phase": "Failed", "message": message, "cells": None, "conditions":
                                 with_condition(conditions, "Planned", False, "StoreError", message, sweep.generation)})
     # With adaptive repetitions, the runs wanted so far (later rounds of the workflow add to them).
-    cells = CellCounts(total=len(plan.wanted), cached=len(plan.cached)).model_dump()
-    planned = f"{len(plan.wanted)} cells, {len(plan.cached)} already stored, {len(plan.pending)} to run" + (
+    cells = CellCounts(total=plan.wanted, cached=plan.cached).model_dump()
+    planned = f"{plan.wanted} cells, {plan.cached} already stored, {plan.pending} to run" + (
         f", up to {plan.rounds} rounds of adaptive repetitions" if plan.rounds > 1 else "")
     conditions = with_condition(conditions, "Planned", True, "Planned", planned, sweep.generation)
     report_key = f"sweeps/{spec.name}/report.html"
@@ -194,7 +197,7 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
                                 "report": store.location(report_key), "message": "every cell was already stored",
                                 "conditions": with_condition(conditions, "Complete", True, "AllCellsCached",
                                                              "every cell was already stored", sweep.generation)})
-    unrunnable = None if nodes is None else unplaceable(plan.pending, nodes)
+    unrunnable = plan.unplaceable
     if unrunnable is not None:
         return Decision(status={**base, "phase": "Failed", "cells": cells, "message": unrunnable, "conditions":
                                 with_condition(conditions, "Planned", False, "NoNodeOffers", unrunnable,
@@ -214,7 +217,7 @@ def _invalid(sweep: SweepObject, base: dict[str, Any], conditions: list[Any], me
 
 
 def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, settings: OperatorSettings,
-                     store_url: str, plan: SweepPlan | None = None) -> dict[str, Any]:
+                     store_url: str, plan: PlanCounts | None = None) -> dict[str, Any]:
     """The Argo Workflow running `spec`: the chart's sweep template, owned by the Sweep.
 
     The spec travels resolved (includes and defaults already merged), so the plan step in the
@@ -245,9 +248,9 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     }
     if run.parallelism is not None:
         body["spec"]["parallelism"] = run.parallelism
-        chunks = pending_chunks(plan, CHUNK_SIZE) if plan else []
+        chunks = plan.chunks if plan else 0
         if chunks:
-            share = chunk_parallelism(run.parallelism, len(chunks))
+            share = chunk_parallelism(run.parallelism, chunks)
             body["spec"]["arguments"]["parameters"].append({"name": "chunk-parallelism", "value": str(share)})
     return body
 

@@ -178,6 +178,36 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
     return result
 
 
+@dataclass(frozen=True)
+class PlanCounts:
+    """A sweep's plan in numbers, for the operator: what its Sweep's status says and its Workflow needs."""
+
+    wanted: int
+    cached: int
+    pending: int
+    rounds: int
+    #: Chunk Workflows the cells to run need (0: they fit one Workflow).
+    chunks: int
+    #: Why a cell to run has no node that can run it (the first such cell's reason), else None.
+    unplaceable: str | None = None
+
+
+def plan_counts(spec: SweepSpec, store: ResultStore, *, revise: bool = False,
+                check: UnplaceableCheck | None = None) -> PlanCounts:
+    """Plan `spec` (store_plan) and count its cells a stored chunk at a time, so the operator's
+    memory does not grow with the sweep; a sweep with adaptive repetitions is judged whole."""
+    manifest = store_plan(spec, store, revise=revise)
+    if is_adaptive(manifest):
+        plan = _split(manifest, spec, store)
+        reasons = check(plan.pending) if check and plan.pending else {}
+        return PlanCounts(wanted=len(plan.wanted), cached=len(plan.cached), pending=len(plan.pending),
+                          rounds=plan.rounds, chunks=len(pending_chunks(plan, CHUNK_SIZE)),
+                          unplaceable=next(iter(reasons.values()), None))
+    found = survey(store, manifest, CHUNK_SIZE, check=check)
+    return PlanCounts(wanted=found.wanted, cached=found.cached, pending=len(found.missing) + len(found.unplaceable),
+                      rounds=1, chunks=len(found.chunks()), unplaceable=next(iter(found.unplaceable.values()), None))
+
+
 #: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
 #: differs from its stored plan only in these (a preset's description rewritten, published numbers
 #: added to its figure) revises the plan by itself (the old one kept as a revision), so a store
