@@ -159,8 +159,8 @@ SocketBytes = Annotated[int, Field(ge=1, le=2**31 - 1, strict=True)]
 MIN_QUEUE_BYTES = 1500
 #: A rate schedule becomes a trace of one line per 1500-byte delivery opportunity, written by the
 #: runner for the link's whole life (the flows plus SCHEDULE_LINK_OVERHEAD_S: lead, two ready
-#: timeouts, end grace; ccsweep.runner.run). 10^7 lines are about 90 MB on disk and seconds to
-#: write; 1 Gbit/s for a 60 s flow is 9.8 x 10^6 (docs/spec.md, "Bounds").
+#: timeouts, end grace; ccsweep.runner.link_run and runner.attempt). 10^7 lines are about 90 MB
+#: on disk and seconds to write; 1 Gbit/s for a 60 s flow is 9.8 x 10^6 (docs/spec.md, "Bounds").
 MAX_SCHEDULE_OPPORTUNITIES = 10_000_000
 SCHEDULE_LINK_OVERHEAD_S = 57.0
 TRACE_OPPORTUNITY_BITS = 12_000

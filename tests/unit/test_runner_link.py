@@ -183,9 +183,9 @@ def test_a_link_kept_waiting_on_the_run_queue_is_late_even_with_few_late_packets
 def test_the_specs_schedule_bound_uses_the_runners_link_life_and_opportunity_size():
     """spec.py bounds a schedule's trace from these constants; they must stay the runner's."""
     from ccsweep import spec
-    from ccsweep.runner import link, run
+    from ccsweep.runner import attempt, link, link_run
 
-    assert spec.SCHEDULE_LINK_OVERHEAD_S == run.SCHEDULE_LEAD_S + 2 * run.READY_TIMEOUT_S + run.END_GRACE_S
+    assert spec.SCHEDULE_LINK_OVERHEAD_S == link_run.SCHEDULE_LEAD_S + 2 * attempt.READY_TIMEOUT_S + attempt.END_GRACE_S
     assert spec.TRACE_OPPORTUNITY_BITS == link.TRACE_OPPORTUNITY_BITS
 
 

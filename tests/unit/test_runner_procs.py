@@ -55,7 +55,7 @@ def test_a_child_that_exited_0_after_done_is_finished_however_late_its_reader_se
     try:
         child.process.wait(10)
         assert not child.of_kind("done"), "the reader must still be behind when the verdict is asked for"
-        assert child.has_ended("done") is True
+        assert child.has_ended() is True
         assert [w.what for w in child.waits] == ["output end"] and child.waits[0].seconds > 1.0
     finally:
         child.stop()
@@ -67,7 +67,7 @@ def test_a_child_that_exited_without_its_end_event_fails_with_its_exit_status_an
     try:
         child.process.wait(10)
         with pytest.raises(ChildError) as raised:
-            child.has_ended("done")
+            child.has_ended()
     finally:
         child.stop()
     text = str(raised.value)
@@ -77,12 +77,13 @@ def test_a_child_that_exited_without_its_end_event_fails_with_its_exit_status_an
 
 
 def test_a_child_killed_by_a_signal_says_so(tmp_path: Path):
-    child = Child("ccsweep-link", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "stderr")
+    child = Child("ccsweep-link", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "stderr",
+                  end_event="summary")
     child.process.send_signal(signal.SIGKILL)
     child.process.wait(10)
     try:
         with pytest.raises(ChildError, match=r"^ccsweep-link was killed by signal 9 without 'summary': no stderr$"):
-            child.has_ended("summary")
+            child.has_ended()
     finally:
         child.stop()
 
@@ -93,12 +94,12 @@ def test_a_running_child_has_not_ended_and_an_output_held_open_is_a_timeout(tmp_
     try:
         child.process.wait(10)
         with pytest.raises(ChildTimeout, match=r"^sender exited \(0\), but its output did not end within 0.5 s$"):
-            child.has_ended("done", timeout=0.5)
+            child.has_ended(timeout=0.5)
     finally:
         child.stop()
     sleeper = Child("sleeper", [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "stderr2")
     try:
-        assert sleeper.has_ended("done") is False
+        assert sleeper.has_ended() is False
         with pytest.raises(ChildTimeout, match=r"^sleeper: no 'ready' within 0.2 s$"):
             sleeper.wait_event("ready", 0.2)
         assert [(w.child, w.what) for w in sleeper.waits] == [("sleeper", "ready")]

@@ -1,4 +1,4 @@
-"""The cell runner: one cell in two network namespaces joined by ccsweep-link.
+"""The cell runner: one cell in two network namespaces joined by its link (ccsweep-link or Mahimahi).
 
 `run_cell` is imported lazily: the flow endpoints (`python -m ccsweep.runner.flow`) live in this
 package and must start quickly inside a namespace, without pydantic and the result schema.

@@ -19,6 +19,7 @@ from typing import Any
 from ccsweep.cell import Cell, DirectionParams, RateStep
 from ccsweep.linkrules import DIRECTIONS, LinkError
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
+from ccsweep.runner.attempt import link_files
 from ccsweep.runner.runqueue import RunQueueSummary
 
 #: Bits one opportunity of a generated trace stands for: ReBBR's R*1000/12 opportunities per
@@ -103,10 +104,6 @@ def resolve_trace(direction: DirectionParams, workdir: Path) -> Path:
         raise LinkError(f"trace {path}: sha256 {digest[:12]}... differs from the cell's "
                         f"{direction.trace.sha256[:12]}...")
     return path
-
-
-def link_files(workdir: Path) -> dict[str, Path]:
-    return {f"{d}.log": workdir / f"{d}.log" for d in DIRECTIONS}
 
 
 def prepare_traces(cell: Cell, workdir: Path, lead_s: float, length_s: float) -> dict[str, Path]:

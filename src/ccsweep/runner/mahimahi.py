@@ -8,7 +8,7 @@ so loss after the bottleneck on the data direction is an mm-loss outside mm-link
 the ACK direction is one inside it.
 
 Pure functions only; what Mahimahi can express (`mahimahi_cannot`) is a rule about the cell, in
-ccsweep.linkrules; runner.mahimahi_run runs the cell.
+ccsweep.linkrules; runner.mahimahi_run is the Link that runs the cell.
 """
 
 from __future__ import annotations

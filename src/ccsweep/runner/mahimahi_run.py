@@ -1,4 +1,4 @@
-"""A cell with upstream Mahimahi as its link: the same namespaces, endpoints, record and clean-up.
+"""Upstream Mahimahi as a cell's Link: the same lifecycle, endpoints, record and clean-up as ccsweep-link.
 
 What differs from ccsweep-link, and why:
 - Mahimahi's shells are setuid root and refuse to run as root: they run as nobody (65534) through
@@ -43,8 +43,9 @@ from pathlib import Path
 import ccsweep
 from ccsweep.cell import Cell
 from ccsweep.linkrules import DIRECTIONS, LinkError, mahimahi_cannot
-from ccsweep.runner import run as base
-from ccsweep.runner.api import CellObserver
+from ccsweep.result import LinkSummary
+from ccsweep.runner.attempt import READY_TIMEOUT_S, CellRun, LinkClock
+from ccsweep.runner.endpoints import receiver_args, sender_args
 from ccsweep.runner.link import realtime_priority, resolve_trace
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.mahimahi import (
@@ -56,10 +57,10 @@ from ccsweep.runner.mahimahi import (
     mahimahi_version,
 )
 from ccsweep.runner.measure import read_link_log
-from ccsweep.runner.netns import CellNamespaces, cell_namespaces, read_sysctls, set_sysctls, sysctl_settings
+from ccsweep.runner.netns import CellNamespaces, read_sysctls, set_sysctls, sysctl_settings
 from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep.runner.procs import Child, ChildTimeout
-from ccsweep.runner.runqueue import RunQueueDelay, proc_stats, tasks_of, tree_of
+from ccsweep.runner.runqueue import RunQueueSummary, proc_stats, tasks_of, tree_of
 
 #: The unprivileged user and group Mahimahi runs as.
 NOBODY = 65534
@@ -74,95 +75,139 @@ SHELLS_EXIT_S = 10.0
 SHELL_NAMES = ("mm-",)
 
 
-def run_mahimahi_cell(run: base.CellRun, observer: CellObserver | None, threshold_us: float) -> None:
-    """run_cell's path for `link: mahimahi` (see the module docstring); fills in `run` as it goes.
+class MahimahiLink:
+    """Mahimahi's nested shells for one attempt (see the module docstring).
 
     The result is `late` when the shells' p99 run-queue delay per wake-up over the flow time
-    exceeds `threshold_us` (runner.runqueue says why that stands for Mahimahi's lateness).
+    exceeds the cell's threshold (runner.runqueue says why that stands for Mahimahi's lateness).
+    Its summary needs the shells to have ended with their sender: a failed attempt has none,
+    though its logs join the workdir for its record.
     """
-    cell, workdir, p = run.cell, run.workdir, run.cell.params
-    reason = mahimahi_cannot(p)
-    if reason:
-        raise LinkError(f"link: mahimahi cannot {reason}")
-    folder = find_mahimahi()
-    python = _unprivileged_python()
-    _check_allowed(sorted({f.cc for f in p.flows}))
-    live = LiveFeed(cell, observer)
-    run_queue: RunQueueDelay | None = None
-    scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{cell.id[:8]}-"))
-    log_folder = scratch.with_name(f"{scratch.name}-logs")
-    try:
+
+    process_names: tuple[str, ...] = SHELL_NAMES
+
+    def __init__(self) -> None:
+        self._scratch: Path | None = None
+        self._logs: dict[str, Path] = {}
+        self._inner: str | None = None
+        self._attached = False
+        self._cpu: ShellsCpu | None = None
+        self._sched = "normal"
+        self._sysctls: dict[str, list[int]] = {}
+        #: Set once the shells ended with their sender: the attempt then has a summary.
+        self._cpu_share: float | None = None
+
+    def prepare(self, run: CellRun) -> None:
+        p = run.cell.params
+        reason = mahimahi_cannot(p)
+        if reason:
+            raise LinkError(f"link: mahimahi cannot {reason}")
+        self._folder = find_mahimahi()
+        self._python = _unprivileged_python()
+        _check_allowed(sorted({f.cc for f in p.flows}))
+        scratch = self._scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{run.cell.id[:8]}-"))
         scratch.chmod(0o711)
-        traces = {name: _readable_copy(_trace_text(cell, name, workdir), scratch / f"{name}.trace")
-                  for name in DIRECTIONS}
+        self._traces = {name: _readable_copy(_trace_text(run.cell, name, run.workdir), scratch / f"{name}.trace")
+                        for name in DIRECTIONS}
+        log_folder = _log_folder(scratch)
         _as_nobody("make the log folder", "mkdir", "-m", "755", "--", str(log_folder))
-        logs = {name: log_folder / f"{name}.log" for name in DIRECTIONS}
-        with cell_namespaces(cell.id, p.buffers) as ns:
-            inner = ns.sender.removesuffix("-s") + "-m"
-            attached = False
-            try:
-                set_sysctls(ns.sender, {"net.ipv4.ip_forward": "1"})
-                _check_forwarding(ns.sender)
-                receiver = run.receiver = run.start(Child("receiver", _receiver_argv(cell, ns),
-                                                          workdir / "receiver.stderr", on_event=live.on_receiver))
-                command = mahimahi_command(p, folder, traces, logs, _sender(cell, python))
-                # The shells print the sender's lines: they are the sender and the link to the runner.
-                shells = run.sender = run.link = run.start(Child("mahimahi", _shells_argv(ns, command),
-                                                                 workdir / "mahimahi.stderr", on_event=live.on_sender))
-                cpu = ShellsCpu(shells.process.pid, SHELL_NAMES)
-                run_queue = RunQueueDelay(shells.process.pid, SHELL_NAMES)
-                receiver.wait_event("ready", base.READY_TIMEOUT_S)
-                pid = int(shells.wait_event("setup", base.READY_TIMEOUT_S)["pid"])
-                sched = realtime_shells(shells.process.pid)  # every ferry is forked by now
-                _attach_netns(inner, pid)
-                attached = True
-                set_sysctls(inner, sysctl_settings(p.buffers))
-                sysctls = read_sysctls(inner)
-                shells.send("setup-done\n")
-                base._wait_sender_ready(shells, run.environment.available_cc)
-                t0_ns = time.monotonic_ns() + round(base.GO_MARGIN_S * 1e9)
-                run.go(t0_ns, receiver, shells)
-                t0_wall_ms = (time.time_ns() + t0_ns - time.monotonic_ns()) / 1e6
-                base._wait_flows(run, receiver, shells, shells, live)
-                cpu_share = cpu.stop()
-                try:
-                    shells.process.wait(SHELLS_EXIT_S)
-                except subprocess.TimeoutExpired:
-                    raise ChildTimeout(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s "
-                                       "of their sender") from None
-            finally:
-                if run_queue is not None:
-                    run_queue.stop()
-                # Read before the shells are stopped: once the top one is reaped, what it forked is init's.
-                # (returncode, not poll(): polling would reap it.)
-                running = run.link is not None and run.link.process.returncode is None
-                shells_tree = _tree(run.link.process.pid) if run.link is not None and running else {}
-                try:
-                    run.stop_all()
-                finally:
-                    if run.link is not None and running:  # shells that ended by themselves ended their own
-                        end_leftovers(shells_tree, group=run.link.process.pid)
-                if attached:
-                    with contextlib.suppress(subprocess.TimeoutExpired):   # clean-up: never costs the result
-                        subprocess.run(["ip", "netns", "delete", inner], capture_output=True,
-                                       timeout=SETUP_COMMAND_TIMEOUT_S)
-    finally:
-        for name in DIRECTIONS:  # a failed attempt's logs too, for its record
-            if logs[name].exists():
-                shutil.copyfile(logs[name], workdir / f"{name}.log")
-        shutil.rmtree(scratch, ignore_errors=True)
+        self._logs = {name: log_folder / f"{name}.log" for name in DIRECTIONS}
+
+    def start(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> None:
+        set_sysctls(ns.sender, {"net.ipv4.ip_forward": "1"})
+        _check_forwarding(ns.sender)
+        self._inner = ns.sender.removesuffix("-s") + "-m"  # the name ready() gives the sender's namespace
+
+    def receiver_argv(self, run: CellRun, ns: CellNamespaces) -> list[str]:
+        """In the sender namespace (Mahimahi's outside), on every address: $MAHIMAHI_BASE is one."""
+        return [*ns.exec_prefix(ns.sender), sys.executable,
+                *receiver_args(run.cell, "--addr", "0.0.0.0", "--label", ns.sender)]
+
+    def start_sender(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> Child:
+        sender = [*self._python, *sender_args(run.cell, "--wait-setup", "--src", "0.0.0.0",
+                                              "--dst-env", "MAHIMAHI_BASE")]
+        command = mahimahi_command(run.cell.params, self._folder, self._traces, self._logs, sender)
+        # The shells print the sender's lines: they are the sender and the link to the runner.
+        shells = run.link = run.start(Shells("mahimahi", [*ns.exec_prefix(ns.sender), *_nobody(*command)],
+                                             run.workdir / "mahimahi.stderr", on_event=live.on_sender))
+        self._cpu = ShellsCpu(shells.process.pid, SHELL_NAMES)
+        return shells
+
+    def ready(self, run: CellRun) -> LinkClock | None:
+        """The sender waits while its namespace is named and given the cell's socket buffers."""
+        assert run.link is not None and self._inner is not None
+        shells = run.link
+        pid = int(shells.wait_event("setup", READY_TIMEOUT_S)["pid"])
+        self._sched = realtime_shells(shells.process.pid)  # every ferry is forked by now
+        _attach_netns(self._inner, pid)
+        self._attached = True
+        set_sysctls(self._inner, sysctl_settings(run.cell.params.buffers))
+        # Read in the sender's namespace: the one whose buffers this link had to set itself.
+        self._sysctls = read_sysctls(self._inner)
+        shells.send("setup-done\n")
+        return None  # t0 whenever the endpoints are ready; the logs' clock is read when they are done
+
+    def end(self, run: CellRun) -> dict[str, list[int]]:
+        """The shells end with their sender."""
+        assert run.link is not None and self._cpu is not None
+        cpu_share = self._cpu.stop()
+        try:
+            run.link.process.wait(SHELLS_EXIT_S)
+        except subprocess.TimeoutExpired:
+            raise ChildTimeout(f"Mahimahi's shells did not end within {SHELLS_EXIT_S:g} s of their sender") from None
+        self._cpu_share = cpu_share
+        return self._sysctls
+
+    def stop(self, run: CellRun, run_queue: RunQueueSummary | None) -> LinkSummary | None:
+        """Remove the sender's namespace name, the traces and the log folder, keeping copies of the logs."""
+        if self._cpu is not None and self._cpu_share is None:
+            self._cpu.stop()  # an attempt that failed: its sampler ends with it
+        try:
+            if self._attached:
+                with contextlib.suppress(subprocess.TimeoutExpired):  # clean-up: never costs the result
+                    subprocess.run(["ip", "netns", "delete", self._inner or ""], capture_output=True,
+                                   timeout=SETUP_COMMAND_TIMEOUT_S)
+        finally:
+            self._remove_scratch(run.workdir)
+        if self._cpu_share is None:
+            return None
+        assert run.t0_wall_ns is not None
+        run.offset_s = (run.t0_wall_ns / 1e6 - log_init_ms(run.workdir / "uplink.log")) / 1000
+        totals = {name: read_link_log(run.workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
+        return mahimahi_summary(run.cell.params, mahimahi_version(self._folder), totals["uplink"], totals["downlink"],
+                                self._cpu_share, run_queue, run.threshold_us, self._sched)
+
+    def _remove_scratch(self, workdir: Path) -> None:
+        """Copy the logs into the workdir under ccsweep-link's names, then remove the traces and log folder."""
+        for name, log in self._logs.items():  # a failed attempt's logs too, for its record
+            if log.exists():
+                shutil.copyfile(log, workdir / f"{name}.log")
+        if self._scratch is None:
+            return
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        log_folder = _log_folder(self._scratch)
         if log_folder.exists():
             _as_nobody("remove the log folder", "rm", "-rf", "--", str(log_folder), check=False)
 
-    run.offset_s = (t0_wall_ms - log_init_ms(workdir / "uplink.log")) / 1000
-    totals = {name: read_link_log(workdir / f"{name}.log", 0, 2**62) for name in DIRECTIONS}
-    timing = base.flow_run_queue(run, run_queue)
-    run.summary = mahimahi_summary(p, mahimahi_version(folder), totals["uplink"], totals["downlink"], cpu_share,
-                                   timing, threshold_us, sched)
-    # Read in the sender's namespace: the one whose buffers this backend had to set itself.
-    host_max = {f"{kind}_max": (sysctls.get(f"net.core.{kind}_max") or [0])[0] or None for kind in ("rmem", "wmem")}
-    run.environment = run.environment.model_copy(update={
-        "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"), **host_max})
+
+def _log_folder(scratch: Path) -> Path:
+    """Beside the scratch folder, made by nobody: Mahimahi writes its logs there after dropping privileges."""
+    return scratch.with_name(f"{scratch.name}-logs")
+
+
+class Shells(Child):
+    """Mahimahi's shells as one child: stopping it stops whatever they forked too (end_leftovers)."""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> int:
+        # Read before the top shell is stopped: once it is reaped, what it forked is init's.
+        # (returncode, not poll(): polling would reap it.) Shells that ended by themselves ended their own.
+        running = self.process.returncode is None
+        tree = _tree(self.process.pid) if running else {}
+        try:
+            return super().stop(sig, timeout)
+        finally:
+            if running:
+                end_leftovers(tree, group=self.process.pid)
 
 
 def realtime_shells(root_pid: int) -> str:
@@ -237,10 +282,6 @@ def _as_nobody(what: str, *argv: str, check: bool = True) -> None:
                         f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}")
 
 
-def _shells_argv(ns: CellNamespaces, command: list[str]) -> list[str]:
-    return [*ns.exec_prefix(ns.sender), *_nobody(*command)]
-
-
 #: `ip netns attach NAME PID` with nobody's file-system identity (argv: uid, /proc/PID/ns/net, the
 #: mount point). /proc hands a process's namespace to the same user, or to a holder of
 #: CAP_SYS_PTRACE; the sender runs as nobody, so with nobody's fsuid and fsgid (CAP_SETUID,
@@ -293,20 +334,6 @@ def _unname(target: Path) -> None:
         if code not in (errno.EINVAL, errno.ENOENT):  # EINVAL: nothing mounted there
             raise LinkError(f"{target}: umount: {os.strerror(code)}")
     target.unlink(missing_ok=True)
-
-
-def _receiver_argv(cell: Cell, ns: CellNamespaces) -> list[str]:
-    """The receiver in the sender namespace (Mahimahi's outside), on every address: $MAHIMAHI_BASE is one."""
-    return [*ns.exec_prefix(ns.sender), sys.executable, "-m", "ccsweep.runner.flow", "receiver", "--addr", "0.0.0.0",
-            "--label", ns.sender, "--port", str(base.RECEIVER_PORT), "--flows", str(len(cell.params.flows)),
-            "--duration", f"{cell.params.duration_s:g}"]
-
-
-def _sender(cell: Cell, python: list[str]) -> list[str]:
-    flows = [f"--flow={i}:{f.cc}:{f.start_s:g}" for i, f in enumerate(cell.params.flows)]
-    return [*python, "-m", "ccsweep.runner.flow", "sender", "--wait-setup", "--src", "0.0.0.0",
-            "--dst-env", "MAHIMAHI_BASE", "--port", str(base.RECEIVER_PORT), "--duration",
-            f"{cell.params.duration_s:g}", "--message-bytes", str(cell.params.message_bytes), *flows]
 
 
 def _unprivileged_python() -> list[str]:

@@ -73,8 +73,12 @@ class Wait:
 
 
 class Child:
-    def __init__(self, name: str, argv: list[str], log: Path, on_event: Callable[[Event], None] | None = None):
+    """One process of a cell; `end_event` is the event it writes last when it did its job."""
+
+    def __init__(self, name: str, argv: list[str], log: Path, on_event: Callable[[Event], None] | None = None,
+                 end_event: str = "done"):
         self.name = name
+        self.end_event = end_event
         self.events: list[Event] = []
         self._on_event = on_event
         self._changed = threading.Condition()
@@ -133,12 +137,12 @@ class Child:
     def record_wait(self, what: str, seconds: float) -> None:
         self.waits.append(Wait(self.name, what, seconds, time.monotonic_ns()))
 
-    def has_ended(self, end_event: str, timeout: float = OUTPUT_END_TIMEOUT_S) -> bool:
+    def has_ended(self, timeout: float = OUTPUT_END_TIMEOUT_S) -> bool:
         """Whether the child is finished: the one rule for every child of a cell.
 
         False while it runs. Once it has exited, the end of its output is awaited (up to
         `timeout`; ChildTimeout past it), so its last lines are read however late the reader is;
-        then it is finished if it exited 0 having written `end_event`, and a ChildError naming
+        then it is finished if it exited 0 having written its end event, and a ChildError naming
         its exit status and last lines otherwise.
         """
         if self.process.poll() is None:
@@ -152,10 +156,10 @@ class Child:
                                f"{timeout:g} s")
         if not any(w.what == "output end" for w in self.waits):
             self.record_wait("output end", waited)
-        if self.process.returncode == 0 and self.of_kind(end_event):
+        if self.process.returncode == 0 and self.of_kind(self.end_event):
             return True
         error = self.error()
-        raise ChildError(f"{self.name} {self._exit_text()} without '{end_event}': {error or self.last_lines()}")
+        raise ChildError(f"{self.name} {self._exit_text()} without '{self.end_event}': {error or self.last_lines()}")
 
     def _await_exit(self, timeout: float) -> None:
         """Give a child whose output just ended a moment to exit, so its error names its exit status."""
