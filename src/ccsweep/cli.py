@@ -217,7 +217,9 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @click.option("--allowed-images", envvar="CCSWEEP_ALLOWED_IMAGES", default="", show_envvar=True,
               help="Comma-separated images --image may name (`*` matches any characters); the chart sets them "
                    "(its image and operator.allowedImages). Empty: any well-formed image.")
-@click.option("--cell-cpu", default="1", show_default=True, help="A ccsweep-link cell pod's CPU request (100m to 64); a Mahimahi cell's is scaled by its measured cost.")
+@click.option("--cell-cpu", default="1", show_default=True,
+              help="A ccsweep-link cell pod's CPU request (100m to 64); a Mahimahi cell's is scaled by its "
+                   "measured cost.")
 @click.option("--cell-memory", default="512Mi", show_default=True,
               help="Each cell pod's memory request and limit (128Mi to 64Gi).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
