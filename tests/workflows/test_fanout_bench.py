@@ -1,4 +1,4 @@
-"""The simulated fan-out (benchmarks/fanout/bench.py) submits what users submit, and its stand-in for
+"""The simulated fan-out (benchmarks/fanout/) submits what users submit, and its stand-in for
 the plan pod reports what argoexec would: checked offline, so a template change that the bench no
 longer follows fails here and not 20 minutes into `make bench-fanout`.
 """
@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.fanout import bench as fanout_bench
+from benchmarks.fanout.kwok import fake_node, pod_stages
+from benchmarks.fanout.workload import PRESET, chunk_list, fanout_workflow, plan_items, plan_output, sweep_workflow
+from ccsweep.plan import CHUNK_SIZE
 from test_lint import TEMPLATES, WORKFLOWS, lint
 from test_lint import argo as argo  # noqa: F401  (the fixture: skips without bin/argo)
 
@@ -19,24 +21,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def bench():
-    return fanout_bench
+def items(tmp_path_factory) -> list[dict]:
+    return plan_items(3900, tmp_path_factory.mktemp("plan"))
 
 
-@pytest.fixture(scope="module")
-def items(bench, tmp_path_factory) -> list[dict]:
-    return bench.plan_items(3900, tmp_path_factory.mktemp("plan"))
-
-
-def test_the_sweep_mode_submits_the_full_sweep_workflow(bench):
-    submitted = bench.sweep_workflow(390)
+def test_the_sweep_mode_submits_the_full_sweep_workflow():
+    submitted = sweep_workflow(390)
     assert submitted["spec"]["workflowTemplateRef"] == yaml.safe_load(
         (WORKFLOWS / "full-sweep.yaml").read_text())["spec"]["workflowTemplateRef"]
     assert submitted["spec"]["parallelism"] == 390
 
 
-def test_the_items_mode_workflow_lints_and_runs_the_real_cell_step(bench, items, argo, tmp_path: Path):
-    workflow = bench.fanout_workflow(items[:390], 390)
+def test_the_items_mode_workflow_lints_and_runs_the_real_cell_step(items, argo, tmp_path: Path):
+    workflow = fanout_workflow(items[:390], 390)
     path = tmp_path / "fanout.yaml"
     path.write_text(yaml.safe_dump(workflow))
     done = lint(argo, path, *TEMPLATES)
@@ -47,45 +44,45 @@ def test_the_items_mode_workflow_lints_and_runs_the_real_cell_step(bench, items,
                                if p["name"] == "items"))) == 390
 
 
-def test_the_plan_of_390_cells_fits_a_step_result_and_of_3900_does_not(bench, items):
+def test_the_plan_of_390_cells_fits_a_step_result_and_of_3900_does_not(items):
     """argoexec keeps the last 256 KiB of a step's stdout: the full sweep's plan fits, ten times it is cut
     into JSON the fan-out cannot read."""
-    result, cut = bench.plan_output(items[:390])
+    result, cut = plan_output(items[:390])
     assert not cut and len(json.loads(result)) == 390
-    result, cut = bench.plan_output(items)
+    result, cut = plan_output(items)
     assert cut and len(result) == 256 * 1024
     with pytest.raises(json.JSONDecodeError):
         json.loads(result)
 
 
-def test_fake_nodes_carry_the_node_probes_labels(bench):
-    labels = bench.fake_node("kwok-0000", 16, "6.1.0", ["bbr", "cubic"])["metadata"]["labels"]
+def test_fake_nodes_carry_the_node_probes_labels():
+    labels = fake_node("kwok-0000", 16, "6.1.0", ["bbr", "cubic"])["metadata"]["labels"]
     assert labels["ccsweep.io/cc-bbr"] == labels["ccsweep.io/cc-cubic"] == "true"
     assert labels["ccsweep.io/kernel"] == "6.1.0"
 
 
-def test_the_stand_in_lists_chunks_as_ccsweep_plan_does(bench, items, tmp_path: Path):
+def test_the_stand_in_lists_chunks_as_ccsweep_plan_does(items, tmp_path: Path):
     """Past CHUNK_SIZE cells the sweep fans out through chunk Workflows: the stand-in's chunk list is
     the one `ccsweep plan --chunks-file` writes, and each chunk's items fit a step result."""
     import subprocess
 
     chunks_file = tmp_path / "chunks.json"
     done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", f"--store={tmp_path / 'store'}", "--chunk-size=100",
-                           f"--chunks-file={chunks_file}", bench.PRESET], capture_output=True, text=True, check=True)
+                           f"--chunks-file={chunks_file}", PRESET], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
-    assert bench.chunk_list(items[:364], 100) == json.loads(chunks_file.read_text())
-    assert bench.chunk_list(items[:390]) == []   # the full sweep: one Workflow, as before
-    chunks = bench.chunk_list(items)
-    assert sum(c["cells"] for c in chunks) == 3900 and len(chunks) == -(-3900 // bench.CHUNK_SIZE)
+    assert chunk_list(items[:364], 100) == json.loads(chunks_file.read_text())
+    assert chunk_list(items[:390]) == []   # the full sweep: one Workflow, as before
+    chunks = chunk_list(items)
+    assert sum(c["cells"] for c in chunks) == 3900 and len(chunks) == -(-3900 // CHUNK_SIZE)
     for c in chunks:
-        start = c["chunk"] * bench.CHUNK_SIZE
-        result, cut = bench.plan_output(items[start:start + bench.CHUNK_SIZE])
+        start = c["chunk"] * CHUNK_SIZE
+        result, cut = plan_output(items[start:start + CHUNK_SIZE])
         assert not cut and len(json.loads(result)) == c["cells"]
 
 
-def test_kwok_leaves_chunk_pods_to_the_stand_in(bench):
+def test_kwok_leaves_chunk_pods_to_the_stand_in():
     """A chunk pod ends when its chunk Workflow does, not after the simulated cell time."""
-    complete = next(s for s in bench.pod_stages(20000) if s["metadata"]["name"] == "pod-complete")
+    complete = next(s for s in pod_stages(20000) if s["metadata"]["name"] == "pod-complete")
     assert {"key": '.metadata.labels["ccsweep.io/chunk"]', "operator": "DoesNotExist"} in \
         complete["spec"]["selector"]["matchExpressions"]
     chunk = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
