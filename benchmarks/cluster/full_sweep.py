@@ -326,104 +326,159 @@ def run(args: argparse.Namespace) -> tuple[list[str], bool]:
             cluster.down()
 
 
-def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) -> tuple[list[str], bool]:
+@dataclass
+class Target:
+    """Where one measured sweep goes: its name, its store prefix, and the node it runs on."""
+
+    sweep: str
+    prefix: str
+    node_cpu: float
+    node_labels: dict[str, str]
+
+
+@dataclass
+class Passes:
+    """The submits of one measured sweep: each pass's Workflow, phase and seconds; the last Workflow
+    as read when it ended; what the bench did about a sweep stuck on cells no node here can run."""
+
+    done: list[tuple[str, str, float]] = field(default_factory=list)   # (workflow, phase, seconds)
+    name: str = ""
+    phase: str = "?"
+    workflow: dict = field(default_factory=dict)
+    stuck_note: str = ""
+
+
+@dataclass
+class Stored:
+    """The store after the sweep, checked: the problems found, the results by cell id, the planned
+    cells, those this node cannot run with what they lack, and the late attempts by cell."""
+
+    problems: list[str]
+    results: dict
+    cells: list[dict]
+    unplaceable: dict[str, list[str]]
+    late: dict[str, int]
+
+
+def target_of(cluster: Cluster, args: argparse.Namespace) -> Target:
     # `ccsweep plan --time-scale` names a scaled sweep so (a sweep name has no dots).
     sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}".replace(".", "-")[:63].rstrip("-")
     prefix = f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     node = cluster.get_json("node", "ccsweep-node")
-    node_cpu = cpu_value(node["status"]["allocatable"]["cpu"])
-    node_labels = node["metadata"].get("labels", {})
-    watch = PodWatch(cluster, NAMESPACE)
-    sampler = ProcSampler(daemon_pids(cluster), interval=2)
-    sampler.start()
-    start = time.time()
-    passes: list[tuple[str, str, float]] = []   # (workflow, phase, seconds)
-    stuck_note = ""
-    poller = GaugePoller(cluster, "")
-    try:
-        # A pass that ends with cells late on every attempt is followed by the user's remedy: the
-        # same submit again. The plan is read from the store and lists only cells with no result.
-        for _ in range(args.passes):
-            began = time.time()
-            submitted = cluster.argo(
-                "submit", "-n", NAMESPACE, str(REPO / "workflows/full-sweep.yaml"), "-o", "name",
-                "-p", f"spec={args.spec}", "-p", f"sweep={sweep}", "-p", f"time-scale={args.time_scale:g}",
-                "-p", f"store=s3://{services.bucket}/{prefix}", "-p", f"pushgateway={NODE_IP}:9091",
-                "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
-                "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi")
-            name = submitted.stdout.strip()
-            poller.workflow = name
-            if not poller.is_alive():
-                poller.start()
-            stuck = wait_or_stop_stuck(cluster, name, node_labels, began + args.timeout)
-            workflow = cluster.get_json("workflow", "-n", NAMESPACE, name)
-            phase = workflow["status"].get("phase", "?")
-            passes.append((name, phase, time.time() - began))
-            if stuck:
-                # What docs/kubernetes.md tells a user: stop the stuck sweep, then run the figures
-                # step's command for the report of what ran. Here from the host, in the cluster's
-                # namespace (the store's address exists only there): a harness path, named so.
-                stuck_note = (f"{stuck} cell pods no node here can run stayed Pending; the bench stopped "
-                              f"{name} (`argo stop`) and ran `ccsweep figures` itself")
-                figures = cluster.in_ns(str(REPO / ".venv/bin/ccsweep"), "figures",
-                                        f"--store=s3://{services.bucket}/{prefix}", f"--sweep={sweep}",
-                                        f"--pushgateway={NODE_IP}:9091", timeout=600, env=services.env)
-                if figures.returncode != 0:
-                    stuck_note += f"; `ccsweep figures` exited {figures.returncode}: {figures.stderr.strip()[-300:]}"
-                break
-            if phase != "Failed":   # Succeeded, or the wait ended early (timeout, interrupted): no new pass
-                break
-    finally:
-        end = time.time()
-        poller.stop()
-        if passes:
-            poller.poll()
-        sampler.stop()
-        time.sleep(7)   # pod GC deletes succeeded pods 5 s after they finish
-        watch.stop()
+    return Target(sweep, prefix, cpu_value(node["status"]["allocatable"]["cpu"]), node["metadata"].get("labels", {}))
+
+
+def submit_pass(cluster: Cluster, services: NodeServices, args: argparse.Namespace, target: Target) -> str:
+    """`argo submit workflows/full-sweep.yaml` for the target; the Workflow's name."""
+    submitted = cluster.argo(
+        "submit", "-n", NAMESPACE, str(REPO / "workflows/full-sweep.yaml"), "-o", "name",
+        "-p", f"spec={args.spec}", "-p", f"sweep={target.sweep}", "-p", f"time-scale={args.time_scale:g}",
+        "-p", f"store=s3://{services.bucket}/{target.prefix}", "-p", f"pushgateway={NODE_IP}:9091",
+        "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
+        "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi")
+    return submitted.stdout.strip()
+
+
+def figures_after_stuck(cluster: Cluster, services: NodeServices, target: Target, name: str, stuck: int) -> str:
+    """What docs/kubernetes.md tells a user of a stuck sweep, after the bench stopped it: run the
+    figures step's command for the report of what ran. Here from the host, in the cluster's
+    namespace (the store's address exists only there): a harness path, named so in the note returned."""
+    note = (f"{stuck} cell pods no node here can run stayed Pending; the bench stopped "
+            f"{name} (`argo stop`) and ran `ccsweep figures` itself")
+    figures = cluster.in_ns(str(REPO / ".venv/bin/ccsweep"), "figures",
+                            f"--store=s3://{services.bucket}/{target.prefix}", f"--sweep={target.sweep}",
+                            f"--pushgateway={NODE_IP}:9091", timeout=600, env=services.env)
+    if figures.returncode != 0:
+        note += f"; `ccsweep figures` exited {figures.returncode}: {figures.stderr.strip()[-300:]}"
+    return note
+
+
+def run_passes(cluster: Cluster, services: NodeServices, args: argparse.Namespace, target: Target,
+               poller: GaugePoller, passes: Passes) -> None:
+    """Up to --passes submits into `passes`. A pass that ends with cells late on every attempt is
+    followed by the user's remedy: the same submit again. The plan is read from the store and lists
+    only cells with no result."""
+    for _ in range(args.passes):
+        began = time.time()
+        name = submit_pass(cluster, services, args, target)
+        poller.workflow = name
+        if not poller.is_alive():
+            poller.start()
+        stuck = wait_or_stop_stuck(cluster, name, target.node_labels, began + args.timeout)
+        passes.name, passes.workflow = name, cluster.get_json("workflow", "-n", NAMESPACE, name)
+        passes.phase = passes.workflow["status"].get("phase", "?")
+        passes.done.append((name, passes.phase, time.time() - began))
+        if stuck:
+            passes.stuck_note = figures_after_stuck(cluster, services, target, name, stuck)
+            break
+        if passes.phase != "Failed":   # Succeeded, or the wait ended early (timeout, interrupted): no new pass
+            break
+
+
+def fixed_steps_s(workflow: dict) -> float:
+    """Seconds the plan and figures steps took: the part of a sweep that does not grow with its cells."""
     steps = {n.get("templateName") or n.get("templateRef", {}).get("template"): n
              for n in workflow["status"].get("nodes", {}).values() if n["type"] == "Pod"}
-    fixed = sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
-                if t in ("plan", "figures") and n.get("finishedAt"))
-    cell_keys = services.s3_keys(f"{prefix}/cells/")   # listed once: results and late attempts
-    problems, results, cells, unplaceable = check_store(services, prefix, sweep, cell_keys, node_labels)
-    late = late_attempts(cell_keys, prefix)
-    # A sweep with cells no node here can run is stopped (above); that, and only that, is expected.
-    if phase != "Succeeded" and not (stuck_note and unplaceable and not problems):
-        problems.insert(0, f"workflow {name} {phase} after {len(passes)} passes: "
-                           f"{workflow['status'].get('message', '')}")
-    groups_after, scrape_after = pushgateway_size(cluster)
-    rows = cell_timings(watch, results)
-    wall = end - start
-    g = poller.gauges
-    usage = sampler.usage
-    lines = [
+    return sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
+               if t in ("plan", "figures") and n.get("finishedAt"))
+
+
+def stored_after(services: NodeServices, target: Target, passes: Passes) -> Stored:
+    """The store checked after the passes (check_store), with a Workflow that did not succeed as a
+    problem unless the only reason is cells this node cannot run, which the bench stopped."""
+    cell_keys = services.s3_keys(f"{target.prefix}/cells/")   # listed once: results and late attempts
+    problems, results, cells, unplaceable = check_store(services, target.prefix, target.sweep, cell_keys,
+                                                        target.node_labels)
+    if passes.phase != "Succeeded" and not (passes.stuck_note and unplaceable and not problems):
+        problems.insert(0, f"workflow {passes.name} {passes.phase} after {len(passes.done)} passes: "
+                           f"{passes.workflow['status'].get('message', '')}")
+    return Stored(problems, results, cells, unplaceable, late_attempts(cell_keys, target.prefix))
+
+
+def summary_lines(args: argparse.Namespace, services: NodeServices, target: Target, passes: Passes,
+                  stored: Stored, wall: float, fixed: float) -> list[str]:
+    """The title, the machine, the run and the table's rows up to the plan and figures steps."""
+    results, cells, late = stored.results, stored.cells, stored.late
+    return [
         f"# The {args.spec} preset through Argo on the local cluster, time-scaled x{args.time_scale:g}, "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
-        f"**Machine.** {machine()}. One local node ({node_cpu:g} allocatable CPUs), {args.cell_cpu} CPU per cell pod.",
+        f"**Machine.** {machine()}. One local node ({target.node_cpu:g} allocatable CPUs), {args.cell_cpu} CPU "
+        "per cell pod.",
         "",
-        f"**Run.** `argo submit workflows/full-sweep.yaml -p spec={args.spec} -p sweep={sweep} "
-        f"-p time-scale={args.time_scale:g}` (store s3://{services.bucket}/{prefix}); workflow {name}: **{phase}**.",
+        f"**Run.** `argo submit workflows/full-sweep.yaml -p spec={args.spec} -p sweep={target.sweep} "
+        f"-p time-scale={args.time_scale:g}` (store s3://{services.bucket}/{target.prefix}); workflow "
+        f"{passes.name}: **{passes.phase}**.",
         "",
         "| measure | value |",
         "|---|---|",
         f"| wall time, submit -> done | {wall / 60:.1f} min |",
         f"| passes (the same submit again while cells lack a result) | "
-        f"{'; '.join(f'{w}: {ph}, {sec / 60:.1f} min' for w, ph, sec in passes)} |",
-        f"| cells planned (distinct) / this node can run / stored | {len(cells)} / {len(cells) - len(unplaceable)} "
-        f"/ {len(results)} |",
+        f"{'; '.join(f'{w}: {ph}, {sec / 60:.1f} min' for w, ph, sec in passes.done)} |",
+        f"| cells planned (distinct) / this node can run / stored | {len(cells)} / "
+        f"{len(cells) - len(stored.unplaceable)} / {len(results)} |",
         f"| cells per minute | {len(results) / (wall / 60):.1f} |",
         f"| attempts late (kept under late/, measured again) / cells with one | {sum(late.values())} / {len(late)} |",
         f"| cells late on every attempt (no result) | {len(set(late) - set(results))} |",
         f"| plan + figures steps | {fixed:.0f} s |",
     ]
+
+
+def daemon_lines(usage: dict) -> list[str]:
+    lines = []
     for d in CHECKED_DAEMONS:
         if d in usage:
             u = usage[d]
             lines.append(f"| {d}: peak CPU, peak RSS, CPU total | {u.peak_cpu:.2f} cores, {u.peak_rss_mb:.0f} MB, "
                          f"{u.cpu_s:.0f} s |")
-    lines += [
+    return lines
+
+
+def growth_and_overhead_lines(g: Gauges, after: tuple[int, int], rows: list[dict]) -> list[str]:
+    """The rows of what grows with a sweep (peaks while it ran, the Pushgateway after it), then the
+    per-cell overhead table."""
+    groups_after, scrape_after = after
+    return [
         f"| Workflow object, peak | {g.workflow_bytes / 1024:.0f} KiB"
         f"{' (nodes compressed)' if g.compressed else ''} |",
         f"| Pushgateway groups / scrape, peak while running | {g.push_groups} / {g.push_scrape_bytes / 1024:.0f} KiB |",
@@ -445,22 +500,56 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) 
         f"{quantiles([r['slot'] - r['flow'] for r in rows])} |",
         "",
     ]
-    if rows and cells:
+
+
+def unplaceable_lines(stored: Stored, node_labels: dict[str, str], stuck_note: str) -> list[str]:
+    """What the report says of cells this node cannot run, when there are any."""
+    if not stored.unplaceable:
+        return []
+    lacking = sorted({cc for ccs in stored.unplaceable.values() for cc in ccs})
+    offered = sorted(k.removeprefix(CC_LABEL_PREFIX) for k, v in node_labels.items()
+                     if k.startswith(CC_LABEL_PREFIX) and v == "true")
+    return ["", f"**Cells this node cannot run: {len(stored.unplaceable)}**, asking for {', '.join(lacking)}; the "
+            f"node offers {', '.join(offered)} (its kernel's tcp_available_congestion_control, as the node "
+            f"probe labels it). {stuck_note or 'Their pods never ran'}; the report names them as missing. "
+            "They are not counted as problems below (docs/kubernetes.md: Argo does not fail a Pending pod "
+            "under a retry strategy)."]
+
+
+def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace) -> tuple[list[str], bool]:
+    """The sweep's passes with the pods watched and the daemons and gauges sampled; the report's
+    lines, and whether every check held."""
+    target = target_of(cluster, args)
+    watch = PodWatch(cluster, NAMESPACE)
+    sampler = ProcSampler(daemon_pids(cluster), interval=2)
+    sampler.start()
+    start = time.time()
+    passes = Passes()
+    poller = GaugePoller(cluster, "")
+    try:
+        run_passes(cluster, services, args, target, poller, passes)
+    finally:
+        end = time.time()
+        poller.stop()
+        if passes.done:
+            poller.poll()
+        sampler.stop()
+        time.sleep(7)   # pod GC deletes succeeded pods 5 s after they finish
+        watch.stop()
+    fixed = fixed_steps_s(passes.workflow)
+    stored = stored_after(services, target, passes)
+    after = pushgateway_size(cluster)
+    rows = cell_timings(watch, stored.results)
+    lines = summary_lines(args, services, target, passes, stored, end - start, fixed)
+    lines += daemon_lines(sampler.usage) + growth_and_overhead_lines(poller.gauges, after, rows)
+    if rows and stored.cells:
         overhead = statistics.median(r["slot"] - r["flow"] for r in rows)
         lines += projection(overhead, fixed, args.node_cores, args.cell_cpu_full, args.nodes)
-    if unplaceable:
-        lacking = sorted({cc for ccs in unplaceable.values() for cc in ccs})
-        offered = sorted(k.removeprefix(CC_LABEL_PREFIX) for k, v in node_labels.items()
-                         if k.startswith(CC_LABEL_PREFIX) and v == "true")
-        lines += ["", f"**Cells this node cannot run: {len(unplaceable)}**, asking for {', '.join(lacking)}; the "
-                  f"node offers {', '.join(offered)} (its kernel's tcp_available_congestion_control, as the node "
-                  f"probe labels it). {stuck_note or 'Their pods never ran'}; the report names them as missing. "
-                  "They are not counted as problems below (docs/kubernetes.md: Argo does not fail a Pending pod "
-                  "under a retry strategy)."]
+    lines += unplaceable_lines(stored, target.node_labels, passes.stuck_note)
     lines += ["", "**Checks** (every cell stored, every experiment's figures, the report): "
-              + ("all hold." if not problems else f"{len(problems)} failed:")]
-    lines += [f"- {p}" for p in problems[:40]]
-    return lines, not problems
+              + ("all hold." if not stored.problems else f"{len(stored.problems)} failed:")]
+    lines += [f"- {p}" for p in stored.problems[:40]]
+    return lines, not stored.problems
 
 
 def main() -> int:
