@@ -15,13 +15,19 @@ from datetime import UTC, datetime
 import yaml
 
 from benchmarks.fanout.controlplane import NAMESPACE, ControlPlane
-from benchmarks.fanout.workload import chunk_list, plan_output
-from ccsweep.plan import CHUNK_SIZE
+from benchmarks.fanout.workload import PRESET, plan_outputs
 
 
 def owner_uid(pod: dict) -> str:
     """The uid of the Workflow that owns a workflow pod (the controller sets the owner reference)."""
     return next(o["uid"] for o in pod["metadata"].get("ownerReferences", []) if o.get("kind") == "Workflow")
+
+
+def sweep_parameter(workflow: dict) -> str:
+    """The sweep's name as the plan step prints it: the Workflow's `sweep` parameter (the bench,
+    the operator and a chunk's parent all set it), else the preset's."""
+    parameters = workflow["spec"].get("arguments", {}).get("parameters", [])
+    return next((p.get("value", "") for p in parameters if p["name"] == "sweep"), "") or PRESET
 
 
 class StandIn(threading.Thread):
@@ -79,16 +85,9 @@ class StandIn(threading.Thread):
         workflow = meta["labels"]["workflows.argoproj.io/workflow"]
         got = json.loads(self.plane.kubectl("get", "workflow", "-n", NAMESPACE, workflow, "-o", "json").stdout)
         chunk = got["metadata"].get("labels", {}).get("ccsweep.io/chunk")
-        outputs: dict = {}
-        if chunk is None:   # the sweep's own plan step: ccsweep plan --chunks-file
-            chunks = chunk_list(self.items)
-            result, self.cut = plan_output([] if chunks else self.items)
-            outputs["parameters"] = [{"name": "chunks", "value": json.dumps(chunks),
-                                      "valueFrom": {"path": "/tmp/chunks.json"}}]
-        else:               # a chunk Workflow's: ccsweep plan --chunk I
-            start = int(chunk) * CHUNK_SIZE
-            result, _ = plan_output(self.items[start:start + CHUNK_SIZE])
-        outputs["result"] = result
+        outputs, cut = plan_outputs(self.items, chunk, sweep_parameter(got))
+        if chunk is None:
+            self.cut = cut
         self._task_result(pod, got["metadata"]["uid"], outputs)
         self.plan_reported[meta["name"]] = time.time()
 

@@ -56,6 +56,24 @@ def chunk_list(items: list[dict], size: int = CHUNK_SIZE) -> list[dict]:
     return [{"chunk": n, "cells": len(items[start:start + size])} for n, start in enumerate(range(0, len(items), size))]
 
 
+def plan_outputs(items: list[dict], chunk: str | None, sweep: str) -> tuple[dict, bool]:
+    """The outputs a plan pod's argoexec reports, every parameter its template declares: for the
+    sweep's own plan step (`ccsweep plan --chunks-file`) the items or [] with the chunk list, the
+    rounds (1: the preset has no adaptive repetitions) and the sweep's name; for a chunk Workflow's
+    (`ccsweep plan --chunk I`) that chunk's items and the sweep's name. And whether the result was cut."""
+    parameters = []
+    if chunk is None:
+        chunks = chunk_list(items)
+        result, cut = plan_output([] if chunks else items)
+        parameters += [{"name": "chunks", "value": json.dumps(chunks), "valueFrom": {"path": "/tmp/chunks.json"}},
+                       {"name": "rounds", "value": "1", "valueFrom": {"path": "/tmp/rounds.txt"}}]
+    else:
+        start = int(chunk) * CHUNK_SIZE
+        result, cut = plan_output(items[start:start + CHUNK_SIZE])
+    parameters.append({"name": "sweep", "value": sweep, "valueFrom": {"path": "/tmp/sweep"}})
+    return {"parameters": parameters, "result": result}, cut
+
+
 def fanout_workflow(items: list[dict], parallelism: int) -> dict:
     """The sweep's own fan-out step (ccsweep-sweep.yaml), fed from a parameter instead of the plan pod."""
     template = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())

@@ -12,7 +12,15 @@ import pytest
 import yaml
 
 from benchmarks.fanout.kwok import fake_node, pod_stages
-from benchmarks.fanout.workload import PRESET, chunk_list, fanout_workflow, plan_items, plan_output, sweep_workflow
+from benchmarks.fanout.workload import (
+    PRESET,
+    chunk_list,
+    fanout_workflow,
+    plan_items,
+    plan_output,
+    plan_outputs,
+    sweep_workflow,
+)
 from ccsweep.plan import CHUNK_SIZE
 from test_lint import TEMPLATES, WORKFLOWS, lint
 from test_lint import argo as argo  # noqa: F401  (the fixture: skips without bin/argo)
@@ -88,3 +96,14 @@ def test_kwok_leaves_chunk_pods_to_the_stand_in():
     chunk = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
     template = next(t for t in chunk["spec"]["templates"] if t["name"] == "chunk")
     assert "ccsweep.io/chunk" in template["metadata"]["labels"]
+
+
+def test_the_stand_in_reports_every_output_the_plan_templates_declare(items):
+    """The workflow reads each output a plan pod declares: one the stand-in leaves out holds the
+    fan-out at the first step that reads it (the sweep's name, when the plan step gained it)."""
+    templates = {t["name"]: t for t in yaml.safe_load(
+        (REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())["spec"]["templates"]}
+    for template, chunk in (("plan", None), ("plan-chunk", "0")):
+        outputs, _ = plan_outputs(items, chunk, "fanout")
+        declared = {p["name"] for p in templates[template]["outputs"]["parameters"]}
+        assert {p["name"] for p in outputs["parameters"]} == declared, template
