@@ -14,7 +14,7 @@ from benchmarks.fanout.controlplane import NAMESPACE, ControlPlane
 from benchmarks.fanout.standin import StandIn
 from benchmarks.fanout.submit import create_sweep, submit
 from benchmarks.fanout.watch import PodTimes, SweepStatus
-from benchmarks.fanout.workload import chunk_list, fanout_workflow, sweep_workflow
+from benchmarks.fanout.workload import CELL_IMAGE, chunk_list, fanout_workflow, sweep_workflow
 from ccsweep.plan import chunk_parallelism
 from support.procstat import ProcSampler
 
@@ -85,7 +85,7 @@ def start_fanout(plane: ControlPlane, run: Run, items: list[dict], probes: Probe
     probes.stand_in = StandIn(plane, items)
     probes.stand_in.start()
     if run.mode == "sweep":   # each chunk Workflow gets its share of the parallelism, as the operator gives it
-        return submit(plane, sweep_workflow(run.parallelism), "image=localhost/ccsweep/cell:local",
+        return submit(plane, sweep_workflow(run.parallelism), f"image={CELL_IMAGE}",
                       "image-pull-policy=Never", "sweep=fanout", "store=s3://ccsweep/fanout",
                       f"chunk-parallelism={share}")
     sweep_name = f"fanout-{run.nodes}-{run.cells}"

@@ -16,12 +16,16 @@ from ccsweep.plan import CHUNK_SIZE
 REPO = Path(__file__).resolve().parents[2]
 PRESET = "full-sweep"
 RESULT_LIMIT = 256 * 1024   # argoexec keeps the last 256 KiB of a step's stdout as its result
+#: The image every fan-out names for its cell pods (none is pulled: KWOK runs no container).
+CELL_IMAGE = "localhost/ccsweep/cell:local"
 
 
 def plan_items(cells: int, workdir: Path) -> list[dict]:
-    """The full-sweep preset's fan-out items (`ccsweep plan`, the real plan step's output),
-    repeated with an index suffix on the id until there are `cells` of them."""
-    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", f"--store={workdir / 'plan-store'}", PRESET],
+    """The full-sweep preset's fan-out items (`ccsweep plan`, the real plan step's output, with
+    the image, CPU and memory fields the cell step reads), repeated with an index suffix on the id
+    until there are `cells` of them."""
+    done = subprocess.run([str(REPO / ".venv/bin/ccsweep"), "plan", f"--store={workdir / 'plan-store'}",
+                           f"--image={CELL_IMAGE}", f"--allowed-images={CELL_IMAGE}", PRESET],
                           capture_output=True, text=True, check=True, cwd=workdir)
     planned = json.loads(done.stdout)
     items = []
@@ -85,7 +89,7 @@ def fanout_workflow(items: list[dict], parallelism: int) -> dict:
         if argument.get("value") == "{{steps.plan.outputs.parameters.sweep}}":
             argument["value"] = "{{workflow.parameters.sweep}}"
     parameters = [p for p in spec["arguments"]["parameters"]]
-    overrides = {"sweep": "fanout", "image": "localhost/ccsweep/cell:local", "image-pull-policy": "Never"}
+    overrides = {"sweep": "fanout", "image": CELL_IMAGE, "image-pull-policy": "Never"}
     for p in parameters:
         p["value"] = overrides.get(p["name"], p["value"])
     parameters.append({"name": "items", "value": json.dumps(items, separators=(",", ":"))})

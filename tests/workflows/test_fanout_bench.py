@@ -6,6 +6,7 @@ longer follows fails here and not 20 minutes into `make bench-fanout`.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,11 @@ def test_the_stand_in_reports_every_output_the_plan_templates_declare(items):
         outputs, _ = plan_outputs(items, chunk, "fanout")
         declared = {p["name"] for p in templates[template]["outputs"]["parameters"]}
         assert {p["name"] for p in outputs["parameters"]} == declared, template
+
+
+def test_the_items_carry_every_field_the_cell_steps_read(items):
+    """A cell step names its pod's image, CPU and memory from the plan's item fields: an item
+    without one fails the whole fan-out at once ('failed to resolve {{item.image}}')."""
+    text = (REPO / "workflows/templates/ccsweep-sweep.yaml").read_text()
+    read = set(re.findall(r"\{\{item\.(\w+)\}\}", text)) - {"chunk"}   # chunk: the chunk step's own items
+    assert read and read <= items[0].keys()
