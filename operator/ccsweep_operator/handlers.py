@@ -52,10 +52,7 @@ def reconcile_sweep(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     kube.apply(decision, sweep.namespace, sweep.name)
     if decision.retry:
         raise kopf.TemporaryError(decision.status["message"], delay=30)
-    line = f"{decision.status['phase']}: {decision.status.get('message')}"
-    # A refused or failed Sweep is also a Warning Event on it (kopf posts WARNING and above), so
-    # `kubectl describe sweep` and `kubectl get events` say why beside the status.
-    (logger.warning if decision.status["phase"] in ("Invalid", "Failed") else logger.info)(line)
+    logger.info(f"{decision.status['phase']}: {decision.status.get('message')}")
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
