@@ -144,8 +144,8 @@ def test_the_window_goes_to_the_emulator_and_an_override_replaces_it(tmp_path: P
     from ccsweep.linkrules import RELEASE_WINDOW_ENV, release_window_for
 
     argv = link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30, release_window=release_window_for(cell()))
-    assert option(argv, "--coalesce") == "250us"
-    assert "--coalesce" not in link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30)
+    assert option(argv, "--release-window") == "250us"
+    assert "--release-window" not in link_command(cell(), Path("l"), "a", "b", tmp_path, {}, 30)
     monkeypatch.setenv(RELEASE_WINDOW_ENV, "100")
     assert release_window_for(cell()) == 100
     monkeypatch.setenv(RELEASE_WINDOW_ENV, "0")

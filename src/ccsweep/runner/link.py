@@ -162,7 +162,7 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
     """ccsweep-link's argv for the cell; stats go to stdout every 100 ms, logs into workdir.
 
     `duration_s` is a safety net only: the runner stops the emulator with SIGTERM. `release_window`
-    (us) is the emulator's --coalesce; None leaves the emulator's own default (100 us).
+    (us) is the emulator's --release-window; None leaves the emulator's own default (100 us).
     """
     p = cell.params
     argv = [str(binary), "--sender-netns", sender_netns, "--receiver-netns", receiver_netns]
@@ -178,7 +178,7 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
     argv += ["--loss-position", p.loss_position, "--seed", str(p.seed), "--stats", "-",
              "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]
     if release_window is not None:
-        argv += ["--coalesce", f"{release_window:g}us"]
+        argv += ["--release-window", f"{release_window:g}us"]
     if priority:
         argv += ["--realtime-priority", str(priority)]
     if inject_lateness:
