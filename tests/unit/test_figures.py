@@ -339,6 +339,7 @@ def test_cellular_per_packet_delay_comes_from_the_uplink_log():
         delays = [int(f[3]) for f in rows if f[1] == "-" and start <= int(f[0]) < end]
         (dots,) = [ln for ln in panel.get_lines() if ln.get_label().endswith("one run")]
         np.testing.assert_array_equal(dots.get_ydata(), delays)
+        assert dots.get_rasterized()  # a vector mark per packet made the SVG (and the report) megabytes
         assert 0 <= dots.get_xdata()[0] and dots.get_xdata()[-1] < point.params.duration_s
         cdf_line = line(cax, flows_label(point.params))
         np.testing.assert_array_equal(cdf_line.get_xdata(), sorted(delays))

@@ -93,7 +93,10 @@ def _delay_figures(data: ExperimentData, points: Sequence[Point]) -> tuple[Figur
         color = cc_color(point.params.flows[0].cc)
         label = flows_label(point.params)
         t, delay = runs[0]
-        ax.plot(t, delay, color=color, linestyle="none", marker=".", markersize=1.5, label=f"{label}, one run")
+        # One point per packet (hundreds of thousands over a trace period): drawn as pixels even in
+        # the SVG, where a vector mark each made the report tens of megabytes.
+        ax.plot(t, delay, color=color, linestyle="none", marker=".", markersize=1.5, label=f"{label}, one run",
+                rasterized=True)
         pooled = np.sort(np.concatenate([d for _, d in runs]))
         high = float(np.percentile(pooled, DELAY_PERCENTILE)) if pooled.size else 0.0
         ax.axhline(high, color="0.3", linestyle="--", linewidth=1,
