@@ -65,7 +65,7 @@ def test_the_packaged_chart_installs_and_runs_the_archived_image(argo: TestClust
                              "-f", str(REPO / "charts/ccsweep/ci/e2e-values.yaml"), "-f", str(values),
                              *(["--set", "crds.install=false"] if crd_owned else []),
                              "--wait", "--timeout", "5m")
-        assert installed.returncode == 0, installed.stderr
+        assert installed.returncode == 0, installed.stderr + _not_ready(cluster)
         pinned = f"localhost/ccsweep/cell:{released.identity}@{released.image_digest()}"
         deployment = cluster.get_json("-n", NAMESPACE, "deployment", f"{RELEASE}-operator")
         assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == pinned
@@ -85,3 +85,11 @@ def test_the_packaged_chart_installs_and_runs_the_archived_image(argo: TestClust
     finally:
         helm_run("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=2m")
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+
+
+def _not_ready(cluster: TestCluster) -> str:
+    """What kept the release from being ready: its pods, their conditions and the namespace's events."""
+    pods = cluster.kubectl("-n", NAMESPACE, "get", "pods", "-o", "wide", check=False).stdout
+    described = cluster.kubectl("-n", NAMESPACE, "describe", "pods", check=False).stdout[-4000:]
+    events = cluster.kubectl("-n", NAMESPACE, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout[-3000:]
+    return f"\n{pods}\n{described}\n{events}"
