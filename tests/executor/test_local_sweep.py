@@ -66,7 +66,10 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
-    spec = write_tiny_spec(tmp_path / "long.yaml", "long", loss_percent=[0, 0.5, 1, 2], duration_s=6)
+    # 15 s cells, one at a time: the run lasts a minute, so Ctrl-C two seconds after the first result
+    # lands mid-run even when this process is slow to notice that result (6 s cells once finished
+    # all four before it did, in the full suite).
+    spec = write_tiny_spec(tmp_path / "long.yaml", "long", loss_percent=[0, 0.5, 1, 2], duration_s=15)
     store_dir = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                              "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
