@@ -39,8 +39,10 @@ def test_the_packaged_chart_installs_and_runs_the_archived_image(argo: TestClust
                                                                  released: Release, tmp_path: Path):
     cluster = argo
     sock = str(cluster.base / "containerd/containerd.sock")
-    imported = cluster.in_ns("ctr", "-a", sock, "-n", "k8s.io", "images", "import", str(released.image_archive),
-                             timeout=900)
+    # --digests names the image by its manifest digest too: the chart pins TAG@DIGEST, and containerd
+    # finds a digested reference only under such a name (without it, ErrImageNeverPull).
+    imported = cluster.in_ns("ctr", "-a", sock, "-n", "k8s.io", "images", "import", "--digests",
+                             "--base-name", "localhost/ccsweep/cell", str(released.image_archive), timeout=900)
     assert imported.returncode == 0, imported.stderr
     cluster.kubectl("create", "namespace", NAMESPACE)
     cluster.kubectl("label", "namespace", NAMESPACE, "pod-security.kubernetes.io/enforce=privileged")
