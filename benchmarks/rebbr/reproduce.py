@@ -110,9 +110,9 @@ def estimate(store: ResultStore, links: list[str]) -> None:
               f"{cores} cores: {format_duration(wall.wall_s)} (late re-runs not counted)", flush=True)
 
 
-def _sweeps(store: ResultStore, link: str) -> list[SweepData]:
-    """The study's sweeps on one link: full-sweep once planned (it holds every part), else the parts run."""
-    known = set(store.list_sweeps())
+def _sweeps(store: ResultStore, known: set[str], link: str) -> list[SweepData]:
+    """The study's sweeps on one link (of the store's `known` sweeps): full-sweep once planned (it
+    holds every part), else the parts run."""
     names = [name for part in STUDY if (name := sweep_name(part, link)) in known]
     return [load_sweep(store, name) for name in (names[-1:] if sweep_name("full-sweep", link) in names else names)]
 
@@ -139,8 +139,8 @@ def report(store_url: str, out: Path, commands: list[str]) -> None:
     """comparison.md, and each sweep's figures, report and tables (cells.csv, flows.csv), from the store."""
     store = open_store(store_url)
     out.mkdir(parents=True, exist_ok=True)
-    link_sweeps, mm_sweeps = _sweeps(store, "ccsweep-link"), _sweeps(store, "mahimahi")
     known = set(store.list_sweeps())
+    link_sweeps, mm_sweeps = _sweeps(store, known, "ccsweep-link"), _sweeps(store, known, "mahimahi")
     seeds = [(link, load_sweep(store, name)) for link in LINKS if (name := sweep_name(SEEDS, link)) in known]
     if not link_sweeps:
         sys.exit(f"no ccsweep-link sweep of the study in {store_url}")

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,22 +21,27 @@ from ccsweep.runner.mahimahi_run import realtime_shells
 pytestmark = pytest.mark.integration
 
 
-def _wait_for_name(pid: int, name: str, timeout_s: float = 10.0) -> None:
-    """Wait until `bash -c "exec ..."` has become the program: before that the tree has no shell to raise."""
+def _wait_until(done: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    """Poll `done` until it holds: `bash -c "exec ..."` becomes its program a moment after it starts."""
     deadline = time.monotonic() + timeout_s
-    while Path(f"/proc/{pid}/comm").read_text().strip() != name:
-        assert time.monotonic() < deadline, f"process {pid} never became {name}"
+    while not done():
+        assert time.monotonic() < deadline, what
         time.sleep(0.01)
 
 
-def _wait_for_child_named(pid: int, name: str, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        if any(Path(f"/proc/{child}/comm").read_text().strip() == name for child in children):
-            return
-        assert time.monotonic() < deadline, f"process {pid} never had a child named {name}"
-        time.sleep(0.01)
+def _comm(pid: int | str) -> str:
+    return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+def _wait_for_name(pid: int, name: str) -> None:
+    """Before the exec the tree has no shell to raise."""
+    _wait_until(lambda: _comm(pid) == name, f"process {pid} never became {name}")
+
+
+def _wait_for_child_named(pid: int, name: str) -> None:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    _wait_until(lambda: any(_comm(child) == name for child in children.read_text().split()),
+                f"process {pid} never had a child named {name}")
 
 
 def test_the_shells_are_raised_to_fifo_and_the_process_inside_them_is_not(tmp_path: Path):
