@@ -207,7 +207,7 @@ bench-timing: deps mahimahi ## Mahimahi's timing from outside: validated against
 	$(PY) -m benchmarks.timing.bench
 
 .PHONY: bench-adaptive
-bench-adaptive: deps mahimahi ## Adaptive repetitions vs a fixed 10 runs, Figure 8 path, 30 s flows, both links (3 cells ~1 h idle, FULL=1 all 26; root).
+bench-adaptive: deps mahimahi ## Adaptive repetitions vs a fixed 10 runs, Figure 8 path, both links (3 cells, 30 s flows, ~1 h idle; FULL=1 all 26 at 60 s; root).
 	$(PY) -m benchmarks.adaptive.bench --store $(or $(STORE),/tmp/ccsweep-adaptive-bench) $(if $(FULL),--full)
 
 .PHONY: bench-cluster

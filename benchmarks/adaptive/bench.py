@@ -3,9 +3,11 @@
     sudo python -m benchmarks.adaptive.bench --store /tmp/adaptive-store            # measure, then report
     python -m benchmarks.adaptive.bench --store /tmp/adaptive-store --report-only   # report what is stored
 
-Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue, 30 s flows) on both links for the
-cells of fixed.yaml / adaptive.yaml, or with --full for Figure 8's whole grid (BBR and CUBIC at
-every loss rate of sweeps/figure8.yaml: 26 cells a link, sweeps named figure8-full-fixed, ...).
+Measures Figure 8's path (100 Mbit/s, 100 ms, infinite queue) on both links for the cells of
+fixed.yaml / adaptive.yaml (30 s flows), or with --full for Figure 8's whole grid as the figure8
+preset defines it (BBR and CUBIC at every loss rate of sweeps/figure8.yaml, 60 s flows: 26 cells
+a link, sweeps named figure8-full-fixed, ...; the same cells as figure8's and figure8-seeds', so a
+store holding the study's runs lends them).
 Four `ccsweep run`s share one store, per link (ccsweep-link, then `--link mahimahi`, whose sweeps
 are named NAME-mahimahi): `fixed.yaml` (10 runs of each cell) and `adaptive.yaml` ({min: 3,
 max: 20, target: {ci_relative: 0.05}}), whose run i is the same cell as the fixed run i, so
@@ -46,6 +48,8 @@ from ccsweep.store import ResultStore, open_store
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 FIXED_RUNS = 10
+#: --full's adaptive rule: adaptive.yaml's, with an absolute floor for cells that deliver almost nothing.
+FULL_ADAPTIVE = {"min": 3, "max": 20, "target": {"ci_relative": 0.05, "ci_absolute_mbps": 1.0}}
 
 
 @dataclass
@@ -111,14 +115,20 @@ LINKS = {"ccsweep-link": "", "mahimahi": "-mahimahi"}
 
 
 def specs(full: bool, folder: Path) -> Path:
-    """The folder holding fixed.yaml and adaptive.yaml: this one, or for --full copies with Figure 8's grid."""
+    """The folder holding fixed.yaml and adaptive.yaml: this one, or for --full Figure 8's own cells.
+
+    --full takes sweeps/figure8.yaml's experiment as it is (60 s flows, ReBBR's buffers, seed 1 + i),
+    changing only its repetitions, so its runs are the same cells as the figure8 and figure8-seeds
+    presets' (same ids): in a store that holds those, they count and do not run again. Its adaptive
+    rule adds a floor of 1 Mbit/s (1 % of the link rate) to the relative target, or the collapsed
+    cells, whose median is near 0, could never meet a relative one.
+    """
     if not full:
         return HERE
-    grid = yaml.safe_load((REPO / "sweeps" / "figure8.yaml").read_text())["experiments"][0]
-    for name in ("fixed.yaml", "adaptive.yaml"):
-        spec = yaml.safe_load((HERE / name).read_text())
-        spec["name"] = spec["name"].replace("figure8-", "figure8-full-")
-        spec["experiments"] = [{"name": "figure8", "cc": grid["cc"], "loss_percent": grid["loss_percent"]}]
+    figure8 = yaml.safe_load((REPO / "sweeps" / "figure8.yaml").read_text())["experiments"][0]
+    for name, repetitions in (("fixed.yaml", FIXED_RUNS), ("adaptive.yaml", FULL_ADAPTIVE)):
+        spec = {"name": f"figure8-full-{name.removesuffix('.yaml')}",
+                "experiments": [{**figure8, "published": [], "repetitions": repetitions}]}
         (folder / name).write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder
 
