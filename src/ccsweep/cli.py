@@ -28,8 +28,8 @@ from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
 
 if TYPE_CHECKING:
+    from ccsweep.cellrun import CellOutcome
     from ccsweep.plan import Survey, SweepPlan, UnplaceableCheck
-    from ccsweep.store.spool import StoreOutcome
 
 
 def fail(message: str | Exception, code: int | None = None) -> NoReturn:
@@ -541,93 +541,31 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     docs/reliability.md), the store unreachable, or, outside the local
     executor, the result kept only on this machine (a pod's disk does not outlive the pod).
     """
+    from ccsweep.cellrun import run_and_store
+
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
-    from ccsweep.runner import CellUnavailable, run_cell
-    from ccsweep.runner.netns import deferred_interrupts
-    from ccsweep.store.spool import store_cell
-
-    report: dict[str, object] = {"id": the_cell.id, "experiment": the_cell.experiment}
-    if _stored_already(store, the_cell):
-        click.echo(json.dumps({**report, "status": "cached"}))
-        return
-    observer = None
-    if pushgateway:
-        from ccsweep.metrics import CellMetrics
-
-        observer = CellMetrics(pushgateway, the_cell)
-    scratch = workdir or Path(tempfile.mkdtemp(prefix=f"ccsweep-{the_cell.id}-"))
-    scratch.mkdir(parents=True, exist_ok=True)
-    kept: StoreOutcome | None = None
-    interrupted = False
-    try:
-        _stage_traces(store, the_cell, scratch)
-        try:
-            output = run_cell(the_cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
-                              executor=executor, attempt=attempt)
-        except CellUnavailable as exc:
-            click.echo(json.dumps({**report, "status": "unavailable", "error": str(exc)}))
-            sys.exit(EXIT_UNAVAILABLE)
-        except KeyboardInterrupt:
-            click.echo(json.dumps({**report, "status": "interrupted"}))
-            sys.exit(EXIT_INTERRUPTED)
-        result = output.result
-        if observer is not None:
-            observer.finish(result)
-        try:
-            with deferred_interrupts():  # a Ctrl-C while storing waits until the result is kept
-                kept = store_cell(store, result, output.timeseries, output.files, scratch=scratch)
-        except KeyboardInterrupt:
-            interrupted = True
-    finally:
-        if workdir is None and (kept is None or kept.kept_in is None):
-            shutil.rmtree(scratch, ignore_errors=True)
-    assert kept is not None
-    check = result.link.selfcheck if result.link else None
-    click.echo(json.dumps({**report, "status": result.status, "attempt": attempt, "stored": kept.stored,
-                           "spooled": str(kept.spooled) if kept.spooled else None,
-                           "kept_in": str(kept.kept_in) if kept.kept_in else None, "store_error": kept.reason,
-                           "goodput_mbps": result.goodput_mbps, "error": result.error,
-                           "late": result.late, "lateness_p99_us": check.lateness_p99_us if check else None,
-                           "timing": check.measured_text() if check else None,
-                           "cpu_share": check.cpu_share if check else None}))
-    sys.exit(_cell_exit(result.status, kept, executor, interrupted))
+    outcome = run_and_store(the_cell, store, workdir=workdir, pushgateway=pushgateway,
+                            lateness_threshold_us=lateness_threshold_us, executor=executor, attempt=attempt)
+    click.echo(json.dumps(outcome.report()))
+    sys.exit(_cell_exit(outcome, executor))
 
 
-def _cell_exit(status: str, kept: StoreOutcome, executor: str, interrupted: bool) -> int:
-    """The exit status of `ccsweep cell` (see its help): the result's status, then where it is."""
-    if interrupted:
+def _cell_exit(outcome: CellOutcome, executor: str) -> int:
+    """The exit status of `ccsweep cell` (see its help): nothing run, else the result's status, then where it is."""
+    if outcome.status == "cached":
+        return 0
+    if outcome.status == "unavailable":
+        return EXIT_UNAVAILABLE
+    if outcome.status == "interrupted" or outcome.interrupted:
         return EXIT_INTERRUPTED
-    if status in RERUN_STATUSES:
+    if outcome.status in RERUN_STATUSES:
         return EXIT_RETRY
-    if status != "ok":
+    if outcome.status != "ok":
         return 1
-    if kept.stored or (kept.spooled is not None and executor == "local"):
+    if outcome.stored or (outcome.spooled is not None and executor == "local"):
         return 0
     return EXIT_RETRY
-
-
-def _stored_already(store: ResultStore, cell: Cell) -> bool:
-    """Whether the cell is stored; an unreachable store does not stop a cell (its result is spooled)."""
-    try:
-        return store.has_result(cell.id)
-    except StoreUnavailable as exc:
-        click.echo(f"ccsweep: warning: {exc}; running the cell anyway", err=True)
-        return False
-
-
-def _stage_traces(store: ResultStore, cell: Cell, scratch: Path) -> None:
-    """Fetch the traces planning stored for the cell, so it runs without the trace files here."""
-    from ccsweep.runner.link import stage_trace
-
-    for trace in cell.params.traces:
-        try:
-            data = store.get_trace(trace.sha256)
-        except StoreError as exc:  # the trace path may still have it; the runner says if not
-            click.echo(f"ccsweep: warning: {exc}; looking for trace {trace.name} on this machine", err=True)
-            continue
-        if data is not None:
-            stage_trace(scratch, trace.sha256, data)
 
 
 def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store: ResultStore) -> Cell:

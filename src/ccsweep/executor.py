@@ -1,7 +1,8 @@
 """The local executor: run a sweep's cells on this machine, concurrently within a CPU budget.
 
 Each cell runs as its own `ccsweep cell` process, the very entry point an Argo pod runs, so the
-local and cluster paths share one cell implementation.  A process per cell also isolates
+local and cluster paths share one cell implementation (cellrun.run_and_store, whose outcome the
+process reports as one JSON line).  A process per cell also isolates
 failures and lets Ctrl-C reach every cell, each of which cleans up its own namespaces.
 """
 
@@ -27,6 +28,7 @@ from rich.table import Table
 
 from ccsweep.admission import Admission, refusal
 from ccsweep.cell import Cell
+from ccsweep.cellrun import CellOutcome
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import SweepPlan, plan_sweep
 from ccsweep.result import RERUN_STATUSES
@@ -46,20 +48,6 @@ def default_cpu_budget() -> float:
 DEFAULT_MAX_ATTEMPTS = 3
 #: Seconds running cells get to stop and clean up after the sweep is interrupted, before they are killed.
 CELL_STOP_TIMEOUT_S = 30.0
-
-
-@dataclass
-class CellOutcome:
-    cell: Cell
-    status: str  # ok, late, starved, failed, unavailable, cached, interrupted
-    goodput_mbps: float | None = None
-    error: str | None = None
-    #: The cell's folder in the local spool while its result waits there for the store.
-    spooled: Path | None = None
-    #: Neither stored nor spooled (both refused): the cell's scratch folder holding its record.
-    kept_in: Path | None = None
-    #: Runs it took (1 unless late or starved attempts were re-run).
-    attempts: int = 1
 
 
 @dataclass
@@ -417,13 +405,10 @@ def _outcome(item: _Running) -> CellOutcome:
         last = next((line for line in reversed(_log_lines(item.log)) if line.strip()), "no output")
         return CellOutcome(item.cell, "failed", error=f"ccsweep cell exited {item.process.returncode} without a "
                                                       f"report: {last}", attempts=item.attempt)
-    spooled, kept_in = report.get("spooled"), report.get("kept_in")
-    error = report.get("error")
-    if report["status"] == "late":
-        error = report.get("timing")
-    return CellOutcome(item.cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=error,
-                       spooled=Path(spooled) if spooled else None, kept_in=Path(kept_in) if kept_in else None,
-                       attempts=item.attempt)
+    outcome = CellOutcome.from_report(item.cell, report, item.attempt)
+    if outcome.status == "late":
+        outcome.error = report.get("timing")
+    return outcome
 
 
 def summary_table(summary: SweepSummary) -> Table:

@@ -115,12 +115,22 @@ def test_status_says_whether_every_cell_of_a_sweep_is_stored(tmp_path: Path):
 @pytest.mark.parametrize("executor", ["local", "argo"])
 def test_a_late_or_starved_cell_exits_75_so_a_retry_strategy_runs_it_again_and_a_failed_one_exits_1(executor: str):
     """The exit status Argo's retry expression reads: the machine's fault (late, starved) is retried, a failure not."""
+    from ccsweep.cellrun import CellOutcome
     from ccsweep.cli import _cell_exit
-    from ccsweep.exitcodes import EXIT_RETRY
-    from ccsweep.store.spool import StoreOutcome
+    from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE
 
-    stored = StoreOutcome(stored=True)
-    assert _cell_exit("starved", stored, executor, interrupted=False) == EXIT_RETRY == 75
-    assert _cell_exit("late", stored, executor, interrupted=False) == EXIT_RETRY
-    assert _cell_exit("failed", stored, executor, interrupted=False) == 1
-    assert _cell_exit("ok", stored, executor, interrupted=False) == 0
+    cell = Cell.model_validate(json.loads(ccsweep("expand", "quick").stdout)[0])
+
+    def stored(status: str, **fields: object) -> CellOutcome:
+        return CellOutcome(cell, status, stored=True, **fields)  # type: ignore[arg-type]
+
+    assert _cell_exit(stored("starved"), executor) == EXIT_RETRY == 75
+    assert _cell_exit(stored("late"), executor) == EXIT_RETRY
+    assert _cell_exit(stored("failed"), executor) == 1
+    assert _cell_exit(stored("ok"), executor) == 0
+    assert _cell_exit(stored("ok", interrupted=True), executor) == EXIT_INTERRUPTED
+    assert _cell_exit(CellOutcome(cell, "ok", stored=False, spooled=Path("spool")), executor) == (
+        0 if executor == "local" else EXIT_RETRY)
+    assert _cell_exit(CellOutcome(cell, "cached"), executor) == 0
+    assert _cell_exit(CellOutcome(cell, "unavailable"), executor) == EXIT_UNAVAILABLE == 3
+    assert _cell_exit(CellOutcome(cell, "interrupted"), executor) == EXIT_INTERRUPTED

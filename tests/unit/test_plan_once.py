@@ -9,6 +9,7 @@ without a result, the operator deciding again, and planning the same spec again.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,9 +69,9 @@ def test_a_pod_finds_its_cell_and_its_trace_in_the_store(planned, tmp_path: Path
     store, plan = planned
     cell = cell_from_manifest(store, "cellular-small", plan.cells[-1].id)
     assert cell == plan.cells[-1]
-    from ccsweep.cli import _stage_traces
+    from ccsweep.cellrun import _stage_traces
 
-    _stage_traces(store, cell, tmp_path / "work")
+    _stage_traces(store, cell, tmp_path / "work", sys.stderr)
     traces = prepare_traces(cell, tmp_path / "work", lead_s=0, length_s=10)
     assert {p.read_text() for p in traces.values()} == {TRACE}
     with pytest.raises(StoreError, match="is not part of sweep"):
