@@ -263,15 +263,24 @@ def settings_numbers(preset: str) -> set[float]:
     return values
 
 
+#: A number in a label, and the rate unit after it if any (a rate in Gbit/s or kbit/s is compared in Mbit/s).
+NUMBER = re.compile(r"(\d[\d,.]*\d|\d)(?:\s*([Gk])bit/s)?")
+SCALE = {"G": 1000.0, "k": 0.001, "": 1.0}
+
+
+def loose_numbers(text: str, settings: set[float], listed: dict[str, str]) -> list[str]:
+    """The numbers in a label that are neither a setting (in its unit) nor listed with their source."""
+    return [number for number, unit in NUMBER.findall(text)
+            if number not in listed and float(number.replace(",", "")) * SCALE[unit] not in settings]
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_number_in_a_presets_labels_is_a_setting_or_has_its_source(preset: str):
     spec = load_spec(preset)
     text = " ".join([spec.description, *(e.title for e in spec.experiments)])
-    settings = settings_numbers(preset)
-    loose = [n for n in re.findall(r"\d[\d,.]*\d|\d", text)
-             if n not in TEXT.get(preset, {}) and float(n.replace(",", "")) not in settings]
+    loose = loose_numbers(text, settings_numbers(preset), TEXT.get(preset, {}))
     assert not loose, f"{preset}: numbers {loose} in its labels are neither its settings nor listed in TEXT"
-    stale = [n for n in TEXT.get(preset, {}) if n not in re.findall(r"\d[\d,.]*\d|\d", text)]
+    stale = [n for n in TEXT.get(preset, {}) if n not in [number for number, _ in NUMBER.findall(text)]]
     assert not stale, f"{preset}: TEXT lists {stale}, which its labels no longer print"
 
 
@@ -287,5 +296,7 @@ def test_a_number_no_source_printed_is_caught():
     exp = load_spec("rtt").experiments[0].model_copy(update={"rtt_ms": [2.0, 10.0, 100.0, 200.0, 400.0]})
     with pytest.raises(AssertionError):
         held("rtt", exp)
-    text = "Goodput vs loss, 100 Mbit/s, 100 ms RTT (BBR paper Figure 9)"
-    assert [n for n in re.findall(r"\d[\d,.]*\d|\d", text) if float(n) not in settings_numbers("figure8")] == ["9"]
+    assert loose_numbers("100 Mbit/s, 100 ms RTT (BBR paper Figure 9)", settings_numbers("figure8"), {}) == ["9"]
+    # A rate is compared in its unit: 1 Gbit/s is loss-table's 1000 Mbit/s, not its 1 % loss; 2 Gbit/s is nowhere.
+    table = settings_numbers("loss-table")
+    assert loose_numbers("1 Gbit/s", table, {}) == [] and loose_numbers("2 Gbit/s", table, {}) == ["2"]
