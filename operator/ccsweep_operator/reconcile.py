@@ -26,7 +26,7 @@ from ccsweep.placement import Node, unplaceable_cells
 from ccsweep.plan import CELL_TEMPLATES, PlanCounts, chunk_parallelism, plan_counts
 from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
 from ccsweep.spec import SpecError, SweepSpec
-from ccsweep.store import ResultStore, StoreError, StoreUnavailable, open_store
+from ccsweep.store import REPORT_FILE, ResultStore, StoreError, StoreUnavailable, open_store, sweep_file_key
 
 #: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
@@ -190,11 +190,11 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
     planned = f"{plan.wanted} cells, {plan.cached} already stored, {plan.pending} to run" + (
         f", up to {plan.rounds} rounds of adaptive repetitions" if plan.rounds > 1 else "")
     conditions = with_condition(conditions, "Planned", True, "Planned", planned, sweep.generation)
-    report_key = f"sweeps/{spec.name}/report.html"
-    if not plan.pending and store.exists(report_key):
+    if not plan.pending and store.has_sweep_file(spec.name, REPORT_FILE):
         stamp = now()
+        report = store.sweep_file_location(spec.name, REPORT_FILE)
         return Decision(status={**base, "phase": "Succeeded", "cells": cells, "startedAt": stamp, "finishedAt": stamp,
-                                "report": store.location(report_key), "message": "every cell was already stored",
+                                "report": report, "message": "every cell was already stored",
                                 "conditions": with_condition(conditions, "Complete", True, "AllCellsCached",
                                                              "every cell was already stored", sweep.generation)})
     unrunnable = plan.unplaceable
@@ -257,11 +257,13 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
 
 def report_location(store_url: str, sweep: str, opener: Callable[[str], ResultStore] = open_store) -> str:
     """Where the sweep's HTML report is, as the store names it (a path, or an s3:// URL)."""
-    key = f"sweeps/{sweep}/report.html"
     try:
-        return opener(store_url).location(key)
+        return opener(store_url).sweep_file_location(sweep, REPORT_FILE)
     except StoreError:  # e.g. no S3 settings in this process: the URL still says where
-        return f"{store_url.rstrip('/')}/{key}"
+        try:
+            return f"{store_url.rstrip('/')}/{sweep_file_key(sweep, REPORT_FILE)}"
+        except StoreError:  # no sweep name (yet): the store is all there is to say
+            return store_url
 
 
 def owner_of(workflow: Mapping[str, Any]) -> str | None:

@@ -25,7 +25,7 @@ from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EX
 from ccsweep.plan import CHUNK_SIZE
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
-from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, open_store
+from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
 
 if TYPE_CHECKING:
     from ccsweep.cellrun import CellOutcome
@@ -734,7 +734,7 @@ def status(store_url: str, sweep_name: str) -> None:
                f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late"
                f"{starved_text}){unplaceable_text}")
     if missing:
-        click.echo(f"without a result: {' '.join(missing)} (see cells/<id>/failed/, late/ and starved/ in {store.url}; "
+        click.echo(f"without a result: {' '.join(missing)} (see {attempt_folders_text()} in {store.url}; "
                    "run the sweep again to retry them)", err=True)
         sys.exit(1)
 

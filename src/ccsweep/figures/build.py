@@ -17,7 +17,7 @@ from ccsweep.figures.section import Section
 from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
 from ccsweep.result import CellResult
-from ccsweep.store import ResultStore
+from ccsweep.store import REPORT_FILE, ResultStore
 
 CELLS_CSV = "cells.csv"
 FLOWS_CSV = "flows.csv"
@@ -74,8 +74,8 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
-    html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, "report.html"],
+    html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
                          tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links,
                          series_images=series_images)
-    put("report.html", html.encode())
+    put(REPORT_FILE, html.encode())
     return list(written.values())

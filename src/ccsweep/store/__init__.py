@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccsweep.store.base import ManifestCell, ResultStore, StoreError, StoreUnavailable, SweepManifest, UnplaceableCells
+from ccsweep.store.base import (
+    REPORT_FILE,
+    ManifestCell,
+    ResultStore,
+    StoreError,
+    StoreUnavailable,
+    SweepManifest,
+    UnplaceableCells,
+    attempt_folders_text,
+    sweep_file_key,
+)
 from ccsweep.store.file import FileStore
 
 DEFAULT_STORE = "results"
 
-__all__ = ["ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest", "UnplaceableCells",
-           "open_store", "DEFAULT_STORE"]
+__all__ = ["REPORT_FILE", "ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest",
+           "UnplaceableCells", "attempt_folders_text", "open_store", "sweep_file_key", "DEFAULT_STORE"]
 
 
 def open_store(url: str) -> ResultStore:

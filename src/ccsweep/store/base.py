@@ -482,7 +482,7 @@ class ResultStore(ABC):
 
     def put_sweep_file(self, sweep: str, name: str, data: bytes) -> str:
         """Write a figure, report or export of a sweep (these are rebuilt, so they may be replaced)."""
-        key = f"{sweep_prefix(sweep)}/{name}"
+        key = sweep_file_key(sweep, name)
         self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
 
@@ -493,7 +493,14 @@ class ResultStore(ABC):
                 if key != manifest_key(sweep) and not re.match(r"revisions/|plan-[0-9a-f]{16}/", key[len(prefix):])]
 
     def get_sweep_file(self, sweep: str, name: str) -> bytes | None:
-        return self.read_bytes(f"{sweep_prefix(sweep)}/{name}")
+        return self.read_bytes(sweep_file_key(sweep, name))
+
+    def has_sweep_file(self, sweep: str, name: str) -> bool:
+        return self.exists(sweep_file_key(sweep, name))
+
+    def sweep_file_location(self, sweep: str, name: str) -> str:
+        """Where a sweep's figure, report or export is (or will be), for a person."""
+        return self.location(sweep_file_key(sweep, name))
 
     def location(self, key: str) -> str:
         """Where a key can be found by a person (a path or an s3:// URL)."""
@@ -501,6 +508,8 @@ class ResultStore(ABC):
 
 
 TIMESERIES = "timeseries.json.gz"
+#: A sweep's HTML report among its files: figures write it, the operator links a finished Sweep to it.
+REPORT_FILE = "report.html"
 
 
 def record_key(cell_id: str) -> str:
@@ -518,6 +527,12 @@ def attempt_prefix(cell_id: str, status: str) -> str:
 
 def attempt_record_key(cell_id: str, status: str, stamp: str) -> str:
     return f"{attempt_prefix(cell_id, status)}{stamp}.json"
+
+
+def attempt_folders_text() -> str:
+    """Where a cell's attempts are kept, in words for a message: cells/<id>/failed/, late/ and starved/."""
+    first, *others, last = ATTEMPT_STATUSES
+    return f"{attempt_prefix('<id>', first)}, {', '.join(f'{s}/' for s in others)} and {last}/"
 
 
 def manifest_key(sweep: str) -> str:
@@ -546,6 +561,11 @@ def sweep_prefix(sweep: str) -> str:
     if not re.fullmatch(SLUG, sweep):
         raise StoreError(f"sweep name {sweep[:64]!r}: not a sweep name (lowercase letters, digits and '-')")
     return f"sweeps/{sweep}"
+
+
+def sweep_file_key(sweep: str, name: str) -> str:
+    """A sweep's figure, report or export: `name` is relative to the sweep's folder (e.g. figures/x.png)."""
+    return f"{sweep_prefix(sweep)}/{name}"
 
 
 def trace_key(sha256: str) -> str:
