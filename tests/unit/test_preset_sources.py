@@ -45,14 +45,16 @@ PRINTED: dict[str, tuple[object, str]] = {
     "rebbr-algorithms-s": (30, f"{SLIDES}: other Linux algorithms (30 s)"),
     "rebbr-bandwidth-s": (30, f"{SLIDES}: bottleneck bandwidth (30 s)"),
     "rebbr-rtt-s": (120, f"{SLIDES}: RTT (120 s)"),
-    "rebbr-cellular-s": (140, f"{SLIDES}: Verizon LTE trace (140 s)"),
+    "rebbr-cellular-s": (140, f"{SLIDES}: Verizon LTE trace (140 s); ReBBR's run_experiment4.sh left its "
+                         "runs at the script's default 60 s, which docs/experiments.md says"),
     "rebbr-queue": ("infinite", f"{SLIDES}: Mahimahi with an infinite bottleneck buffer"),
     "rebbr-old-queue": (("droptail", 1.0, 15000), f"{POST}: a BDP-sized queue with a \"15KB floor\" made no "
                         "difference against the infinite one (KB read as 1,000 bytes)"),
     "rebbr-buffers": (((4096, 87380, 6553600), (4096, 65536, 6553600)),
                       f"{REBBR_CODE}: initialize_congestion_control.sh, tcp_rmem 4096 87380 6553600, tcp_wmem "
                       f"4096 65536 6553600 (the slides print \"6.25 MB\", 6,553,600 B = 6.25 MiB)"),
-    "rebbr-message-bytes": (1024, f"{REBBR_CODE}: client.py sends 1024-byte messages"),
+    "rebbr-message-bytes": (1024, "ReBBR's repository, mahimahi/client.py: run_client(size=1024) sends one "
+                            "1024-byte message over and over"),
     "rebbr-runs": (1, f"{SLIDES}; {REBBR_CODE}: one run per point"),
     "linux-default-buffers": (((4096, 87380, 6291456), (4096, 16384, 4194304)),
                               f"{LINUX}: rmem 4096 87380 6 MiB, wmem 4096 16K 4 MiB on a machine with 768 MiB free"),
