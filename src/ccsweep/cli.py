@@ -717,44 +717,28 @@ def status(store_url: str, sweep_name: str) -> None:
     Argo's step status (which says Succeeded for a fan-out that continues on failure), decides
     whether the sweep is complete.
     """
+    from ccsweep.sweep_status import sweep_status
+
     store = _open(store_url)
     sweep_name = _sweep(sweep_name)
     try:
         if store.get_manifest(sweep_name) is None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
-        wanted, absent, missing = _unstored(store, sweep_name)
-        late = [cell_id for cell_id in missing if store.has_attempt(cell_id, "late")]
-        starved = [cell_id for cell_id in missing if store.has_attempt(cell_id, "starved")]
+        found = sweep_status(store, sweep_name)
     except StoreError as exc:
         fail(exc)
-    starved_text = f", {len(starved)} starved: the machine starved an attempt" if starved else ""
-    set_aside = absent - len(missing)
+    missing = found.ids("late", "failed", "starved", "missing")
+    starved = found.by_state["starved"]
+    starved_text = f", {starved} starved: the machine starved an attempt" if starved else ""
+    set_aside = found.by_state["unplaceable"]
     unplaceable_text = f"; {set_aside} unplaceable: no node could run them (see the report)" if set_aside else ""
-    click.echo(f"sweep {sweep_name}: {wanted} cells, {wanted - absent} stored, "
-               f"{len(missing)} without a result ({len(late)} late: measured only with the emulator late"
+    click.echo(f"sweep {sweep_name}: {found.wanted} cells, {found.by_state['stored']} stored, "
+               f"{len(missing)} without a result ({found.by_state['late']} late: measured only with the emulator late"
                f"{starved_text}){unplaceable_text}")
     if missing:
         click.echo(f"without a result: {' '.join(missing)} (see {attempt_folders_text()} in {store.url}; "
                    "run the sweep again to retry them)", err=True)
         sys.exit(1)
-
-
-def _unstored(store: ResultStore, sweep: str) -> tuple[int, int, list[str]]:
-    """(cells wanted, how many have no result, the ids of those not set aside as unplaceable).
-
-    Read one stored chunk at a time; a sweep with adaptive repetitions is judged whole, as its
-    wanted runs depend on each other (replan: the runs wanted after the last round).
-    """
-    from ccsweep.plan import CHUNK_SIZE, is_adaptive, replan, stored_manifest, survey
-
-    manifest = stored_manifest(store, sweep)
-    unplaceable = store.get_unplaceable(sweep)
-    if is_adaptive(manifest):
-        the_plan = replan(store, sweep)
-        missing = [c.id for c in the_plan.pending if c.id not in unplaceable]
-        return len(the_plan.wanted), len(the_plan.pending), missing
-    found = survey(store, manifest, CHUNK_SIZE, set_aside=unplaceable)
-    return found.wanted, len(found.missing) + len(found.unplaceable), found.missing
 
 
 @main.command(name="figures")

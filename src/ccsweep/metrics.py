@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -277,7 +278,7 @@ def _flow_values(base: dict[str, str], index: int, cc: str) -> list[str]:
 
 
 #: Final counts of a finished sweep, as the store says (see publish_final).
-FINAL_STATES = ("stored", "late", "starved", "failed", "missing")
+FINAL_STATES = ("stored", "late", "starved", "failed", "unplaceable", "missing")
 
 
 def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: dict[str, CellResult],
@@ -321,18 +322,24 @@ def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: 
 
 
 def publish_stored(pushgateway_url: str, store: ResultStore, sweep: str, *, err: TextIO = sys.stderr) -> int:
-    """publish_final with what the store holds for `sweep` (its manifest's cells and their results)."""
-    from ccsweep.figures.data import load_sweep
+    """publish_final with what the store holds for `sweep` (final_counts)."""
+    return publish_final(pushgateway_url, sweep, *final_counts(store, sweep), err=err)
 
-    data = load_sweep(store, sweep)
-    results = {r.cell.id: r for r in data.distinct_results()}
-    cells = data.manifest.distinct_cells()
-    failed = {f.cell_id for f in data.failures}
-    late = {r.cell.id for r in data.late}
-    starved = {r.cell.id for r in data.starved}
-    counts = {"stored": len(results), "late": len(late), "starved": len(starved), "failed": len(failed),
-              "missing": sum(1 for c in cells if c.id not in results.keys() | late | starved | failed)}
-    return publish_final(pushgateway_url, sweep, cells, results, counts, err=err)
+
+def final_counts(store: ResultStore, sweep: str) -> tuple[list[Cell], dict[str, CellResult], dict[str, int]]:
+    """A planned sweep's cells, its counted results by cell id, and its cells per state (sweep_status);
+    runs an adaptive rule never asked for are in no state's count."""
+    from ccsweep.sweep_status import sweep_cells
+
+    cells: list[Cell] = []
+    results: dict[str, CellResult] = {}
+    counts: Counter[str] = Counter()
+    for status in sweep_cells(store, sweep):
+        cells.append(status.cell)
+        counts[status.state] += 1
+        if status.counted is not None:
+            results[status.cell.id] = status.counted
+    return cells, results, {state: counts[state] for state in FINAL_STATES}
 
 
 class _Fixed(Collector):

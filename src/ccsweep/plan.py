@@ -25,7 +25,8 @@ from typing import Any
 from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
-from ccsweep.spec import SpecError, SweepSpec, normalised_spec, parse_spec
+from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
+from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
 
@@ -101,19 +102,6 @@ def _split(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> Swee
     return SweepPlan(manifest=manifest, cells=cells, cached=cached,
                      pending=[c for c in cells if c.id not in done and c.id not in unwanted], points=points,
                      rounds=max((round_bound(r) for r in rules), default=1))
-
-
-def is_adaptive(manifest: SweepManifest) -> bool:
-    """Whether a stored plan has adaptive repetitions (judged from all its runs: planned whole)."""
-    return any(e.adaptive is not None for e in stored_spec(manifest).experiments)
-
-
-def stored_spec(manifest: SweepManifest) -> SweepSpec:
-    """The spec a stored plan was made from; one it no longer validates is a StoreError."""
-    try:
-        return parse_spec(manifest.spec, origin=f"sweep {manifest.name} manifest")
-    except SpecError as exc:
-        raise StoreError(str(exc)) from None
 
 
 @dataclass
@@ -314,14 +302,6 @@ POD_OVERHEAD_BUDGET_S = 300
 def pod_deadline_s(cell: Cell) -> int:
     """A cell pod's activeDeadlineSeconds: its flows plus the overhead budget, so no cell is cut short."""
     return int(cell.params.duration_s + POD_OVERHEAD_BUDGET_S)
-
-
-def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
-    """A planned sweep's manifest, or StoreError when it was never planned in `store`."""
-    manifest = store.get_manifest(sweep)
-    if manifest is None:
-        raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (run `ccsweep plan` first)")
-    return manifest
 
 
 def planned_cells(store: ResultStore, sweep: str) -> list[Cell]:

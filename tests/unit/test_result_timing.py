@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from ccsweep.cell import CellParams, cell_id
-from ccsweep.figures.data import counts
 from ccsweep.figures.report import _cell_row, _selfcheck_summary
 from ccsweep.metrics import CellMetrics
 from ccsweep.result import CellResult
+from ccsweep.sweep_status import counts
 
 FIXTURE = next(Path(__file__).parents[1].glob("fixtures/loss-table/cells/*/result.json"))
 

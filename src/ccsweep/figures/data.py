@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ccsweep.adaptive import PointRuns, adaptive_points, unwanted_ids
+from ccsweep.adaptive import PointRuns
 from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
+from ccsweep.sweep_status import cell_statuses, mark_unwanted
 
 SeriesLoader = Callable[[str], TimeSeries | None]
 #: A file stored beside a cell's record, by cell id and file name (e.g. uplink.log.gz).
@@ -107,27 +108,22 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     except SpecError as exc:
         raise StoreError(str(exc)) from None
     manifest = store.with_cells(manifest)  # figures draw every cell: this step holds the whole plan
-    stored: dict[str, CellResult | None] = {}
-    for cell in manifest.cells:
-        if cell.id not in stored:
-            stored[cell.id] = store.get_result(cell.id)
-    results = {cell_id: r for cell_id, r in stored.items() if r is not None and counts(r)}
-    late = {cell_id: r for cell_id, r in stored.items() if r is not None and not counts(r)}
-    for cell_id in [i for i, r in stored.items() if r is None]:
-        attempt = store.latest_attempt(cell_id, "late")
-        if attempt is not None:
-            late[cell_id] = attempt
-    failures = {f.cell_id: f for f in (_latest_failure(store, cell_id) for cell_id, result in stored.items()
-                                       if result is None and cell_id not in late) if f is not None}
-    starved = {cell_id: attempt for cell_id, result in stored.items()
-               if result is None and cell_id not in late and cell_id not in failures
-               and (attempt := store.latest_attempt(cell_id, "starved")) is not None}
-    unplaceable = {cell_id: reason for cell_id, reason in store.get_unplaceable(sweep).items()
-                   if cell_id in stored and stored[cell_id] is None}
-    why = _MissingReasons([r for r in stored.values() if r is not None], failures, late, starved, unplaceable)
+    set_aside = store.get_unplaceable(sweep)
+    statuses = list(cell_statuses(store, manifest, set_aside))
     # Runs an adaptive rule has not asked for are planned, not missing.
-    points = adaptive_points(spec.experiments, [c.to_cell(sweep) for c in manifest.cells], results.get)
-    unwanted = unwanted_ids(points)
+    points = mark_unwanted(spec.experiments, [c.to_cell(sweep) for c in manifest.cells], statuses)
+    results = {s.cell.id: s.result for s in statuses if s.state == "stored" and s.result is not None}
+    # Records flagged late by an earlier version first, then the late attempts of cells without one.
+    late = {s.cell.id: s.attempt for s in sorted(statuses, key=lambda s: s.result is None)
+            if s.attempt_kind == "late" and s.attempt is not None}
+    failures = {s.cell.id: FailedAttempt(s.cell.id, s.attempt.error or "failed" if s.attempt else
+                                         "failed (unreadable failure record)")
+                for s in statuses if s.attempt_kind == "failed"}
+    starved = {s.cell.id: s.attempt for s in statuses if s.attempt_kind == "starved" and s.attempt is not None}
+    without_record = {s.cell.id for s in statuses if s.result is None}
+    unplaceable = {cell_id: reason for cell_id, reason in set_aside.items() if cell_id in without_record}
+    why = _MissingReasons([s.result for s in statuses if s.result is not None], failures, late, starved, unplaceable)
+    unwanted = {s.cell.id for s in statuses if s.state == "unwanted"}
     experiments = []
     for exp in spec.experiments:
         cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
@@ -139,16 +135,6 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
                      failures=list(failures.values()), late=list(late.values()), starved=list(starved.values()),
                      points=points, unplaceable=why.describe([planned[cell_id] for cell_id in unplaceable]))
-
-
-def counts(result: CellResult) -> bool:
-    """Whether a stored record is a data point: measured, and with an emulator that kept time.
-
-    Records of this version are written only when on time (or, with a link that measured no
-    lateness, unmeasured); a record flagged late by its self-check (as earlier versions stored
-    them) is shown as late, never drawn.
-    """
-    return result.status == "ok" and result.late is not True
 
 
 class _MissingReasons:
@@ -188,14 +174,6 @@ class _MissingReasons:
         if cell_id in self.starved:
             return f"starved by the machine on attempt {self.starved[cell_id].attempt}: {self.starved[cell_id].error}"
         return "no result stored: not run yet, or interrupted"
-
-
-def _latest_failure(store: ResultStore, cell_id: str) -> FailedAttempt | None:
-    if not store.has_attempt(cell_id, "failed"):
-        return None
-    attempt = store.latest_attempt(cell_id, "failed")
-    return FailedAttempt(cell_id=cell_id, error=attempt.error or "failed" if attempt else
-                         "failed (unreadable failure record)")
 
 
 def late_reason(result: CellResult) -> str:

@@ -5,7 +5,7 @@ the three can never disagree.  Plain Python (no pandas): the figures step writes
 cell image, which carries no data-frame library.  Each column has one type (COLUMN_TYPES), which
 `ccsweep.analysis` turns into pandas dtypes, so a CSV read back with them equals the DataFrame.
 
-Rows are the results figures draw: stored on-time records (`figures.data.counts`).  Late and
+Rows are the results figures draw: stored on-time records (`sweep_status.counts`).  Late and
 failed attempts are listed in the report, not here, so a mean over a column is a mean over cells
 that count.  Parameters are flattened with `_` between levels (`uplink_queue_bytes`), the socket
 buffers' (min, default, max) triples become three columns each, and a few derived axes (loss,
