@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -32,8 +31,9 @@ from ccsweep.cellrun import CellOutcome
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import SweepPlan, plan_sweep
 from ccsweep.result import RERUN_STATUSES
+from ccsweep.runner.api import CellUnavailable, check_runnable
 from ccsweep.runner.netns import remove_leftovers
-from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
+from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.spec import SweepSpec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.spool import FlushReport, Spool
@@ -171,19 +171,16 @@ def _runnable(cells: list[Cell], summary: SweepSummary, console: Console, cpu_bu
     an algorithm or kernel it lacks, or more CPU than the `cpu_budget` it gives cells (a cell that
     would run late even alone)."""
     available = available_congestion_controls()
-    kernel = platform.release()
     runnable: list[Cell] = []
     skipped: list[CellOutcome] = []
     for cell in cells:
-        missing = unavailable_congestion_controls(f.cc for f in cell.params.flows)
+        try:
+            check_runnable(cell, available)
+        except CellUnavailable as exc:
+            skipped.append(CellOutcome(cell, "unavailable", error=str(exc)))
+            continue
         too_big = refusal(cell, cpu_budget)
-        if cell.params.kernel is not None and cell.params.kernel != kernel:
-            skipped.append(CellOutcome(cell, "unavailable", error=f"kernel {cell.params.kernel} asked for, "
-                                                                 f"this machine runs {kernel}"))
-        elif missing:
-            skipped.append(CellOutcome(cell, "unavailable", error=f"{', '.join(missing)} not in this kernel "
-                                                                 f"(available: {' '.join(sorted(available))})"))
-        elif too_big:
+        if too_big:
             skipped.append(CellOutcome(cell, "unavailable", error=too_big))
         else:
             runnable.append(cell)

@@ -51,7 +51,7 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
     stored = {i for i in ids if store.has_result(i)}
     # vegas is not in this kernel: its two cells are reported and skipped, the others stored.
     assert len(stored) == 4
-    assert "vegas not in this kernel" in first.stderr
+    assert "congestion control 'vegas' is not available in this kernel" in first.stderr
     for cell_id in stored:
         result = store.get_result(cell_id)
         assert result.status == "ok"

@@ -8,8 +8,6 @@ so it never stands in for the full-length cell.
 
 from __future__ import annotations
 
-import platform
-
 import pytest
 
 from ccsweep.cell import Cell
@@ -19,8 +17,7 @@ from ccsweep.figures.points import group_points, group_series, series_label, var
 from ccsweep.figures.registry import build_section
 from ccsweep.plan import node_selector
 from ccsweep.result import CellResult
-from ccsweep.runner.api import KernelUnavailable
-from ccsweep.runner.run import check_kernel
+from ccsweep.runner.api import KernelUnavailable, check_runnable
 from ccsweep.spec import SpecError, parse_spec
 from synthetic import ENV, PATH, goodput
 
@@ -47,8 +44,8 @@ def test_a_kernels_axis_makes_one_cell_per_kernel_with_its_own_id_and_node_label
 def test_a_cell_pinned_to_another_kernel_does_not_run_here():
     (cell, *_) = cells_of(kernels=["0.0.1-not-this-one"])
     with pytest.raises(KernelUnavailable, match="asks for kernel 0.0.1-not-this-one"):
-        check_kernel(cell, platform.release())
-    check_kernel(cells_of()[0], platform.release())
+        check_runnable(cell)
+    check_runnable(cells_of()[0])
 
 
 def results_for(cells: list[Cell], kernel: str, mbps: float) -> list[CellResult]:

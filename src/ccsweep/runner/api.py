@@ -5,6 +5,7 @@ Kept apart from the implementation so executors, metrics and tests depend on a s
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -18,12 +19,14 @@ class CellUnavailable(RuntimeError):
 
 
 class CongestionControlUnavailable(CellUnavailable):
-    """The kernel lacks an algorithm the cell asks for; raised before anything is set up."""
+    """The kernel lacks algorithms the cell asks for; raised before anything is set up."""
 
-    def __init__(self, cc: str, available: list[str]):
-        self.cc = cc
+    def __init__(self, ccs: list[str], available: list[str]):
+        self.ccs = ccs
         self.available = available
-        super().__init__(f"congestion control {cc!r} is not available in this kernel "
+        names = ", ".join(repr(cc) for cc in ccs)
+        verb = "is" if len(ccs) == 1 else "are"
+        super().__init__(f"congestion control {names} {verb} not available in this kernel "
                          f"(available: {' '.join(available)})")
 
 
@@ -32,6 +35,21 @@ class KernelUnavailable(CellUnavailable):
 
     def __init__(self, wanted: str, running: str):
         super().__init__(f"the cell asks for kernel {wanted}; this machine runs {running}")
+
+
+def check_runnable(cell: Cell, available: list[str] | None = None) -> None:
+    """Raise CellUnavailable when this machine cannot run `cell`: it is pinned to another kernel
+    release, or asks for algorithms a socket here refuses. The one check the runner makes before
+    setting anything up and the local executor makes before starting a cell's process.
+    `available`: the kernel's algorithms, when the caller has read them already."""
+    from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
+
+    running = platform.release()
+    if cell.params.kernel is not None and cell.params.kernel != running:
+        raise KernelUnavailable(cell.params.kernel, running)
+    refused = unavailable_congestion_controls(f.cc for f in cell.params.flows)
+    if refused:
+        raise CongestionControlUnavailable(refused, available_congestion_controls() if available is None else available)
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,7 @@ from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
 from ccsweep.linkrules import lateness_threshold_us as lateness_threshold_for
 from ccsweep.result import CellResult, CellStatus, Environment, TimeSeries
-from ccsweep.runner.api import (
-    CellObserver,
-    CellOutput,
-    CellUnavailable,
-    CongestionControlUnavailable,
-    KernelUnavailable,
-)
+from ccsweep.runner.api import CellObserver, CellOutput, CellUnavailable, CongestionControlUnavailable, check_runnable
 from ccsweep.runner.attempt import END_GRACE_S, READY_TIMEOUT_S, CellRun, Link, LinkClock, link_files
 from ccsweep.runner.collect import cell_goodput, flow_result, flow_series, link_series, receiver_curves, samples_of
 from ccsweep.runner.links import link_for
@@ -62,25 +56,12 @@ from ccsweep.runner.measure import read_link_log
 from ccsweep.runner.netns import cell_namespaces
 from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
 from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary
-from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
+from ccsweep.runner.tcpinfo import available_congestion_controls
 
 #: t0 this far after everyone is ready: the `go` line must reach both endpoints first, even on a
 #: busy machine (a late endpoint would start its flow late and lose goodput it never had a chance at).
 #: One CFS period (100 ms): a pod that spent its CPU quota on start-up waits at most that long.
 GO_MARGIN_S = 0.1
-
-
-def check_kernel(cell: Cell, running: str) -> None:
-    """Raise KernelUnavailable when the cell is pinned to a kernel release other than `running`."""
-    if cell.params.kernel is not None and cell.params.kernel != running:
-        raise KernelUnavailable(cell.params.kernel, running)
-
-
-def check_congestion_controls(cell: Cell, available: list[str]) -> None:
-    """Raise CongestionControlUnavailable for the first algorithm this kernel cannot give a socket."""
-    refused = unavailable_congestion_controls(f.cc for f in cell.params.flows)
-    if refused:
-        raise CongestionControlUnavailable(refused[0], available)
 
 
 def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
@@ -97,8 +78,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     if lateness_threshold_us is None:
         lateness_threshold_us = lateness_threshold_for(cell)
     available = available_congestion_controls()
-    check_kernel(cell, platform.release())
-    check_congestion_controls(cell, available)
+    check_runnable(cell, available)
     environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,
                               ccsweep_version=__version__, ccsweep_commit=source_commit(),
                               python=platform.python_version(), executor=executor)
@@ -179,7 +159,7 @@ def _wait_sender_ready(sender: Child, available: list[str]) -> None:
         refused = next((e for e in sender.of_kind("error") if e.get("kind") == "cc_unavailable"), None)
         if refused is not None:
             listed = list(refused.get("available") or available)
-            raise CongestionControlUnavailable(str(refused["cc"]), listed) from None
+            raise CongestionControlUnavailable([str(refused["cc"])], listed) from None
         raise
 
 
