@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from ccsweep.buildinfo import build_identity
+from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep_operator.nodeprobe import label_value
 from support.chartlib import CHART, render
 from support.versions import ARGO_WORKFLOWS_VERSION
@@ -68,12 +69,13 @@ def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.Comple
     return proc
 
 
-class RssSampler(threading.Thread):
-    """Samples the summed RSS of the cluster's daemons, add-ons and shims every 2 s; keeps the peak."""
+class RssSampler(PeriodicSampler):
+    """Samples the summed RSS of the cluster's daemons, add-ons and shims every 2 s from its
+    construction until stop(); keeps the peak."""
 
     def __init__(self, base: Path) -> None:
-        super().__init__(daemon=True)
-        self.base, self.peak_mb, self._stop_event = base, 0, threading.Event()
+        self.base, self.peak_mb = base, 0
+        super().__init__(2.0, "cluster-rss")
 
     def _pids(self) -> list[str]:
         pids = [p.read_text().strip() for p in (self.base / "pids").glob("*.pid")]
@@ -89,6 +91,7 @@ class RssSampler(threading.Thread):
         return pids
 
     def sample(self) -> int:
+        """The summed RSS now, in MB (the peak is raised with it)."""
         total = 0
         for pid in self._pids():
             try:
@@ -100,12 +103,12 @@ class RssSampler(threading.Thread):
         self.peak_mb = max(self.peak_mb, total // 1024)
         return total // 1024
 
-    def run(self) -> None:
-        while not self._stop_event.wait(2):
-            self.sample()
+    def _sample(self) -> int:
+        return self.sample()
 
     def stop(self) -> None:
-        self._stop_event.set()
+        """Stop sampling; returns once the sampler's thread took its last sample."""
+        self._halt()
 
 
 @dataclass

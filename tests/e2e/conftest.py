@@ -91,16 +91,15 @@ def cluster(request: pytest.FixtureRequest):
 
     for s in previous:
         signal.signal(s, on_signal)
-    sampler = RssSampler(BASE)
+    sampler: RssSampler | None = None
     try:
         c.build_tools("apt", "kubernetes", "argo", "minio")
         c.up()
-        sampler.start()
+        sampler = RssSampler(BASE)
         yield c
     finally:
-        started = sampler.is_alive()
-        sampler.stop()
-        if started:
+        if sampler is not None:
+            sampler.stop()
             sampler.sample()
             c.down()  # now, so its time is in the report (the finalizer then does nothing)
             sys.stderr.write(f"\n[e2e] timings {json.dumps({k: round(v) for k, v in c.timings.items()})}; "
