@@ -30,7 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -162,48 +162,73 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Linux {platform.release()}"
 
 
+@dataclass
+class Tally:
+    """What the report sums over every cell: each rule's cell-seconds and widest interval left,
+    and the cells by why the adaptive rule stopped."""
+
+    totals: dict[str, float] = field(default_factory=lambda: {"fixed": 0.0, "adaptive": 0.0})
+    widest: dict[str, tuple[float, str]] = field(default_factory=lambda: {"fixed": (0.0, ""), "adaptive": (0.0, "")})
+    stops: dict[str, list[str]] = field(default_factory=dict)
+
+
 def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
+    """The Markdown result: the header, one row per cell and link, and the totals."""
     store = open_store(store_url)
     spec = parse_spec(stored_manifest(store, f"{prefix}-adaptive").spec)
     rule = spec.experiments[0].adaptive
     assert rule is not None
-    rows, totals = [], {"fixed": 0.0, "adaptive": 0.0}
-    stops: dict[str, list[str]] = {}  # why the adaptive rule stopped: the cells
-    widest = {"fixed": (0.0, ""), "adaptive": (0.0, "")}
+    tally = Tally()
     stored_sweeps = set(store.list_sweeps())
+    rows: list[str] = []
     for link, suffix in LINKS.items():
         sweeps = [name for name in (f"{prefix}-fixed{suffix}", f"{prefix}-adaptive{suffix}") if name in stored_sweeps]
         if not sweeps:
             rows.append(f"| {link}: not run | " + " | ".join(["–"] * 12) + " |")
             continue
-        runs: dict[str, list[tuple[int, float, float]]] = {}
-        points: dict[str, Cell] = {}
-        for name in sweeps:  # one setting's runs, whichever of the two sweeps stored them
-            for key, more in runs_of(store, name).items():
-                runs[key] = sorted(set(runs.get(key, [])) | set(more))
-            points |= {point_of(c): c for c in planned_cells(store, name)}
-        for key, cell in points.items():
-            point_runs = runs.get(key, [])
-            rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
-            stops.setdefault(rules["adaptive"].stopped, []).append(
-                f"{cell_summary(cell.params, repetition=False).split(', 100 ms')[0]} on {link} "
-                f"({len(rules['adaptive'].values)} runs)")
-            label = f"{link}: {cell_summary(cell.params, repetition=False).split(', 100 ms')[0]}"
-            cols = []
-            for name, taken in rules.items():
-                interval = taken.interval if taken.values else None
-                seconds = sum(taken.seconds)
-                totals[name] += seconds
-                relative = interval.relative_half_width if interval else float("inf")
-                if relative > widest[name][0]:
-                    widest[name] = (relative, label)
-                collapsed = collapsed_fraction(taken.values, cell.params.bandwidth_mbps)
-                cols.append(f"{len(taken.values)} | {interval.text() if interval else '–'} | "
-                            f"{relative * 100:.1f} % | {'–' if collapsed is None else f'{collapsed:.2f}'} | "
-                            f"{seconds:.0f} | {taken.stopped}")
-            rows.append(f"| {label} | " + " | ".join(cols) + " |")
+        rows += link_rows(store, link, sweeps, rule, tally)
+    return "\n".join(header(store, meta, prefix, rule) + rows + footer(tally))
+
+
+def link_rows(store: ResultStore, link: str, sweeps: list[str], rule: AdaptiveRepetitions, tally: Tally) -> list[str]:
+    """One row per setting of a link's sweeps: both rules replayed on its stored runs; adds to `tally`."""
+    runs: dict[str, list[tuple[int, float, float]]] = {}
+    points: dict[str, Cell] = {}
+    for name in sweeps:  # one setting's runs, whichever of the two sweeps stored them
+        for key, more in runs_of(store, name).items():
+            runs[key] = sorted(set(runs.get(key, [])) | set(more))
+        points |= {point_of(c): c for c in planned_cells(store, name)}
+    rows = []
+    for key, cell in points.items():
+        point_runs = runs.get(key, [])
+        rules = {"fixed": fixed(point_runs), "adaptive": adaptive(point_runs, rule)}
+        setting = cell_summary(cell.params, repetition=False).split(", 100 ms")[0]
+        tally.stops.setdefault(rules["adaptive"].stopped, []).append(
+            f"{setting} on {link} ({len(rules['adaptive'].values)} runs)")
+        label = f"{link}: {setting}"
+        cols = [rule_columns(name, taken, cell, label, tally) for name, taken in rules.items()]
+        rows.append(f"| {label} | " + " | ".join(cols) + " |")
+    return rows
+
+
+def rule_columns(name: str, taken: Rule, cell: Cell, label: str, tally: Tally) -> str:
+    """One rule's columns of a row (runs, interval, half-width, collapsed, cell-s, stopped); adds to `tally`."""
+    interval = taken.interval if taken.values else None
+    seconds = sum(taken.seconds)
+    tally.totals[name] += seconds
+    relative = interval.relative_half_width if interval else float("inf")
+    if relative > tally.widest[name][0]:
+        tally.widest[name] = (relative, label)
+    collapsed = collapsed_fraction(taken.values, cell.params.bandwidth_mbps)
+    return (f"{len(taken.values)} | {interval.text() if interval else '–'} | "
+            f"{relative * 100:.1f} % | {'–' if collapsed is None else f'{collapsed:.2f}'} | "
+            f"{seconds:.0f} | {taken.stopped}")
+
+
+def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: AdaptiveRepetitions) -> list[str]:
+    """The title, the machine and load, the command, what ran, the rules and the table's head."""
     date = datetime.now(UTC).strftime("%Y-%m-%d")
-    head = [
+    return [
         f"# Adaptive repetitions against a fixed 10 runs: Figure 8's path on both links ({date})",
         "",
         f"Machine: {machine()}. Load: {meta['load']}; the runs' records span "
@@ -238,15 +263,20 @@ def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
         "| adaptive: runs | median [95 % CI] | half-width | collapsed | cell-s | stopped |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+
+def footer(tally: Tally) -> list[str]:
+    """The totals, the widest intervals left, why the adaptive rule stopped, and how to read it."""
+    totals, widest = tally.totals, tally.widest
     ratio = totals["adaptive"] / totals["fixed"] if totals["fixed"] else float("nan")
-    tail = [
+    return [
         "",
         f"Total cell-seconds: fixed {totals['fixed']:.0f}, adaptive {totals['adaptive']:.0f} "
         f"(adaptive / fixed = {ratio:.2f}).",
         f"Widest interval left: fixed {widest['fixed'][0] * 100:.1f} % of the median ({widest['fixed'][1]}); "
         f"adaptive {widest['adaptive'][0] * 100:.1f} % ({widest['adaptive'][1]}).",
         "",
-        *[f"Adaptive rule, {state}: {'; '.join(cells)}." for state, cells in sorted(stops.items())],
+        *[f"Adaptive rule, {state}: {'; '.join(cells)}." for state, cells in sorted(tally.stops.items())],
         "",
         "Reading: a cell whose runs agree meets the target at the minimum and costs 3 runs instead of 10; a cell "
         "whose median does not settle to the target within the maximum (a bimodal one cannot: its median's "
@@ -256,7 +286,6 @@ def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
         "grid on this kernel is what `--full` measures.",
         "",
     ]
-    return "\n".join(head + rows + tail)
 
 
 def compare_links(store_url: str, out: Path, prefix: str) -> None:

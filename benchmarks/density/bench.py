@@ -248,28 +248,51 @@ class AloneSpread:
         return sum(not low <= v <= high for v in values)
 
 
+#: A started cell process and when it started.
+Running = tuple[subprocess.Popen[str], float]
+
+
 def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: float, seconds: float,
              alone: AloneSpread | None = None) -> Step:
     """n copies of the density cell, each a `ccsweep cell` process started STAGGER_S after the last,
     each into a fresh store of its own (a store holds a cell once)."""
-    ccsweep = str(Path(sys.executable).with_name("ccsweep"))
     env = {k: v for k, v in os.environ.items() if k != WINDOW_ENV}
     if window is not None:
         env[WINDOW_ENV] = window
     step_dir = Path(tempfile.mkdtemp(dir=scratch))
     busy0, total0 = busy_jiffies()
     started = time.monotonic()
-    processes = []
+    processes = start_cells(n, step_dir, seconds, env)
+    shares = cpu_shares(processes)
+    reports = cell_reports(processes)
+    wall = time.monotonic() - started
+    busy1, total1 = busy_jiffies()
+    machine = (busy1 - busy0) / max(total1 - total0, 1) * (os.cpu_count() or 1) - baseline
+    checks, stored_goodput = stored_records(step_dir)
+    shutil.rmtree(step_dir, ignore_errors=True)
+    return step_of(arm, n, reports, checks, stored_goodput, alone,
+                   cpu_per_cell=statistics.fmean(shares.values()), machine_busy=machine, wall_s=wall)
+
+
+def start_cells(n: int, step_dir: Path, seconds: float, env: dict[str, str]) -> list[Running]:
+    """Start n `ccsweep cell` processes of the density cell, STAGGER_S apart: each with its start time."""
+    ccsweep = str(Path(sys.executable).with_name("ccsweep"))
     path = step_dir / "cell.json"
     path.write_text(json.dumps(density_cell(seconds)))
+    processes = []
     for i in range(n):
         if i:
             time.sleep(STAGGER_S)
         argv = [ccsweep, "cell", "--cell", f"@{path}", "--store", str(step_dir / f"store-{i}")]
         processes.append((subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env),
                           time.monotonic()))
+    return processes
+
+
+def cpu_shares(processes: list[Running]) -> dict[int, float]:
+    """Wait for every cell; per pid, its CPU time over its own wall time (each reaped as it ends)."""
     shares: dict[int, float] = {}
-    while len(shares) < len(processes):  # reaped as each ends, so each cell's wall time is its own
+    while len(shares) < len(processes):
         time.sleep(0.1)
         for process, began in processes:
             if process.pid in shares:
@@ -278,23 +301,34 @@ def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: floa
             if pid:
                 process.returncode = os.waitstatus_to_exitcode(status)
                 shares[pid] = (usage.ru_utime + usage.ru_stime) / max(time.monotonic() - began, 1e-3)
+    return shares
+
+
+def cell_reports(processes: list[Running]) -> list[dict[str, Any]]:
+    """Each ended cell's one-line JSON report (status failed when it printed none)."""
     reports = []
     for process, _ in processes:
         assert process.stdout is not None
         lines = [line for line in process.stdout.read().splitlines() if line.startswith("{")]
         reports.append(json.loads(lines[-1]) if lines else {"status": "failed"})
-    wall = time.monotonic() - started
-    busy1, total1 = busy_jiffies()
-    cores = os.cpu_count() or 1
-    machine = (busy1 - busy0) / max(total1 - total0, 1) * cores - baseline
+    return reports
+
+
+def stored_records(step_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
+    """The self-checks of every record the step's stores hold (results and attempts), and the
+    goodput of the stored on-time results."""
     records = [json.loads(p.read_text()) for p in sorted(step_dir.glob("store-*/cells/*/**/*.json"))
                if p.name != "timeseries.json" and '"selfcheck"' in p.read_text()]
     checks = [((r.get("link") or {}).get("selfcheck") or {}) for r in records]
+    stored = [json.loads(p.read_text()) for p in sorted(step_dir.glob("store-*/cells/*/result.json"))]
+    return checks, [float(r["goodput_mbps"]) for r in stored if r.get("status") == "ok"]
+
+
+def step_of(arm: str, n: int, reports: list[dict[str, Any]], checks: list[dict[str, Any]], stored_goodput: list[float],
+            alone: AloneSpread | None, *, cpu_per_cell: float, machine_busy: float, wall_s: float) -> Step:
+    """The step's row: the cells' reports and stored records counted and summarised."""
     windows = {c.get("release_window_us") for c in checks}
     thresholds = {c.get("threshold_us") for c in checks}
-    stored = [json.loads(p.read_text()) for p in sorted(step_dir.glob("store-*/cells/*/result.json"))]
-    stored_goodput = [float(r["goodput_mbps"]) for r in stored if r.get("status") == "ok"]
-    shutil.rmtree(step_dir, ignore_errors=True)
     return Step(arm=arm, cells=n, stored=len(stored_goodput), late=sum(r.get("status") == "late" for r in reports),
                 starved=sum(r.get("status") == "starved" for r in reports),
                 failed=sum(r.get("status") not in ("ok", "late", "starved") for r in reports),
@@ -306,9 +340,9 @@ def run_step(arm: str, window: str | None, n: int, scratch: Path, baseline: floa
                 runqueue_p99_us=[float(c["runqueue_p99_us"]) for c in checks if c.get("runqueue_p99_us") is not None],
                 threshold_us=next(iter(thresholds)) if len(thresholds) == 1 else None,
                 window_us=next(iter(windows)) if len(windows) == 1 else None,
-                cpu_per_cell=statistics.fmean(shares.values()),
+                cpu_per_cell=cpu_per_cell,
                 emulator_share=statistics.fmean([float(r["cpu_share"]) for r in reports if r.get("cpu_share")] or [0]),
-                machine_busy=machine, wall_s=wall, load=os.getloadavg()[0])
+                machine_busy=machine_busy, wall_s=wall_s, load=os.getloadavg()[0])
 
 
 def idle_baseline(seconds: float = 3.0) -> float:
