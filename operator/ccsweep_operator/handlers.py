@@ -17,13 +17,12 @@ import kopf
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
+from ccsweep_operator.planworker import PlanBounds, decide_bounded
 from ccsweep_operator.reconcile import (
     CHUNK_PARENT_LABEL,
     FINISHED,
     MANAGED_BY,
-    OperatorSettings,
     SweepObject,
-    decide,
     follow,
     has_chunks,
     owner_of,
@@ -39,6 +38,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # No cluster-wide scanning of namespaces and CRDs: the operator's Role is namespaced. The
     # resources it serves are resolved once, so wait here until both are there.
     settings.scanning.disabled = True
+    PlanBounds.from_env()  # a bad bound stops the operator here, with its one line, not at the first Sweep
     kube.load_config()
     kube.wait_for_resources()
 
@@ -46,9 +46,12 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 def reconcile_sweep(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
-    """A new or changed spec: validate, plan, and start a Workflow for the cells not stored."""
+    """A new or changed spec: validate, plan, and start a Workflow for the cells not stored.
+
+    Planning runs in a bounded child process (planworker): a Sweep too big to plan fails alone,
+    and never takes the operator, and with it every other Sweep, down."""
     sweep = SweepObject.from_body(body)
-    decision = decide(sweep, OperatorSettings.from_env(), nodes=kube.list_nodes())
+    decision = decide_bounded(sweep, kube.list_nodes(), PlanBounds.from_env())
     kube.apply(decision, sweep.namespace, sweep.name)
     if decision.retry:
         raise kopf.TemporaryError(decision.status["message"], delay=30)

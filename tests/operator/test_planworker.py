@@ -1,0 +1,82 @@
+"""A Sweep's planning in a bounded child process: a plan past its memory or time fails that Sweep only.
+
+The children are real processes with a real RLIMIT_AS and a real timeout; the plans are real
+plans into file stores. The operator's own process (this test's) plans the next Sweep after one
+failed, as the handler would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ccsweep.crd import SweepStatus
+from ccsweep_operator.planworker import MEMORY_ENV, TIMEOUT_ENV, PlanBounds, decide_bounded
+from ccsweep_operator.reconcile import SweepObject
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "operator/examples"
+
+
+def sweep_object(name: str, cells: int = 2, adaptive: bool = False) -> SweepObject:
+    """The quick example under `name`, with `cells` cells: up to 1,000 loss rates, each repeated (with
+    `adaptive`, up to 50 times as an adaptive rule asks)."""
+    losses = min(cells // (100 if adaptive else 2), 1000)
+    repetitions: int | dict = cells // (2 * losses)
+    if adaptive:
+        repetitions = {"min": 3, "max": repetitions, "target": {"ci_relative": 0.05}}
+    body = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    body["metadata"] = {"name": name, "namespace": "lab", "uid": f"uid-{name}", "generation": 1}
+    body["spec"]["experiments"][0] |= {"loss_percent": [round(0.001 * (i + 1), 4) for i in range(losses)],
+                                       "repetitions": repetitions}
+    return SweepObject.from_body(body)
+
+
+@pytest.fixture
+def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The child inherits the operator's environment: its store is a file store here."""
+    monkeypatch.setenv("CCSWEEP_STORE", f"file://{tmp_path}")
+    return tmp_path
+
+
+def planned(status: dict) -> tuple[str, str, str]:
+    condition = next(c for c in SweepStatus.model_validate(status).conditions if c.type == "Planned")
+    return condition.status, condition.reason, condition.message
+
+
+def test_a_plan_past_its_time_fails_that_sweep_and_the_next_sweep_is_planned(store_env: Path):
+    """50,000 cells take longer than 15 s to plan (about 20 s on an idle core); two cells 1-5 s, also on a
+    busy machine."""
+    bounds = PlanBounds(timeout_s=15)
+    huge = decide_bounded(sweep_object("huge", cells=50_000), None, bounds)
+    assert huge.workflow is None and not huge.retry
+    assert huge.status["phase"] == "Failed"
+    assert huge.status["message"] == ("Sweep huge: planning took longer than the operator's 15 s "
+                                      "(operator.plan.timeoutSeconds); the Sweep was not planned")
+    assert planned(huge.status) == ("False", "PlanFailed", huge.status["message"])
+    small = decide_bounded(sweep_object("small"), None, bounds)
+    assert small.status["phase"] == "Pending" and small.workflow is not None, small.status["message"]
+    assert small.status["cells"]["total"] == 2
+    assert planned(small.status)[:2] == ("True", "Planned")
+
+
+def test_a_plan_past_its_memory_fails_that_sweep_and_the_next_sweep_is_planned(store_env: Path):
+    """A sweep with adaptive repetitions is planned whole, with scipy: even 1,000 runs need more than
+    300 MiB of address space, past a bound of 128 MiB; two cells without adaptive runs need about 45 MiB.
+    (Planning 100,000 adaptive runs took 1 GiB and 2 minutes: too slow to run here.)"""
+    bounds = PlanBounds(memory_mib=128, timeout_s=600)
+    huge = decide_bounded(sweep_object("huge", cells=1_000, adaptive=True), None, bounds)
+    assert huge.workflow is None and not huge.retry
+    assert huge.status["message"] == ("Sweep huge: planning needed more than the operator's 128 MiB "
+                                      "(operator.plan.memoryMiB); the Sweep was not planned")
+    assert planned(huge.status) == ("False", "PlanFailed", huge.status["message"])
+    small = decide_bounded(sweep_object("small"), None, bounds)
+    assert small.status["phase"] == "Pending" and small.workflow is not None, small.status["message"]
+
+
+def test_bounds_come_from_the_environment_and_a_bad_one_is_refused():
+    assert PlanBounds.from_env({MEMORY_ENV: "200", TIMEOUT_ENV: "30"}) == PlanBounds(memory_mib=200, timeout_s=30)
+    assert PlanBounds.from_env({}) == PlanBounds()
+    with pytest.raises(ValueError, match=MEMORY_ENV):
+        PlanBounds.from_env({MEMORY_ENV: "10"})
