@@ -67,15 +67,15 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
                 put(image_name(result.cell.id), image)
                 series_images.add(result.cell.id)
     # The tidy tables `ccsweep export` writes, beside the report: record links relative to it.
-    cells, flows = tidy.tables(data, lambda key: f"../../{key}")
-    put(CELLS_CSV, tidy.write_csv(cells).encode())
-    put(FLOWS_CSV, tidy.write_csv(flows).encode())
+    cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}")
+    put(CELLS_CSV, cells.text().encode())
+    put(FLOWS_CSV, flows.text().encode())
     from ccsweep.figures.links import links_section  # imports ccsweep.compare, which imports this package
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
     html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
-                         tables={CELLS_CSV: len(cells), FLOWS_CSV: len(flows)}, links=links,
+                         tables={CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}, links=links,
                          series_images=series_images)
     put(REPORT_FILE, html.encode())
     return list(written.values())
