@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.resources import files
@@ -118,6 +119,21 @@ def _cell_row(result: CellResult) -> dict[str, object]:
     }
 
 
+class CellRows:
+    """A section's per-cell rows, each made as the template reaches it: a sweep's rows (some 3 KiB a
+    cell, with its parameters and environment as JSON) are never all held at once."""
+
+    def __init__(self, results: list[CellResult], row: Callable[[CellResult], dict[str, object]]):
+        self._results = results
+        self._row = row
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[dict[str, object]]:
+        return map(self._row, self._results)
+
+
 def _mean(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
@@ -195,8 +211,8 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
             "spec": yaml.safe_dump(data.experiment.model_dump(mode="json", exclude_defaults=True), sort_keys=False),
             "section": section,
             "figures": figures,
-            "cells": [{**_cell_row(r), "series": image_name(r.cell.id) if r.cell.id in (series_images or ()) else None}
-                      for r in data.results],
+            "cells": CellRows(data.results, lambda r: {
+                **_cell_row(r), "series": image_name(r.cell.id) if r.cell.id in (series_images or ()) else None}),
         } for data, section, figures in sections],
         outputs=outputs,
         tables=tables or {},
