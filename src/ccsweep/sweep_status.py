@@ -131,13 +131,13 @@ def sweep_cells(store: ResultStore, sweep: str) -> Iterator[CellStatus]:
     """Every distinct cell of a planned sweep with its state, unwanted runs decided (a StoreError
     when it has no manifest): one stored chunk at a time, unless it has adaptive repetitions."""
     manifest = stored_manifest(store, sweep)
-    statuses = cell_statuses(store, manifest, store.get_unplaceable(sweep))
+    unplaceable = store.get_unplaceable(sweep)
     if not is_adaptive(manifest):
-        yield from statuses
+        yield from cell_statuses(store, manifest, unplaceable)
         return
-    whole = list(statuses)
-    runs = [entry.to_cell(sweep) for chunk in store.manifest_chunks(manifest) for entry in chunk.entries]
-    mark_unwanted(stored_spec(manifest).experiments, runs, whole)
+    manifest = store.with_cells(manifest)  # judged whole: its plan is read once and held
+    whole = list(cell_statuses(store, manifest, unplaceable))
+    mark_unwanted(stored_spec(manifest).experiments, [entry.to_cell(sweep) for entry in manifest.cells], whole)
     yield from whole
 
 
