@@ -20,6 +20,9 @@
 # Layers are cached in buildah's own storage (`buildah info`: /var/lib/containers/storage for
 # root), outside the clone and shared by every clone on the machine; an unchanged rebuild takes
 # seconds (buildah's CONTAINERS_STORAGE_CONF moves that storage, e.g. into a cache a CI keeps).
+# A build removes the older builds of the same image from that storage (its other tags: a cell
+# image per commit would otherwise pile up, and a full disk stops a cluster's pods); the registry
+# or the archive keeps what was pushed or written.
 # `make image REGISTRY=...` runs this for the cell image.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -67,6 +70,10 @@ image=${registry:-localhost}/ccsweep/$name:$tag
 buildah bud --isolation "${BUILDAH_ISOLATION:-chroot}" --layers "${pull[@]}" "${build_args[@]}" \
   --file "$REPO_ROOT/images/$name/Dockerfile" --ignorefile "$REPO_ROOT/images/$name/Dockerfile.dockerignore" \
   --tag "$image" "$context" >&2
+old=$(buildah images --format '{{.Name}}:{{.Tag}}' --filter "reference=${image%:*}")
+for tagged in $old; do
+  [[ $tagged == "$image" ]] || buildah rmi "$tagged" >&2 || echo "images/build.sh: kept $tagged (in use)" >&2
+done
 [[ -z $registry ]] || buildah push "$image" "docker://$image" >&2
 if [[ -n $archive ]]; then
   # An archive written from this very image (its ID beside it, in FILE.id) is kept as it is.

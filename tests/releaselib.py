@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -63,6 +64,10 @@ def build_release() -> Release:
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     folder = CACHE / "release-test" / commit
+    # One release is kept: an older commit's (a few hundred MB each) would only fill the disk.
+    for older in (CACHE / "release-test").glob("*"):
+        if older.name != commit:
+            shutil.rmtree(older, ignore_errors=True)
     if not checksums_hold(folder):
         done = subprocess.run([str(REPO / "hack/release.sh"), str(folder), "--local-base"], cwd=REPO,
                               capture_output=True, text=True, timeout=RELEASE_TIMEOUT_S)

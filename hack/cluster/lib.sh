@@ -50,12 +50,16 @@ pidfile() { echo "$BASE/pids/$1.pid"; }
 # import_image cell|argoexec|pause: build it with buildah from its Dockerfile (images/build.sh,
 # base images made locally: no registry here), as an OCI archive in $CCSWEEP_CACHE/images, and
 # import that into the node's containerd (namespace k8s.io), where pods run it with
-# imagePullPolicy: Never. Prints the image's name.
+# imagePullPolicy: Never. Prints the image's name. Older builds of the same image (other tags) are
+# removed from containerd: its content store outlives the cluster, and one build per commit fills it.
 import_image() {
-  local archive=$CCSWEEP_CACHE/images/$1.oci image
+  local archive=$CCSWEEP_CACHE/images/$1.oci image tagged
   mkdir -p "$CCSWEEP_CACHE/images"
   image=$("$REPO_ROOT/images/build.sh" --local-base --archive "$archive" "$1")
   ctr -a "$SOCK" -n k8s.io images import "$archive" >&2
+  for tagged in $(ctr -a "$SOCK" -n k8s.io images ls -q | grep -F "${image%:*}:" || true); do
+    [[ $tagged == "$image" ]] || ctr -a "$SOCK" -n k8s.io images rm "$tagged" >&2
+  done
   log "imported $image"
   echo "$image"
 }

@@ -13,6 +13,9 @@ guard_base
 
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 READY_TIMEOUT=${CCSWEEP_READY_TIMEOUT:-180}
+# The kubelet's disk floor, and the free space the cluster needs to start: images, etcd and pod logs.
+EVICTION_DISK_MB=512
+MIN_FREE_MB=3072
 
 check_prerequisites() {
   [[ $(id -u) == 0 ]] || die "must run as root (namespaces, mounts, containerd)"
@@ -24,6 +27,11 @@ check_prerequisites() {
     command -v "$b" >/dev/null || die "$b missing: run hack/tools/apt.sh"
   done
   [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || die "CNI plugins missing: run hack/tools/apt.sh"
+  local disk=$BASE free_mb
+  while [[ ! -d $disk ]]; do disk=$(dirname "$disk"); done
+  free_mb=$(df --output=avail -m "$disk" | tail -n 1 | tr -d ' ')
+  ((free_mb >= MIN_FREE_MB)) \
+    || die "only ${free_mb} MB free on the disk of $BASE; the cluster needs ${MIN_FREE_MB} MB (below ${EVICTION_DISK_MB} MB its kubelet refuses pods)"
 }
 
 cluster_healthy() {
@@ -95,7 +103,9 @@ podCIDR: $POD_CIDR
 podLogsDir: $BASE/pod-logs
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+# Absolute floors, not shares of the disk: 1 % of a large, mostly full disk is GBs, and under disk
+# pressure the kubelet refuses pods and deletes unused images (those imported for imagePullPolicy Never).
+evictionHard: {memory.available: "100Mi", nodefs.available: "${EVICTION_DISK_MB}Mi", imagefs.available: "${EVICTION_DISK_MB}Mi"}
 EOT
 }
 
