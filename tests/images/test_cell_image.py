@@ -62,6 +62,14 @@ def test_image_is_named_for_the_chart(built: tuple[str, Path]):
     assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == built[0]
 
 
+def test_the_package_in_the_image_is_the_build_it_is_tagged_as(built: tuple[str, Path], container: str):
+    # The package is a layer of its own over the dependencies' (images/cell/Dockerfile): a cached layer
+    # from an earlier commit would carry that commit, and every result the cell stores would name it.
+    shown = run(container, "ccsweep", "--version")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == f"ccsweep {built[0].rsplit(':', 1)[1]}"
+
+
 def test_ccsweep_in_the_image_finds_its_presets_and_traces(container: str):
     done = run(container, "ccsweep", "validate", "cellular")
     assert done.returncode == 0, done.stderr
