@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from ccsweep.adaptive import judge, point_of
+from ccsweep.adaptive import judge, point_of, target_met
 from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.report import cell_seconds
@@ -170,9 +170,12 @@ class Tally:
     totals: dict[str, float] = field(default_factory=lambda: {"fixed": 0.0, "adaptive": 0.0})
     widest: dict[str, tuple[float, str]] = field(default_factory=lambda: {"fixed": (0.0, ""), "adaptive": (0.0, "")})
     stops: dict[str, list[str]] = field(default_factory=dict)
+    #: Per rule, the cells whose interval is still wider than the adaptive rule's target.
+    unsettled: dict[str, list[str]] = field(default_factory=lambda: {"fixed": [], "adaptive": []})
+    cells: int = 0
 
 
-def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
+def report(store_url: str, meta: dict[str, str], prefix: str, full: bool) -> str:
     """The Markdown result: the header, one row per cell and link, and the totals."""
     store = open_store(store_url)
     spec = parse_spec(stored_manifest(store, f"{prefix}-adaptive").spec)
@@ -187,7 +190,7 @@ def report(store_url: str, meta: dict[str, str], prefix: str) -> str:
             rows.append(f"| {link}: not run | " + " | ".join(["–"] * 12) + " |")
             continue
         rows += link_rows(store, link, sweeps, rule, tally)
-    return "\n".join(header(store, meta, prefix, rule) + rows + footer(tally))
+    return "\n".join(header(store, meta, prefix, rule, full) + rows + footer(tally, full))
 
 
 def link_rows(store: ResultStore, link: str, sweeps: list[str], rule: AdaptiveRepetitions, tally: Tally) -> list[str]:
@@ -206,6 +209,10 @@ def link_rows(store: ResultStore, link: str, sweeps: list[str], rule: AdaptiveRe
         tally.stops.setdefault(rules["adaptive"].stopped, []).append(
             f"{setting} on {link} ({len(rules['adaptive'].values)} runs)")
         label = f"{link}: {setting}"
+        tally.cells += 1
+        for name, taken in rules.items():
+            if not (taken.values and target_met(rule.target, taken.interval)):
+                tally.unsettled[name].append(label)
         cols = [rule_columns(name, taken, cell, label, tally) for name, taken in rules.items()]
         rows.append(f"| {label} | " + " | ".join(cols) + " |")
     return rows
@@ -225,35 +232,60 @@ def rule_columns(name: str, taken: Rule, cell: Cell, label: str, tally: Tally) -
             f"{seconds:.0f} | {taken.stopped}")
 
 
-def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: AdaptiveRepetitions) -> list[str]:
+def what_ran(store: ResultStore, prefix: str, full: bool) -> str:
+    """The path, the flows and the cells, read from the fixed sweep's stored spec (both rules' cells)."""
+    experiments = parse_spec(stored_manifest(store, f"{prefix}-fixed").spec).experiments
+    first = experiments[0]
+    queues = ", ".join(q.kind for q in first.queue)
+    losses: dict[str, list[float]] = {}
+    for experiment in experiments:
+        for cc in experiment.cc or []:
+            losses.setdefault(cc, []).extend(experiment.loss_percent or [])
+    cells = sum(len(v) for v in losses.values())
+    grid = "; ".join(f"{cc.upper()} at {', '.join(f'{x:g}' for x in sorted(v))} % loss" for cc, v in losses.items())
+    path = (f"{'/'.join(f'{b:g}' for b in first.bandwidth_mbps or [])} Mbit/s, "
+            f"{'/'.join(f'{r:g}' for r in first.rtt_ms)} ms RTT, {queues} queue, {first.duration_s:g} s flows "
+            f"({first.warmup_s or 0:g} s warm-up), seeds {first.seed} + i; on ccsweep-link and on upstream Mahimahi")
+    if full:
+        return (f"What ran: Figure 8's whole grid as sweeps/figure8.yaml defines it ({cells} cells a link: {grid}), "
+                f"{path}, ReBBR's socket buffers. Its cells are the figure8 and figure8-seeds presets' (same "
+                "ids): runs those had stored in the store were counted, not run again.")
+    return (f"What ran: {cells} cells of Figure 8's grid a link ({grid}), {path}. Not the whole Figure 8: "
+            "`--full` runs that.")
+
+
+def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: AdaptiveRepetitions, full: bool) -> list[str]:
     """The title, the machine and load, the command, what ran, the rules and the table's head."""
     date = datetime.now(UTC).strftime("%Y-%m-%d")
+    what = "Figure 8" if full else "Figure 8's path"
+    target = f"ci_relative: {rule.target.ci_relative:g}" + (
+        f", ci_absolute_mbps: {rule.target.ci_absolute_mbps:g}" if rule.target.ci_absolute_mbps else "")
+    floor = (f", or at most {rule.target.ci_absolute_mbps:g} Mbit/s (for cells that deliver almost nothing)"
+             if rule.target.ci_absolute_mbps else "")
     return [
-        f"# Adaptive repetitions against a fixed 10 runs: Figure 8's path on both links ({date})",
+        f"# Adaptive repetitions against a fixed 10 runs: {what} on both links ({date})",
         "",
         f"Machine: {machine()}. Load: {meta['load']}; the runs' records span "
-        f"{span_s(store, prefix):.0f} s of wall time, first start to last stored result. The machine "
-        "was shared with a long measurement and other builds and tests throughout (it is 2 cores), so the "
-        "cell-seconds include waiting for CPU; both rules' runs were measured in the same hours, run by run.",
+        f"{span_s(store, prefix):.0f} s of wall time, first start to last stored result"
+        f"{' (runs stored earlier, by the presets, included)' if full else ''}. Cell-seconds are wall "
+        "time, so they include any waiting for CPU; both rules' runs were measured in the same hours, run by run.",
         "",
-        "Command: `sudo python -m benchmarks.adaptive.bench --store /tmp/adaptive-store` (four `ccsweep run`s: "
-        "fixed.yaml and adaptive.yaml beside it, on ccsweep-link and with `--link mahimahi`; then this report; "
-        "`--report-only` rebuilds the report from the store).",
+        f"Command: `sudo python -m benchmarks.adaptive.bench --store STORE{' --full' if full else ''}` "
+        f"(`make bench-adaptive{' FULL=1' if full else ''} STORE=STORE`; four `ccsweep run`s of a fixed and an "
+        "adaptive spec, on ccsweep-link and with `--link mahimahi`; then this report; `--report-only` rebuilds "
+        "the report from the store).",
         "",
-        "What ran: 100 Mbit/s, 100 ms RTT, infinite queue, 30 s flows (5 s warm-up), seeds 1 + i; on "
-        "ccsweep-link and on upstream Mahimahi; three cells of Figure 8's grid: BBR at 15 % loss and CUBIC at "
-        "0.1 % (wide on this kernel; BBR's runs there are bimodal) and BBR at 1 % (calm). Not the whole "
-        "Figure 8 (26 cells a link): on this shared machine it did not fit the time there was.",
+        what_ran(store, prefix, full),
         "",
         *[f"Note: {note}" for note in [meta.get("note")] if note],
         "",
-        f"Rules: fixed, 10 runs per cell; adaptive, `repetitions: {{min: {rule.min}, max: {rule.max}, target: "
-        f"{{ci_relative: {rule.target.ci_relative:g}}}}}`: after each round, a cell whose 95 % bootstrap CI of "
-        "the median goodput has a half-width above 5 % of the median gets more runs, up to 20. Each run was "
-        "measured once, in one store shared by both rules' sweeps (run i is the same cell under either rule): "
-        "whichever sweep ran second ran only the runs the first had not stored. The adaptive rule's columns "
-        "replay it from scratch on the stored runs, in index order (3 runs, judge, more...), as a fresh adaptive "
-        "run would have taken them; its cost is the wall time of the runs it takes.",
+        f"Rules: fixed, {FIXED_RUNS} runs per cell; adaptive, `repetitions: {{min: {rule.min}, max: {rule.max}, "
+        f"target: {{{target}}}}}`: after each round, a cell whose 95 % bootstrap CI of the median goodput has a "
+        f"half-width above {rule.target.ci_relative * 100:g} % of the median{floor} gets more runs, up to "
+        f"{rule.max}. Each run was measured once, in one store shared by both rules' sweeps (run i is the same "
+        "cell under either rule): whichever sweep ran second ran only the runs the first had not stored. The "
+        "adaptive rule's columns replay it from scratch on the stored runs, in index order (3 runs, judge, "
+        "more...), as a fresh adaptive run would have taken them; its cost is the wall time of the runs it takes.",
         "",
         "Interval: 95 % percentile-bootstrap CI of the median goodput (Mbit/s), n = the runs column; half-width "
         "as % of the median; collapsed: fraction of runs below 5 % of the link rate (5 Mbit/s); cell-seconds: "
@@ -265,7 +297,7 @@ def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: Adaptive
     ]
 
 
-def footer(tally: Tally) -> list[str]:
+def footer(tally: Tally, full: bool) -> list[str]:
     """The totals, the widest intervals left, why the adaptive rule stopped, and how to read it."""
     totals, widest = tally.totals, tally.widest
     ratio = totals["adaptive"] / totals["fixed"] if totals["fixed"] else float("nan")
@@ -273,8 +305,12 @@ def footer(tally: Tally) -> list[str]:
         "",
         f"Total cell-seconds: fixed {totals['fixed']:.0f}, adaptive {totals['adaptive']:.0f} "
         f"(adaptive / fixed = {ratio:.2f}).",
-        f"Widest interval left: fixed {widest['fixed'][0] * 100:.1f} % of the median ({widest['fixed'][1]}); "
-        f"adaptive {widest['adaptive'][0] * 100:.1f} % ({widest['adaptive'][1]}).",
+        f"Widest interval left, relative to its median: fixed {widest['fixed'][0] * 100:.1f} % "
+        f"({widest['fixed'][1]}); adaptive {widest['adaptive'][0] * 100:.1f} % ({widest['adaptive'][1]}) (a cell "
+        "that delivers almost nothing can be wide relative to its median and still meet an absolute target).",
+        *[f"Cells whose interval is still wider than the adaptive rule's target, {name}: "
+          f"{len(cells)} of {tally.cells}" + (f" ({'; '.join(cells)})." if cells else ".")
+          for name, cells in tally.unsettled.items()],
         "",
         *[f"Adaptive rule, {state}: {'; '.join(cells)}." for state, cells in sorted(tally.stops.items())],
         "",
@@ -282,8 +318,9 @@ def footer(tally: Tally) -> list[str]:
         "whose median does not settle to the target within the maximum (a bimodal one cannot: its median's "
         "interval spans the gap between the modes until many runs pin it) costs 20 instead of 10 and still "
         "leaves an interval wider than the target. In run counts the adaptive rule is therefore the cheaper one where "
-        "calm cells outnumber wide ones by more than 10 to 7; the share of wide cells in the whole Figure 8 "
-        "grid on this kernel is what `--full` measures.",
+        "calm cells outnumber wide ones by more than 10 to 7"
+        + (": the totals above say which the whole Figure 8 grid is on this kernel." if full else
+           "; the share of wide cells in the whole Figure 8 grid on this kernel is what `--full` measures."),
         "",
     ]
 
@@ -321,7 +358,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             meta = run(args.store, specs(args.full, Path(folder)))
     out = args.out or REPO / "benchmarks" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-adaptive-{prefix}.md"
-    out.write_text(report(args.store, meta, prefix))
+    out.write_text(report(args.store, meta, prefix, args.full))
     compare_links(args.store, out, prefix)
     print(f"wrote {out}")
 

@@ -22,10 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult
-from ccsweep.spec import AdaptiveRepetitions, Experiment
+from ccsweep.spec import AdaptiveRepetitions, Experiment, PrecisionTarget
+
+if TYPE_CHECKING:
+    from ccsweep.figures.stats import Interval
 
 #: The quantity a ci target judges: the goodput over the whole flow (Figure 8's y axis).
 TARGET_QUANTITY = "goodput_mbps"
@@ -74,6 +78,15 @@ def round_bound(rule: AdaptiveRepetitions) -> int:
     return rounds
 
 
+def target_met(target: PrecisionTarget, interval: Interval) -> bool:
+    """Whether the interval is as narrow as the target asks: relative to the median, or in Mbit/s."""
+    half = interval.half_width
+    if half is None:
+        return False
+    return interval.relative_half_width <= target.ci_relative or (
+        target.ci_absolute_mbps is not None and half <= target.ci_absolute_mbps)
+
+
 def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str]:
     """(runs wanted, state, reason) for a point with these stored runs."""
     from ccsweep.figures.stats import median_ci
@@ -84,8 +97,7 @@ def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str
     interval = median_ci(values)
     half = interval.half_width or 0.0
     relative = interval.relative_half_width
-    met = relative <= target.ci_relative or (
-        target.ci_absolute_mbps is not None and half <= target.ci_absolute_mbps)
+    met = target_met(target, interval)
     numbers = (f"median {interval.text()} Mbit/s ({interval.label}), half-width {half:.3g} = "
                f"{relative * 100:.3g} % of the median, target {target.ci_relative * 100:g} %"
                + (f" or {target.ci_absolute_mbps:g} Mbit/s" if target.ci_absolute_mbps is not None else ""))

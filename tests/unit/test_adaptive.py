@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ccsweep.adaptive import next_count, round_bound
+from ccsweep.adaptive import next_count, round_bound, target_met
 from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.figures.data import load_sweep
+from ccsweep.figures.stats import median_ci
 from ccsweep.plan import plan_sweep, replan
 from ccsweep.result import CellResult
-from ccsweep.spec import AdaptiveRepetitions, SpecError, parse_spec
+from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
 from ccsweep.store import open_store
 from synthetic import ENV
 
@@ -156,3 +157,15 @@ def test_the_argo_round_plan_prints_only_wanted_cells(tmp_path: Path):
 ])
 def test_next_count(runs: int, relative: float, expected: int):
     assert next_count(runs, relative, 0.05, 20) == expected
+
+
+@pytest.mark.parametrize(("values", "absolute", "met"), [
+    ([50.0, 51.0, 52.0], None, True),     # half-width about 1 of a 51 median: under 5 %
+    ([0.4, 0.6, 0.9], None, False),       # wide relative to its median...
+    ([0.4, 0.6, 0.9], 1.0, True),         # ...but within an absolute 1 Mbit/s
+    ([10.0, 40.0, 45.0], 1.0, False),     # wide either way
+    ([51.0], 1.0, False),                 # one run: no interval, never settled
+])
+def test_the_target_is_met_relative_to_the_median_or_in_mbps(values: list[float], absolute: float | None, met: bool):
+    target = PrecisionTarget(ci_relative=0.05, ci_absolute_mbps=absolute)
+    assert target_met(target, median_ci(values)) is met
