@@ -27,6 +27,7 @@ from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
 from ccsweep.store import ResultStore, SweepManifest
+from ccsweep.store.base import ManifestChunk
 
 #: Every state, in the order they are decided (see the module docstring).
 STATES = ("stored", "unwanted", "unplaceable", "late", "failed", "starved", "missing")
@@ -67,9 +68,17 @@ class CellStatus:
 def cell_statuses(store: ResultStore, manifest: SweepManifest, unplaceable: dict[str, str]) -> Iterator[CellStatus]:
     """Each distinct cell of `manifest` with its state, one stored chunk at a time; `unwanted` is
     never decided here (mark_unwanted does, for a sweep with adaptive repetitions)."""
+    for _chunk, statuses in chunk_statuses(store, manifest, unplaceable):
+        yield from statuses
+
+
+def chunk_statuses(store: ResultStore, manifest: SweepManifest,
+                   unplaceable: dict[str, str]) -> Iterator[tuple[ManifestChunk, Iterator[CellStatus]]]:
+    """Each stored chunk of the plan with its distinct cells' states, read as the inner iterator
+    is (take it before the next chunk): for a reader that needs the chunk's entries too, as the
+    figures do for each cell's experiments, without holding the whole plan."""
     for chunk in store.manifest_chunks(manifest):
-        for cell in chunk.distinct_cells(manifest.name):
-            yield _status(store, cell, unplaceable.get(cell.id))
+        yield chunk, (_status(store, cell, unplaceable.get(cell.id)) for cell in chunk.distinct_cells(manifest.name))
 
 
 def _status(store: ResultStore, cell: Cell, unplaceable: str | None) -> CellStatus:

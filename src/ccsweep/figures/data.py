@@ -9,16 +9,16 @@ parameters: nothing is expanded again, and no trace file is needed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ccsweep.adaptive import PointRuns
-from ccsweep.cell import Cell
 from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
 from ccsweep.spec import Experiment, SpecError, parse_spec
-from ccsweep.store import ResultStore, StoreError, SweepManifest
-from ccsweep.sweep_status import cell_statuses, mark_unwanted
+from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
+from ccsweep.sweep_status import CellStatus, cell_statuses, chunk_statuses, mark_unwanted
 
 SeriesLoader = Callable[[str], TimeSeries | None]
 #: A file stored beside a cell's record, by cell id and file name (e.g. uplink.log.gz).
@@ -68,8 +68,16 @@ class ExperimentData:
         return self._series[cell_id]
 
 
+class PlannedEntry(NamedTuple):
+    """One entry of the plan: a cell under the experiment that asked for it (a cell can serve several)."""
+
+    cell_id: str
+    experiment: str
+
+
 @dataclass
 class SweepData:
+    #: The stored manifest without its cells: `plan` holds what the figures need of them.
     manifest: SweepManifest
     description: str
     experiments: list[ExperimentData]
@@ -83,6 +91,8 @@ class SweepData:
     points: list[PointRuns] = field(default_factory=list)
     #: Cells no node could run when the sweep was planned (never submitted), each with why.
     unplaceable: list[MissingCell] = field(default_factory=list)
+    #: Every entry of the plan, in plan order.
+    plan: list[PlannedEntry] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -98,7 +108,13 @@ class SweepData:
 
 
 def load_sweep(store: ResultStore, sweep: str) -> SweepData:
-    """Read a sweep's manifest and every result it names; missing cells are listed, not fatal."""
+    """Read a sweep's manifest and every result it names; missing cells are listed, not fatal.
+
+    The plan is read a stored chunk at a time and only each entry's id and experiment are kept
+    (a cell's parameters are in its record, or in its MissingCell): the figures step holds the
+    records, never the plan's parameters too. A sweep with adaptive repetitions is judged whole,
+    as `status` judges it: its wanted runs depend on each other.
+    """
     manifest = store.get_manifest(sweep)
     if manifest is None:
         known = ", ".join(store.list_sweeps()) or "none"
@@ -107,34 +123,80 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
     except SpecError as exc:
         raise StoreError(str(exc)) from None
-    manifest = store.with_cells(manifest)  # figures draw every cell: this step holds the whole plan
-    set_aside = store.get_unplaceable(sweep)
-    statuses = list(cell_statuses(store, manifest, set_aside))
-    # Runs an adaptive rule has not asked for are planned, not missing.
-    points = mark_unwanted(spec.experiments, [c.to_cell(sweep) for c in manifest.cells], statuses)
-    results = {s.cell.id: s.result for s in statuses if s.state == "stored" and s.result is not None}
-    # Records flagged late by an earlier version first, then the late attempts of cells without one.
-    late = {s.cell.id: s.attempt for s in sorted(statuses, key=lambda s: s.result is None)
-            if s.attempt_kind == "late" and s.attempt is not None}
-    failures = {s.cell.id: FailedAttempt(s.cell.id, s.attempt.error or "failed" if s.attempt else
-                                         "failed (unreadable failure record)")
-                for s in statuses if s.attempt_kind == "failed"}
-    starved = {s.cell.id: s.attempt for s in statuses if s.attempt_kind == "starved" and s.attempt is not None}
-    without_record = {s.cell.id for s in statuses if s.result is None}
-    unplaceable = {cell_id: reason for cell_id, reason in set_aside.items() if cell_id in without_record}
-    why = _MissingReasons([s.result for s in statuses if s.result is not None], failures, late, starved, unplaceable)
-    unwanted = {s.cell.id for s in statuses if s.state == "unwanted"}
+    found = _Gathered(store.get_unplaceable(sweep))
+    points: list[PointRuns] = []
+    if any(exp.adaptive is not None for exp in spec.experiments):
+        whole = store.with_cells(manifest)
+        statuses = list(cell_statuses(store, whole, found.set_aside))
+        # Runs an adaptive rule has not asked for are planned, not missing.
+        points = mark_unwanted(spec.experiments, [c.to_cell(sweep) for c in whole.cells], statuses)
+        found.add(whole.cells, statuses)
+        del whole, statuses
+    else:
+        for chunk, chunk_cells in chunk_statuses(store, manifest, found.set_aside):
+            found.add(chunk.entries, chunk_cells)
+    why = _MissingReasons(found)
     experiments = []
     for exp in spec.experiments:
-        cells = {c.id: c.to_cell(sweep) for c in manifest.cells if c.experiment == exp.name}
-        found = [results[i] for i in cells if i in results]
-        absent = [cell for cell_id, cell in cells.items() if cell_id not in results and cell_id not in unwanted]
-        experiments.append(ExperimentData(experiment=exp, results=found, missing=why.describe(absent),
+        ids = dict.fromkeys(entry.cell_id for entry in found.plan if entry.experiment == exp.name)
+        experiments.append(ExperimentData(experiment=exp, results=[found.results[i] for i in ids if i in found.results],
+                                          missing=why.describe(i for i in ids if i in found.absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
-    planned = {c.id: c.to_cell(sweep) for c in manifest.cells}
-    return SweepData(manifest=manifest, description=spec.description, experiments=experiments,
-                     failures=list(failures.values()), late=list(late.values()), starved=list(starved.values()),
-                     points=points, unplaceable=why.describe([planned[cell_id] for cell_id in unplaceable]))
+    unplaceable = [cell_id for cell_id in found.set_aside if cell_id in found.without_record]
+    late = {**found.flagged_late, **found.late_attempts}  # records flagged late by an earlier version first
+    return SweepData(manifest=manifest.model_copy(update={"cells": []}), description=spec.description,
+                     experiments=experiments, failures=list(found.failures.values()), late=list(late.values()),
+                     starved=list(found.starved.values()), points=points, unplaceable=why.describe(unplaceable),
+                     plan=found.plan)
+
+
+class _Gathered:
+    """What the figures keep of each planned cell's status, taken a chunk of the plan at a time:
+    the plan's (id, experiment) entries, the records, the attempts, and for a cell without a
+    counted record the one line that names it."""
+
+    def __init__(self, set_aside: dict[str, str]):
+        #: Cells no node could run when the sweep was planned, each with why.
+        self.set_aside = set_aside
+        self.plan: list[PlannedEntry] = []
+        self.results: dict[str, CellResult] = {}
+        self.flagged_late: dict[str, CellResult] = {}
+        self.late_attempts: dict[str, CellResult] = {}
+        self.failures: dict[str, FailedAttempt] = {}
+        self.starved: dict[str, CellResult] = {}
+        #: Cells without a counted record and wanted: (summary, algorithms) for their MissingCell.
+        self.absent: dict[str, tuple[str, list[str]]] = {}
+        #: Cells without any record: (summary, algorithms) of those set aside as unplaceable.
+        self.without_record: dict[str, tuple[str, list[str]]] = {}
+        #: Algorithms and kernels of every stored record, counted or not (_MissingReasons).
+        self.available: set[str] = set()
+        self.kernels: set[str] = set()
+
+    def add(self, entries: Iterable[ManifestCell], statuses: Iterable[CellStatus]) -> None:
+        names: dict[str, str] = {}  # each experiment's name held once, not once per entry
+        self.plan += [PlannedEntry(e.id, names.setdefault(e.experiment, e.experiment)) for e in entries]
+        for status in statuses:
+            cell_id, result, attempt = status.cell.id, status.result, status.attempt
+            if result is not None:
+                self.available.update(result.environment.available_cc)
+                self.kernels.add(result.environment.kernel)
+            if status.state == "stored" and result is not None:
+                self.results[cell_id] = result
+            if status.attempt_kind == "late" and attempt is not None:
+                (self.flagged_late if result is not None else self.late_attempts)[cell_id] = attempt
+            elif status.attempt_kind == "failed":
+                self.failures[cell_id] = FailedAttempt(cell_id, attempt.error or "failed" if attempt else
+                                                       "failed (unreadable failure record)")
+            elif status.attempt_kind == "starved" and attempt is not None:
+                self.starved[cell_id] = attempt
+            wanted_absent = status.state not in ("stored", "unwanted")
+            unplaceable = result is None and cell_id in self.set_aside
+            if wanted_absent or unplaceable:
+                named = (cell_summary(status.cell.params), [f.cc for f in status.cell.params.flows])
+                if wanted_absent:
+                    self.absent[cell_id] = named
+                if unplaceable:
+                    self.without_record[cell_id] = named
 
 
 class _MissingReasons:
@@ -147,32 +209,30 @@ class _MissingReasons:
     interrupted.
     """
 
-    def __init__(self, stored: list[CellResult], failures: dict[str, FailedAttempt], late: dict[str, CellResult],
-                 starved: dict[str, CellResult], unplaceable: dict[str, str]):
-        self.available = sorted({cc for r in stored for cc in r.environment.available_cc})
-        self.kernels = {r.environment.kernel for r in stored}
-        self.failures = failures
-        self.late = late
-        self.starved = starved
-        self.unplaceable = unplaceable
+    def __init__(self, found: _Gathered):
+        self.found = found
+        self.available = sorted(found.available)
+        self.late = {**found.flagged_late, **found.late_attempts}
+        self.named = {**found.without_record, **found.absent}
 
-    def describe(self, cells: list[Cell]) -> list[MissingCell]:
-        return [MissingCell(c.id, cell_summary(c.params), self._reason(c.id, [f.cc for f in c.params.flows]))
-                for c in cells]
+    def describe(self, cell_ids: Iterable[str]) -> list[MissingCell]:
+        return [MissingCell(cell_id, self.named[cell_id][0], self._reason(cell_id, self.named[cell_id][1]))
+                for cell_id in cell_ids]
 
     def _reason(self, cell_id: str, ccs: list[str]) -> str:
-        if cell_id in self.unplaceable:
-            return f"unplaceable, not submitted: {self.unplaceable[cell_id]}"
-        lacking = sorted({cc for cc in ccs if cc not in self.available})
-        if lacking and self.kernels:
-            where = "this kernel" if len(self.kernels) == 1 else "the kernels of the stored cells"
+        found = self.found
+        if cell_id in found.set_aside and cell_id in found.without_record:
+            return f"unplaceable, not submitted: {found.set_aside[cell_id]}"
+        lacking = sorted({cc for cc in ccs if cc not in found.available})
+        if lacking and found.kernels:
+            where = "this kernel" if len(found.kernels) == 1 else "the kernels of the stored cells"
             return f"{', '.join(lacking)} unavailable on {where} (available: {', '.join(self.available)})"
         if cell_id in self.late:
             return f"late: {late_reason(self.late[cell_id])}; left out of figures and checks"
-        if cell_id in self.failures:
-            return f"failed: {self.failures[cell_id].error}"
-        if cell_id in self.starved:
-            return f"starved by the machine on attempt {self.starved[cell_id].attempt}: {self.starved[cell_id].error}"
+        if cell_id in found.failures:
+            return f"failed: {found.failures[cell_id].error}"
+        if cell_id in found.starved:
+            return f"starved by the machine on attempt {found.starved[cell_id].attempt}: {found.starved[cell_id].error}"
         return "no result stored: not run yet, or interrupted"
 
 

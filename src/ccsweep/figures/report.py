@@ -182,9 +182,9 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
     unwanted = unwanted_ids(sweep.points)
     stored = {r.cell.id for r in results}
     experiments_of: dict[str, list[str]] = {}
-    for cell in sweep.manifest.cells:
-        if cell.id not in unwanted or cell.id in stored:  # runs an adaptive rule has not asked for are not cells
-            experiments_of.setdefault(cell.id, []).append(cell.experiment)
+    for cell_id, experiment in sweep.plan:
+        if cell_id not in unwanted or cell_id in stored:  # runs an adaptive rule has not asked for are not cells
+            experiments_of.setdefault(cell_id, []).append(experiment)
     env = jinja2.Environment(loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}g}"

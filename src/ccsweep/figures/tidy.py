@@ -148,10 +148,10 @@ def flow_rows(result: CellResult, cell: Row) -> list[Row]:
 def experiments_by_cell(sweep: SweepData) -> dict[str, list[str]]:
     """Each planned cell's experiments, in manifest order (a cell can serve several)."""
     names: dict[str, list[str]] = {}
-    for entry in sweep.manifest.cells:
-        names.setdefault(entry.id, [])
-        if entry.experiment not in names[entry.id]:
-            names[entry.id].append(entry.experiment)
+    for cell_id, experiment in sweep.plan:
+        names.setdefault(cell_id, [])
+        if experiment not in names[cell_id]:
+            names[cell_id].append(experiment)
     return names
 
 
