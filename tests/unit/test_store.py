@@ -1,6 +1,7 @@
 """The file store: write-once records, manifests never silently replaced, atomic files."""
 
 import gzip
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,20 @@ def test_sweep_files_are_listed_without_the_manifest_or_revisions(tmp_path: Path
     assert store.sweep_file_names("s") == ["figures/a.png", "report.html"]
     assert store.get_sweep_file("s", "figures/a.png") == b"png"
     assert store.get_sweep_file("s", "missing.png") is None
+
+
+def test_a_sweep_file_written_from_a_stream_replaces_the_old_one_whole(tmp_path: Path):
+    """put_sweep_stream (the report, written as rendered) reads back byte for byte, replaces what was
+    there, and leaves no temporary file beside it."""
+    store = open_store(str(tmp_path))
+    store.put_sweep_file("s", "report.html", b"<html>old")
+    body = b"<html>" + bytes(range(256)) * 4096
+    with tempfile.TemporaryFile() as source:
+        source.write(body)
+        source.seek(0)
+        assert store.put_sweep_stream("s", "report.html", source) == store.location("sweeps/s/report.html")
+    assert store.get_sweep_file("s", "report.html") == body
+    assert [p.name for p in (tmp_path / "sweeps" / "s").iterdir()] == ["report.html"]
 
 
 def test_every_attempt_of_a_kind_is_read_oldest_first(tmp_path: Path):

@@ -7,12 +7,14 @@ whenever asked, from stored results only.
 
 from __future__ import annotations
 
+import tempfile
+
 from ccsweep.figures import rebbr_csv, tidy
 from ccsweep.figures.cell_series import cell_png, image_name
 from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
-from ccsweep.figures.report import RenderedFigure, data_uri, render_report
+from ccsweep.figures.report import RenderedFigure, data_uri, report_pieces
 from ccsweep.figures.section import Section
 from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
@@ -74,8 +76,12 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
-    html = render_report(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
-                         tables={CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}, links=links,
-                         series_images=series_images)
-    put(REPORT_FILE, html.encode())
+    tables = {CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}
+    del cells, flows
+    with tempfile.TemporaryFile() as html:  # written as rendered: the report is never held whole
+        for piece in report_pieces(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
+                                   tables=tables, links=links, series_images=series_images):
+            html.write(piece.encode())
+        html.seek(0)
+        written[REPORT_FILE] = store.put_sweep_stream(sweep, REPORT_FILE, html)
     return list(written.values())

@@ -177,6 +177,15 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
     """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top;
     `links`, the both-links section of a sweep run on ccsweep-link and Mahimahi (figures.links);
     `series_images`, the cells whose small multiples (figures.cell_series) were stored beside it."""
+    return "".join(report_pieces(sweep, sections, checks, outputs, tables, links, series_images))
+
+
+def report_pieces(sweep: SweepData, sections: list[tuple[ExperimentData, Section, list[RenderedFigure]]],
+                  checks: list[CheckRow], outputs: list[str], tables: dict[str, int] | None = None,
+                  links: tuple[Section, list[RenderedFigure]] | None = None,
+                  series_images: set[str] | None = None) -> Iterator[str]:
+    """render_report's HTML a piece at a time, as the template reaches it: the figures step writes
+    them to a file, so a large sweep's report (about 2 KiB a cell) is never held whole in memory."""
     results = sweep.distinct_results()
     late = sweep.late
     unwanted = unwanted_ids(sweep.points)
@@ -190,7 +199,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
     env.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}g}"
     env.filters["fixed"] = lambda v, digits=0: "–" if v is None else f"{v:,.{digits}f}"
     env.filters["percent"] = lambda v: "–" if v is None else f"{v * 100:.1f} %"
-    return env.get_template("report.html.j2").render(
+    return env.get_template("report.html.j2").generate(
         sweep=sweep,
         version=__version__,
         counts={"entries": sum(map(len, experiments_of.values())), "distinct": len(experiments_of),

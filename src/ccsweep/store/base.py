@@ -42,7 +42,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, BinaryIO, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -485,6 +485,20 @@ class ResultStore(ABC):
         key = sweep_file_key(sweep, name)
         self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
+
+    def put_sweep_stream(self, sweep: str, name: str, source: BinaryIO) -> str:
+        """put_sweep_file from a file open at its start: the report of a large sweep is written
+        to a temporary file as it is rendered and sent from there, never held whole in memory."""
+        key = sweep_file_key(sweep, name)
+        self.write_stream(key, source, content_type=content_type_of(name))
+        return self.location(key)
+
+    def write_stream(self, key: str, source: BinaryIO, *, content_type: str = "application/octet-stream") -> None:
+        """Write (replace) an object from a file open at its start, as atomically as write_bytes.
+
+        This reads the file whole; a backend that can send it in parts overrides it.
+        """
+        self.write_bytes(key, source.read(), content_type=content_type)
 
     def sweep_file_names(self, sweep: str) -> list[str]:
         """The names of a sweep's figures, report and exports (its manifest and revisions are not files)."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import BinaryIO
 
 from ccsweep.store.base import ResultStore
 
@@ -33,13 +36,20 @@ class FileStore(ResultStore):
 
     def write_bytes(self, key: str, data: bytes, *, content_type: str = "application/octet-stream",
                     exclusive: bool = False) -> bool:
+        return self._write(key, lambda handle: handle.write(data), exclusive=exclusive)
+
+    def write_stream(self, key: str, source: BinaryIO, *, content_type: str = "application/octet-stream") -> None:
+        self._write(key, lambda handle: shutil.copyfileobj(source, handle), exclusive=False)
+
+    def _write(self, key: str, fill: Callable[[BinaryIO], object], *, exclusive: bool) -> bool:
+        """A temporary file filled by `fill`, synced, then renamed (or with `exclusive`, hard-linked) into place."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                fill(handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             if exclusive:

@@ -7,7 +7,8 @@ AWS IAM: a web identity token (EKS's IRSA and other OIDC federation), the contai
 endpoint (ECS, EKS Pod Identity) or the instance's metadata service.
 
 Every object is written by one PUT, which S3 applies atomically, so a reader sees a whole record
-or none.  An exclusive write is a conditional PUT (`If-None-Match: *`,
+or none (a report larger than the client's part size goes as a multipart upload, applied as
+atomically when it completes).  An exclusive write is a conditional PUT (`If-None-Match: *`,
 honoured by MinIO and AWS S3): the server refuses it with 412 when the object exists, so two
 runners finishing the same cell at once store one record, with no check-then-put race.
 
@@ -22,7 +23,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import urllib3
 from minio import Minio
@@ -110,6 +111,15 @@ class S3Store(ResultStore):
                     return False
                 time.sleep(0.05 * 2**attempt)  # ConditionalRequestConflict: another writer is deciding
         raise StoreUnavailable(f"{self.url}: cannot write {key}: concurrent writers kept conflicting")
+
+    def write_stream(self, key: str, source: BinaryIO, *, content_type: str = "application/octet-stream") -> None:
+        """One PUT, or above the client's part size a multipart upload, which S3 also applies only
+        when it completes: a reader sees the whole object or the one before."""
+        self._ensure_bucket()
+        length = source.seek(0, io.SEEK_END)
+        source.seek(0)
+        self._call(f"write {key}", lambda: self._client.put_object(
+            self.bucket, self._object(key), source, length, content_type=content_type))
 
     def exists(self, key: str) -> bool:
         def stat() -> bool:
