@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ccsweep.adaptive import PointRuns
 from ccsweep.figures.points import cell_summary
-from ccsweep.result import CellResult, TimeSeries
+from ccsweep.result import CellResult, Environment, TimeSeries
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 from ccsweep.sweep_status import CellStatus, cell_statuses, chunk_statuses, mark_unwanted
@@ -171,6 +171,7 @@ class _Gathered:
         #: Algorithms and kernels of every stored record, counted or not (_MissingReasons).
         self.available: set[str] = set()
         self.kernels: set[str] = set()
+        self.shared = _SharedParts()
 
     def add(self, entries: Iterable[ManifestCell], statuses: Iterable[CellStatus]) -> None:
         names: dict[str, str] = {}  # each experiment's name held once, not once per entry
@@ -181,7 +182,7 @@ class _Gathered:
                 self.available.update(result.environment.available_cc)
                 self.kernels.add(result.environment.kernel)
             if status.state == "stored" and result is not None:
-                self.results[cell_id] = result
+                self.results[cell_id] = self.shared.record(result)
             if status.attempt_kind == "late" and attempt is not None:
                 (self.flagged_late if result is not None else self.late_attempts)[cell_id] = attempt
             elif status.attempt_kind == "failed":
@@ -197,6 +198,29 @@ class _Gathered:
                     self.absent[cell_id] = named
                 if unplaceable:
                     self.without_record[cell_id] = named
+
+
+class _SharedParts:
+    """Equal parts of the held records kept once: the figures step holds every stored record, and
+    most of one (some 8 of 11 KiB) is its cell's link, flow and buffer parameters and its
+    environment, which the cells of a sweep mostly share. The parameters are frozen models, so a
+    shared one cannot change under another record; nothing changes a record's environment."""
+
+    def __init__(self) -> None:
+        self._params: dict[object, object] = {}
+        self._environments: dict[str, Environment] = {}
+
+    def record(self, result: CellResult) -> CellResult:
+        params = result.cell.params
+        shared = params.model_copy(update={name: self._params.setdefault(getattr(params, name), getattr(params, name))
+                                           for name in _SHARED_PARAMS})
+        environment = self._environments.setdefault(result.environment.model_dump_json(), result.environment)
+        return result.model_copy(update={"cell": result.cell.model_copy(update={"params": shared}),
+                                         "environment": environment})
+
+
+#: The parts of CellParams that are models or tuples of them (a cell's own seed and repetition are not).
+_SHARED_PARAMS = ("flows", "uplink", "downlink", "buffers")
 
 
 class _MissingReasons:
