@@ -260,7 +260,7 @@ def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: Adaptive
     what = "Figure 8" if full else "Figure 8's path"
     target = f"ci_relative: {rule.target.ci_relative:g}" + (
         f", ci_absolute_mbps: {rule.target.ci_absolute_mbps:g}" if rule.target.ci_absolute_mbps else "")
-    floor = (f", or at most {rule.target.ci_absolute_mbps:g} Mbit/s (for cells that deliver almost nothing)"
+    floor = (f" and above {rule.target.ci_absolute_mbps:g} Mbit/s (a floor for cells that deliver almost nothing)"
              if rule.target.ci_absolute_mbps else "")
     return [
         f"# Adaptive repetitions against a fixed 10 runs: {what} on both links ({date})",
