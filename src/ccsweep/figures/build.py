@@ -7,6 +7,7 @@ whenever asked, from stored results only.
 
 from __future__ import annotations
 
+import io
 import tempfile
 
 from ccsweep.figures import rebbr_csv, tidy
@@ -69,15 +70,20 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
                 put(image_name(result.cell.id), image)
                 series_images.add(result.cell.id)
     # The tidy tables `ccsweep export` writes, beside the report: record links relative to it.
-    cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}")
-    put(CELLS_CSV, cells.text().encode())
-    put(FLOWS_CSV, flows.text().encode())
+    with tempfile.TemporaryFile() as cells_file, tempfile.TemporaryFile() as flows_file:  # sent as written
+        texts = {name: io.TextIOWrapper(handle, encoding="utf-8", newline="")
+                 for name, handle in ((CELLS_CSV, cells_file), (FLOWS_CSV, flows_file))}
+        cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}", *map(tidy.CsvText, texts.values()))
+        for name, text in texts.items():
+            text.flush()
+            text.buffer.seek(0)
+            written[name] = store.put_sweep_stream(sweep, name, text.buffer)
+            text.detach()  # the temporary file closes it
     from ccsweep.figures.links import links_section  # imports ccsweep.compare, which imports this package
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
     tables = {CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}
-    del cells, flows
     with tempfile.TemporaryFile() as html:  # written as rendered: the report is never held whole
         for piece in report_pieces(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
                                    tables=tables, links=links, series_images=series_images):

@@ -18,7 +18,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from ccsweep.cell import CellParams, DirectionParams
 from ccsweep.figures.data import SweepData
@@ -172,10 +172,12 @@ def _rows(sweep: SweepData, location: Callable[[str], str]) -> Iterator[tuple[Ro
         yield row, flow_rows(result, row)
 
 
-def tables_csv(sweep: SweepData, location: Callable[[str], str] = lambda key: key) -> tuple[CsvText, CsvText]:
+def tables_csv(sweep: SweepData, location: Callable[[str], str] = lambda key: key,
+               cells: CsvText | None = None, flows: CsvText | None = None) -> tuple[CsvText, CsvText]:
     """The cells and flows tables as CSV (as write_csv writes them), built a cell at a time: the
-    figures step never holds a dict per cell and per flow (some 9 KiB a cell), only the text."""
-    cells, flows = CsvText(), CsvText()
+    figures step never holds a dict per cell and per flow (some 9 KiB a cell), and with CsvTexts
+    writing to files, not even the text."""
+    cells, flows = cells or CsvText(), flows or CsvText()
     for row, rows_of_flows in _rows(sweep, location):
         cells.add(row)
         for flow in rows_of_flows:
@@ -186,8 +188,9 @@ def tables_csv(sweep: SweepData, location: Callable[[str], str] = lambda key: ke
 class CsvText:
     """CSV written a row at a time, byte for byte as write_csv writes the same rows at once."""
 
-    def __init__(self) -> None:
-        self._out = io.StringIO()
+    def __init__(self, out: TextIO | None = None) -> None:
+        """`out`: where the text goes (a file the figures step sends as it is); else kept for text()."""
+        self._out = out or io.StringIO()
         self._writer = csv.writer(self._out, lineterminator="\n")
         self._header: list[str] | None = None
         self.rows = 0
@@ -200,6 +203,7 @@ class CsvText:
         self.rows += 1
 
     def text(self) -> str:
+        assert isinstance(self._out, io.StringIO), "a CsvText writing to a file keeps no text"
         return self._out.getvalue()
 
 
