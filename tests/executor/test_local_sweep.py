@@ -71,9 +71,11 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     # all four before it did, in the full suite).
     spec = write_tiny_spec(tmp_path / "long.yaml", "long", loss_percent=[0, 0.5, 1, 2], duration_s=15)
     store_dir = tmp_path / "store"
+    # Started as from an interactive shell, which never ignores SIGINT: this test's own process may run with
+    # SIGINT ignored (a suite started in the background), and a child inherits that.
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                              "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not list(store_dir.rglob("result.json")):
         time.sleep(0.5)
