@@ -27,7 +27,7 @@ from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
 from ccsweep.store import ResultStore, SweepManifest
-from ccsweep.store.base import ManifestChunk
+from ccsweep.store.base import ManifestCell, ManifestChunk
 
 #: Every state, in the order they are decided (see the module docstring).
 STATES = ("stored", "unwanted", "unplaceable", "late", "failed", "starved", "missing")
@@ -144,10 +144,19 @@ def sweep_cells(store: ResultStore, sweep: str) -> Iterator[CellStatus]:
     if not is_adaptive(manifest):
         yield from cell_statuses(store, manifest, unplaceable)
         return
-    manifest = store.with_cells(manifest)  # judged whole: its plan is read once and held
-    whole = list(cell_statuses(store, manifest, unplaceable))
-    mark_unwanted(stored_spec(manifest).experiments, [entry.to_cell(sweep) for entry in manifest.cells], whole)
+    _entries, whole, _points = judged_whole(store, manifest, unplaceable, stored_spec(manifest).experiments)
     yield from whole
+
+
+def judged_whole(store: ResultStore, manifest: SweepManifest, unplaceable: dict[str, str],
+                 experiments: Iterable[Experiment]) -> tuple[list[ManifestCell], list[CellStatus], list[PointRuns]]:
+    """A sweep with adaptive repetitions judged whole (its wanted runs depend on each other): its
+    plan read once and held, every distinct cell's state with the runs no round has asked for marked
+    unwanted, and the adaptive points."""
+    manifest = store.with_cells(manifest)
+    statuses = list(cell_statuses(store, manifest, unplaceable))
+    points = mark_unwanted(experiments, [entry.to_cell(manifest.name) for entry in manifest.cells], statuses)
+    return manifest.cells, statuses, points
 
 
 def sweep_status(store: ResultStore, sweep: str) -> SweepStatus:

@@ -18,7 +18,7 @@ from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, Environment, TimeSeries
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
-from ccsweep.sweep_status import CellStatus, cell_statuses, chunk_statuses, mark_unwanted
+from ccsweep.sweep_status import CellStatus, chunk_statuses, judged_whole
 
 SeriesLoader = Callable[[str], TimeSeries | None]
 #: A file stored beside a cell's record, by cell id and file name (e.g. uplink.log.gz).
@@ -126,12 +126,10 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     found = _Gathered(store.get_unplaceable(sweep))
     points: list[PointRuns] = []
     if any(exp.adaptive is not None for exp in spec.experiments):
-        whole = store.with_cells(manifest)
-        statuses = list(cell_statuses(store, whole, found.set_aside))
         # Runs an adaptive rule has not asked for are planned, not missing.
-        points = mark_unwanted(spec.experiments, [c.to_cell(sweep) for c in whole.cells], statuses)
-        found.add(whole.cells, statuses)
-        del whole, statuses
+        entries, statuses, points = judged_whole(store, manifest, found.set_aside, spec.experiments)
+        found.add(entries, statuses)
+        del entries, statuses
     else:
         for chunk, chunk_cells in chunk_statuses(store, manifest, found.set_aside):
             found.add(chunk.entries, chunk_cells)
@@ -143,9 +141,8 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
                                           missing=why.describe(i for i in ids if i in found.absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
     unplaceable = [cell_id for cell_id in found.set_aside if cell_id in found.without_record]
-    late = {**found.flagged_late, **found.late_attempts}  # records flagged late by an earlier version first
     return SweepData(manifest=manifest.model_copy(update={"cells": []}), description=spec.description,
-                     experiments=experiments, failures=list(found.failures.values()), late=list(late.values()),
+                     experiments=experiments, failures=list(found.failures.values()), late=list(found.late.values()),
                      starved=list(found.starved.values()), points=points, unplaceable=why.describe(unplaceable),
                      plan=found.plan)
 
@@ -172,6 +169,12 @@ class _Gathered:
         self.available: set[str] = set()
         self.kernels: set[str] = set()
         self.shared = _SharedParts()
+
+    @property
+    def late(self) -> dict[str, CellResult]:
+        """Each cell's late attempt: records flagged late by an earlier version first, then the late
+        attempts of cells without a record."""
+        return {**self.flagged_late, **self.late_attempts}
 
     def add(self, entries: Iterable[ManifestCell], statuses: Iterable[CellStatus]) -> None:
         names: dict[str, str] = {}  # each experiment's name held once, not once per entry
@@ -236,7 +239,7 @@ class _MissingReasons:
     def __init__(self, found: _Gathered):
         self.found = found
         self.available = sorted(found.available)
-        self.late = {**found.flagged_late, **found.late_attempts}
+        self.late = found.late
         self.named = {**found.without_record, **found.absent}
 
     def describe(self, cell_ids: Iterable[str]) -> list[MissingCell]:
