@@ -90,12 +90,11 @@ class S3Store(ResultStore):
 
     def write_bytes(self, key: str, data: bytes, *, content_type: str = "application/octet-stream",
                     exclusive: bool = False) -> bool:
+        if not exclusive:
+            self.write_stream(key, io.BytesIO(data), content_type=content_type)
+            return True
         self._ensure_bucket()
         name = self._object(key)
-        if not exclusive:
-            self._call(f"write {key}", lambda: self._client.put_object(
-                self.bucket, name, io.BytesIO(data), len(data), content_type=content_type))
-            return True
         for attempt in range(CONFLICT_RETRIES):
             try:
                 # put_object has no way to send If-None-Match (it turns unknown headers into
