@@ -25,6 +25,7 @@ mahimahi` builds them).  Writes benchmarks/results/<date>-adaptive-figure8.md an
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import subprocess
@@ -60,8 +61,9 @@ class Rule:
     seconds: list[float]
     stopped: str
 
-    @property
+    @functools.cached_property
     def interval(self) -> Interval:
+        """The runs' median and its bootstrap interval (computed once: the row and the tally read it)."""
         return median_ci(self.values)
 
 
@@ -172,7 +174,6 @@ class Tally:
     stops: dict[str, list[str]] = field(default_factory=dict)
     #: Per rule, the cells whose interval is still wider than the adaptive rule's target.
     unsettled: dict[str, list[str]] = field(default_factory=lambda: {"fixed": [], "adaptive": []})
-    cells: int = 0
 
 
 def report(store_url: str, meta: dict[str, str], prefix: str, full: bool) -> str:
@@ -209,7 +210,6 @@ def link_rows(store: ResultStore, link: str, sweeps: list[str], rule: AdaptiveRe
         tally.stops.setdefault(rules["adaptive"].stopped, []).append(
             f"{setting} on {link} ({len(rules['adaptive'].values)} runs)")
         label = f"{link}: {setting}"
-        tally.cells += 1
         for name, taken in rules.items():
             if not (taken.values and target_met(rule.target, taken.interval)):
                 tally.unsettled[name].append(label)
@@ -300,6 +300,7 @@ def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: Adaptive
 def footer(tally: Tally, full: bool) -> list[str]:
     """The totals, the widest intervals left, why the adaptive rule stopped, and how to read it."""
     totals, widest = tally.totals, tally.widest
+    cells_judged = sum(map(len, tally.stops.values()))  # every cell has one reason to stop
     ratio = totals["adaptive"] / totals["fixed"] if totals["fixed"] else float("nan")
     return [
         "",
@@ -309,7 +310,7 @@ def footer(tally: Tally, full: bool) -> list[str]:
         f"({widest['fixed'][1]}); adaptive {widest['adaptive'][0] * 100:.1f} % ({widest['adaptive'][1]}) (a cell "
         "that delivers almost nothing can be wide relative to its median and still meet an absolute target).",
         *[f"Cells whose interval is still wider than the adaptive rule's target, {name}: "
-          f"{len(cells)} of {tally.cells}" + (f" ({'; '.join(cells)})." if cells else ".")
+          f"{len(cells)} of {cells_judged}" + (f" ({'; '.join(cells)})." if cells else ".")
           for name, cells in tally.unsettled.items()],
         "",
         *[f"Adaptive rule, {state}: {'; '.join(cells)}." for state, cells in sorted(tally.stops.items())],
