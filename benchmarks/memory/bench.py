@@ -3,8 +3,10 @@
 An Argo sweep's pods have memory limits of 128 Mi to 512 Mi, and a sweep may have 100,000 cells.
 Each step below runs as the real command line in a process of its own, and its peak resident set
 is the high-water mark the kernel keeps for it (VmHWM, read as it exits). No flow runs: the sweeps are planned for
-real, and their results are fake records (status ok, a goodput drawn from the cell's loss) stored
-through the store's own methods for every cell but those of the last chunk, which stay to run.
+real, and their results are fake records stored through the store's own methods for every cell but
+those of the last chunk, which stay to run. A fake record is shaped like a real 60 s cell's (its flow
+with 60 per-second throughputs, the link's counters and self-check), so what a step holds per record
+is measured at a real record's size; no time series is stored, so no per-cell series image is drawn.
 
 - plan: `ccsweep plan SPEC --chunks-file F` into an empty store (the first step of an Argo sweep)
 - cell start: `ccsweep cell --sweep NAME --id ID` of a stored cell: it opens the store, finds its
@@ -35,14 +37,17 @@ from pathlib import Path
 
 import yaml
 
+from ccsweep.cell import Cell
 from ccsweep.plan import CHUNK_SIZE, planned_cells
-from ccsweep.result import CellResult, Environment
+from ccsweep.result import CellResult, DirectionCounters, Environment, FlowResult, LinkSummary, SelfCheck
 from ccsweep.store import open_store
 from support.procstat import machine
 
 REPO = Path(__file__).resolve().parents[2]
 #: Repetitions of every loss setting: 20, so 400 cells are 10 loss rates x 2 algorithms.
 REPETITIONS = 20
+#: Figure 8's flow time: each fake record carries a flow's per-second throughput for it, as a real one does.
+DURATION_S = 60
 STEPS = ("plan", "cell start", "plan --chunk", "status", "figures")
 
 
@@ -52,7 +57,7 @@ def spec_of(cells: int) -> dict:
     return {"name": f"mem-{cells}", "description": "memory bench: planned, never run",
             "experiments": [{"name": "loss", "title": "Goodput vs loss (memory bench, fake results)",
                              "figure": "goodput-vs-loss", "cc": ["cubic", "bbr"], "loss_percent": losses,
-                             "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": 8, "warmup_s": 2,
+                             "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": DURATION_S, "warmup_s": 5,
                              "repetitions": REPETITIONS}]}
 
 
@@ -99,6 +104,41 @@ def measured(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,), s
     return peak_kb / 1024, time.monotonic() - started
 
 
+def fake_record(cell: Cell, env: Environment) -> CellResult:
+    """A record shaped like a real 60 s cell's: status ok, its flow with a number for every second,
+    the link's counters and timing self-check, and the names of the files a real cell stores beside it.
+    The goodput is drawn from the cell's loss; every number differs from cell to cell, as measured ones do."""
+    params = cell.params
+    goodput = 20 * (1 - min(params.loss * 20, 0.95)) * (0.9 + 0.001 * params.repetition)
+    per_second = [round(goodput * (1 + 0.01 * ((k * 7 + params.repetition) % 11 - 5)), 4) for k in range(DURATION_S)]
+    sent = int(goodput * 1e6 / 8 * DURATION_S)
+    flow = FlowResult(index=0, cc=params.flows[0].cc, start_s=0.0, bytes_received=sent, goodput_mbps=goodput,
+                      goodput_steady_mbps=goodput * 1.01, throughput_per_s_mbps=per_second,
+                      retransmits=int(sent / 1448 * params.loss), rtt_mean_ms=41.5 + params.repetition / 10,
+                      rtt_p50_ms=41.0 + params.repetition / 10, rtt_p95_ms=48.2 + params.repetition / 10,
+                      min_rtt_ms=40.0, rwnd_limited_fraction=0.01 * (params.repetition % 3),
+                      sndbuf_limited_fraction=0.0)
+    packets = sent // 1448
+    uplink = DirectionCounters(in_packets=packets + 90, in_bytes=sent + 90 * 1500, out_packets=packets,
+                               out_bytes=sent + packets * 52, bottleneck_packets=packets + 90,
+                               bottleneck_bytes=sent + 90 * 1500, capacity_bytes=int(20e6 / 8 * DURATION_S),
+                               drops_loss=int(packets * params.loss), queue_bytes_max=60_000 + params.repetition)
+    downlink = DirectionCounters(in_packets=packets // 2, in_bytes=packets * 26, out_packets=packets // 2,
+                                 out_bytes=packets * 26, bottleneck_packets=packets // 2, bottleneck_bytes=packets * 26,
+                                 capacity_bytes=int(20e6 / 8 * DURATION_S), queue_bytes_max=224)
+    selfcheck = SelfCheck(lateness_p50_us=130.0 + params.repetition, lateness_p99_us=300.0 + params.repetition,
+                          lateness_max_us=3700.5 + params.repetition, cpu_share=0.05 + params.repetition / 1000,
+                          late=False, threshold_us=1000.0, sched="fifo:10", release_window_us=250.0,
+                          runqueue_p99_us=50.0 + params.repetition, lateness_from="packets")
+    link = LinkSummary(version="bench", order="queue>bottleneck>loss>delay", uplink=uplink, downlink=downlink,
+                       selfcheck=selfcheck)
+    return CellResult(cell=cell, status="ok", started_at="2026-01-01T00:00:00.000+00:00",
+                      finished_at="2026-01-01T00:01:02.000+00:00", flows_started_at="2026-01-01T00:00:01.000+00:00",
+                      goodput_mbps=goodput, goodput_steady_mbps=goodput * 1.01,
+                      bottleneck_throughput_mbps=goodput * 1.02, capacity_mbps=20.0, flows=[flow], link=link,
+                      environment=env, artifacts=["uplink.log.gz", "downlink.log.gz"])
+
+
 def fake_results(store_url: str, sweep: str) -> int:
     """Store a record for every planned cell but the last chunk's (a quarter in a one-chunk sweep);
     returns how many."""
@@ -108,12 +148,7 @@ def fake_results(store_url: str, sweep: str) -> int:
                       python="3")
     stored = cells[:len(cells) - min(CHUNK_SIZE, len(cells) // 4)]
     for cell in stored:
-        loss = cell.params.loss
-        goodput = 20 * (1 - min(loss * 20, 0.95)) * (0.9 + 0.01 * cell.params.repetition)
-        store.put_cell(CellResult(cell=cell, status="ok", started_at="2026-01-01T00:00:00+00:00",
-                                  finished_at="2026-01-01T00:00:08+00:00", goodput_mbps=goodput,
-                                  goodput_steady_mbps=goodput, bottleneck_throughput_mbps=goodput,
-                                  capacity_mbps=20.0, environment=env))
+        store.put_cell(fake_record(cell, env))
     return len(stored)
 
 
