@@ -39,6 +39,12 @@ pub struct Args {
     /// Mahimahi trace for the downlink.
     #[arg(long)]
     pub downlink_trace: Option<String>,
+    /// TUN offloads: `tso` lets the sending host hand over whole TCP segments (up to 64 KB a
+    /// read), which the link cuts into the packets the host would have sent, and writes the
+    /// packets of one segment that leave in the same pass as one GSO write; `none` moves one
+    /// packet per read and write. The link model sees the same packets either way.
+    #[arg(long, default_value = "tso", value_parser = ["tso", "none"])]
+    pub offload: String,
     /// Play traces once and end the link when one runs out (default: repeat).
     #[arg(long)]
     pub once: bool,

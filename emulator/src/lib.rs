@@ -14,6 +14,7 @@ pub mod lateness;
 pub mod link;
 pub mod linklog;
 pub mod netdev;
+pub mod offload;
 pub mod pacing;
 pub mod queue;
 pub mod sched;

@@ -14,6 +14,7 @@ use crate::inject::Injector;
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
 use crate::queue::{DropCause, Packet, Queue};
+use crate::offload::{self, Coalescer, VNET_HDR_LEN};
 use crate::trace::{Trace, HEADER_BYTES, OPPORTUNITY_BYTES, OPPORTUNITY_IP_BITS};
 use rand::Rng;
 use rand::SeedableRng;
@@ -102,6 +103,11 @@ pub struct Counters {
     pub queue_packets_max: u64,
     /// Releases held back by `--inject-lateness`.
     pub injected_delays: u64,
+    /// Write calls: fewer than `out_packets` when offloads join packets.
+    pub writes: u64,
+    /// TSO segments read and cut into packets, and GSO frames that could not be cut (passed whole).
+    pub segments_split: u64,
+    pub segments_unsplit: u64,
 }
 
 /// What one direction is made of, built from its validated configuration.
@@ -111,6 +117,9 @@ pub struct Stages {
     pub delay_ns: u64,
     pub loss: f64,
     pub loss_position: LossPosition,
+    /// Frames carry a `virtio_net_hdr`, and packets that continue one another leave as one
+    /// GSO write (`--offload tso`).
+    pub offload: bool,
     /// Seed of the loss decisions.
     pub loss_seed: u64,
     /// Holds releases back on purpose (a debug option), if given.
@@ -135,8 +144,22 @@ pub struct Direction {
     pub lateness: Lateness,
     log: Option<LinkLog>,
     dropped: Vec<(Packet, DropCause)>,
+    /// Bytes before the IP packet in each frame: the `virtio_net_hdr` with offloads, else none.
+    frame_offset: usize,
+    /// Due packets joined into one write, with offloads.
+    joined: Option<Joined>,
+    /// The packets of the frame being cut (kept to reuse its allocation).
+    split: Vec<Vec<u8>>,
     /// Buffers of packets that left the link, for reuse by the reader.
     pub spare: Vec<Vec<u8>>,
+}
+
+/// Due packets waiting to leave as one GSO write, with what their accounting needs.
+#[derive(Default)]
+struct Joined {
+    frames: Coalescer,
+    due_ns: Vec<u64>,
+    ip_bytes: u64,
 }
 
 impl Direction {
@@ -156,6 +179,9 @@ impl Direction {
             lateness: Lateness::default(),
             log: stages.log,
             dropped: Vec::new(),
+            frame_offset: if stages.offload { VNET_HDR_LEN } else { 0 },
+            joined: stages.offload.then(Joined::default),
+            split: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -164,17 +190,39 @@ impl Direction {
         self.loss > 0.0 && self.rng.random::<f64>() < self.loss
     }
 
+    /// Whether frames carry a `virtio_net_hdr` (and may be TSO segments).
+    pub fn offload(&self) -> bool {
+        self.joined.is_some()
+    }
+
+    /// A frame read with offloads at `now_ns`: a TSO segment arrives as the packets it stands
+    /// for, each in a buffer from `pool`, all at the time of the read.
+    pub fn arrive_frame(&mut self, now_ns: u64, frame: &[u8], pool: &mut Vec<Vec<u8>>) {
+        let mut packets = std::mem::take(&mut self.split);
+        let cut = offload::split(frame, || pool.pop().unwrap_or_default(), |packet| packets.push(packet));
+        if !cut {
+            self.counters.segments_unsplit += 1;
+        } else if packets.len() > 1 {
+            self.counters.segments_split += 1;
+        }
+        for packet in packets.drain(..) {
+            self.arrive(now_ns, packet);
+        }
+        self.split = packets;
+    }
+
     /// A packet read from this direction's input device at `now_ns`.
     pub fn arrive(&mut self, now_ns: u64, data: Vec<u8>) {
         self.advance(now_ns);
+        let ip_bytes = data.len().saturating_sub(self.frame_offset) as u32;
         self.counters.in_packets += 1;
-        self.counters.in_bytes += data.len() as u64;
+        self.counters.in_bytes += u64::from(ip_bytes);
         if self.loss_position == LossPosition::Before && self.lost() {
             self.counters.drops_loss += 1;
             self.spare.push(data);
             return;
         }
-        let packet = Packet { size: data.len() as u32 + HEADER_BYTES, data, arrival_ns: now_ns };
+        let packet = Packet { size: ip_bytes + HEADER_BYTES, data, arrival_ns: now_ns };
         self.log_capacity_until(now_ns);
         if let Some(log) = self.log.as_mut() {
             log.arrival(now_ns, packet.size);
@@ -308,24 +356,59 @@ impl Direction {
     }
 
     /// Hands every packet whose delay has elapsed to `write`, recording how late it left.
-    /// `clock` is read once per packet, just before its write: a write delivers the packet into
-    /// the receiving stack in our context, so each one delays the packets after it.
+    /// `clock` is read just before each write: a write delivers its packets into the receiving
+    /// stack in our context, so each one delays the packets after it. With offloads, due packets
+    /// that continue one another wait for each other (a few microseconds of this loop) and leave
+    /// in one write, each late by that write's time.
     pub fn release(&mut self, mut clock: impl FnMut() -> u64, mut write: impl FnMut(&[u8]) -> bool) {
         while let Some(&(due, _)) = self.delay_line.front() {
             let now_ns = clock();
             if due > now_ns || self.hold_head(due) > now_ns {
-                return;
+                break;
             }
             self.head_hold_ns = None;
             let (_, packet) = self.delay_line.pop_front().expect("a due packet");
-            self.lateness.record(now_ns - due);
-            if write(&packet.data) {
-                self.counters.out_packets += 1;
-                self.counters.out_bytes += packet.data.len() as u64;
-            } else {
-                self.counters.write_errors += 1;
+            let ip_bytes = (packet.data.len() - self.frame_offset) as u64;
+            match self.joined.as_mut() {
+                Some(joined) => {
+                    if !joined.frames.add(&packet.data) {
+                        self.write_joined(&mut clock, &mut write);
+                        let joined = self.joined.as_mut().expect("offloads");
+                        joined.frames.add(&packet.data);
+                    }
+                    let joined = self.joined.as_mut().expect("offloads");
+                    joined.due_ns.push(due);
+                    joined.ip_bytes += ip_bytes;
+                }
+                None => {
+                    self.lateness.record(now_ns - due);
+                    self.count_write(write(&packet.data), 1, ip_bytes);
+                }
             }
             self.spare.push(packet.data);
+        }
+        self.write_joined(&mut clock, &mut write);
+    }
+
+    /// Writes the packets joined so far, if any, as one frame.
+    fn write_joined(&mut self, clock: &mut impl FnMut() -> u64, write: &mut impl FnMut(&[u8]) -> bool) {
+        let Some(joined) = self.joined.as_mut().filter(|joined| !joined.frames.is_empty()) else { return };
+        let now_ns = clock();
+        for due in joined.due_ns.drain(..) {
+            self.lateness.record(now_ns - due);
+        }
+        let (packets, ip_bytes) = (joined.frames.len() as u64, std::mem::take(&mut joined.ip_bytes));
+        let written = write(joined.frames.flush());
+        self.count_write(written, packets, ip_bytes);
+    }
+
+    fn count_write(&mut self, written: bool, packets: u64, ip_bytes: u64) {
+        self.counters.writes += 1;
+        if written {
+            self.counters.out_packets += packets;
+            self.counters.out_bytes += ip_bytes;
+        } else {
+            self.counters.write_errors += packets;
         }
     }
 
@@ -428,6 +511,9 @@ impl Direction {
             "queue_packets_max": c.queue_packets_max,
             "delay_line_packets": self.delay_line.len(),
             "injected_delays": c.injected_delays,
+            "writes": c.writes,
+            "segments_split": c.segments_split,
+            "segments_unsplit": c.segments_unsplit,
         })
     }
 
@@ -456,6 +542,7 @@ mod tests {
             delay_ns,
             loss,
             loss_position: LossPosition::After,
+            offload: false,
             loss_seed: 42,
             injector: None,
             log: None,

@@ -15,6 +15,13 @@ use std::path::Path;
 use std::process::Command;
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// _IOW('T', 208, unsigned int): the offloads the device may hand us.
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+/// Frames start with a `struct virtio_net_hdr` (10 bytes by default).
+const IFF_VNET_HDR: libc::c_int = 0x4000;
+/// Checksums left partial, and TCP segments over IPv4 up to 64 KB.
+const TUN_F_CSUM: libc::c_ulong = 0x01;
+const TUN_F_TSO4: libc::c_ulong = 0x02;
 /// The kernel's IFNAMSIZ: a device name has at most 15 bytes plus the terminating NUL.
 const IFNAMSIZ: usize = 16;
 /// NAME_MAX: `ip netns` keeps each namespace as a file under /run/netns.
@@ -118,10 +125,12 @@ fn setns(fd: RawFd, what: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Opens a TUN device named `dev` (IFF_TUN | IFF_NO_PI: plain IP packets, one per read, no
-/// GSO super-packets since we ask for no offloads) in the current network namespace.
+/// Opens a TUN device named `dev` (IFF_TUN | IFF_NO_PI: IP packets, one per read) in the current
+/// network namespace. With `offload`, each frame starts with a `virtio_net_hdr` and the device
+/// is granted checksum offload and IPv4 TSO, so the host hands over whole TCP segments (see
+/// `offload`); without it, plain packets of at most the MTU.
 /// `dev` has passed `check_device_name`; `netns` names the current namespace for messages.
-fn open_tun(dev: &str, netns: &str) -> Result<OwnedFd, Error> {
+fn open_tun(dev: &str, netns: &str, offload: bool) -> Result<OwnedFd, Error> {
     let path = CString::new("/dev/net/tun").expect("no NUL");
     // SAFETY: plain open(2); the result is checked before use.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
@@ -132,20 +141,25 @@ fn open_tun(dev: &str, netns: &str) -> Result<OwnedFd, Error> {
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut request = [0u8; 40];
     request[..dev.len()].copy_from_slice(dev.as_bytes());
-    let flags = (libc::IFF_TUN | libc::IFF_NO_PI) as u16;
+    let vnet = if offload { IFF_VNET_HDR } else { 0 };
+    let flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as u16;
     request[IFNAMSIZ..IFNAMSIZ + 2].copy_from_slice(&flags.to_ne_bytes());
     // SAFETY: TUNSETIFF reads a struct ifreq (40 bytes) that we own for the call's duration.
     if unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF, request.as_mut_ptr()) } < 0 {
         return Err(Error::last_os(format!("TUNSETIFF {dev} in namespace {netns}")));
     }
+    // SAFETY: TUNSETOFFLOAD takes its flags by value.
+    if offload && unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4) } < 0 {
+        return Err(Error::last_os(format!("TUNSETOFFLOAD {dev} in namespace {netns}")));
+    }
     Ok(owned)
 }
 
 /// Creates the device of `endpoint` inside its namespace, returns to `home`, and configures it.
-fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<OwnedFd, Error> {
+fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32, offload: bool) -> Result<OwnedFd, Error> {
     let ns = open_netns(&endpoint.netns)?;
     setns(ns.as_raw_fd(), &endpoint.netns)?;
-    let tun = open_tun(dev, &endpoint.netns);
+    let tun = open_tun(dev, &endpoint.netns, offload);
     setns(home.as_raw_fd(), "the original namespace")?;
     let tun = tun?;
     configure(endpoint, dev, mtu)?;
@@ -153,16 +167,16 @@ fn open_device(endpoint: &Endpoint, home: &File, dev: &str, mtu: u32) -> Result<
 }
 
 impl Devices {
-    /// Creates and configures both devices; creates missing namespaces (removed on drop, and on
-    /// any error here).
-    pub fn open(sender: &Endpoint, receiver: &Endpoint, dev: &str, mtu: u32) -> Result<Self, Error> {
+    /// Creates and configures both devices, with offloads or without; creates missing namespaces
+    /// (removed on drop, and on any error here).
+    pub fn open(sender: &Endpoint, receiver: &Endpoint, dev: &str, mtu: u32, offload: bool) -> Result<Self, Error> {
         let mut namespaces = CreatedNamespaces(Vec::new());
         namespaces.ensure(&sender.netns)?;
         namespaces.ensure(&receiver.netns)?;
         let home = File::open("/proc/self/ns/net")
             .map_err(|source| Error::System { call: "open /proc/self/ns/net".into(), source })?;
-        let sender_fd = open_device(sender, &home, dev, mtu)?;
-        let receiver_fd = open_device(receiver, &home, dev, mtu)?;
+        let sender_fd = open_device(sender, &home, dev, mtu, offload)?;
+        let receiver_fd = open_device(receiver, &home, dev, mtu, offload)?;
         Ok(Self { sender: sender_fd, receiver: receiver_fd, _namespaces: namespaces })
     }
 }

@@ -127,6 +127,10 @@ class LinkSummary(Record):
     uplink: DirectionCounters
     downlink: DirectionCounters
     selfcheck: SelfCheck
+    #: ccsweep-link's TUN offloads as its summary echoes them (`tso`: whole segments in, joined
+    #: packets out; `none`); None for Mahimahi and in records made before the option existed
+    #: (their emulator moved one packet per read and write).
+    offload: str | None = Field(default=None, description="ccsweep-link's --offload (tso or none)")
     not_measured: list[str] = Field(default_factory=list,
                                     description="counters and checks this backend cannot measure (left 0 or None)")
 

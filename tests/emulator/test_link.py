@@ -6,12 +6,14 @@ bookkeeping, so a wrong schedule cannot confirm itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -223,6 +225,65 @@ def test_cubic_stays_below_10_mbit_at_1_percent_loss(link):
     mean = mean_goodput(intervals)
     assert 0.2e6 < mean < 10e6, f"CUBIC {mean / 1e6:.2f} Mbit/s"
     assert emu.summary["uplink"]["drops_loss"] > 0
+
+
+# Runs in a namespace: a TCP receiver that prints how many bytes it got and their SHA-256, or the
+# sender of a fixed pattern of that many bytes (argv: role, congestion control, bytes).
+PATTERN_FLOW = """
+import hashlib, socket, sys
+role, cc, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if role == "receiver":
+    server = socket.create_server(("10.0.0.2", 5301))
+    print("listening", flush=True)
+    conn, _ = server.accept()
+    digest, got = hashlib.sha256(), 0
+    while chunk := conn.recv(1 << 16):
+        digest.update(chunk)
+        got += len(chunk)
+    print(got, digest.hexdigest(), flush=True)
+else:
+    conn = socket.socket()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    conn.connect(("10.0.0.2", 5301))
+    conn.sendall(bytes(i % 251 for i in range(total)))
+    conn.shutdown(socket.SHUT_WR)
+    conn.recv(1)
+"""
+
+
+@pytest.mark.parametrize("offload", ["tso", "none"])
+def test_offloads_hand_the_model_mtu_packets_and_tcp_its_bytes(link, tmp_path, offload):
+    """4 MB over BBR at 100 Mbit/s, 100 ms RTT and 0.5 % loss, with TUN offloads on and off.
+
+    With `tso` the sending host hands over whole segments, which the link cuts into packets and
+    joins again where they leave together. Either way the model must see only packets of at most
+    the MTU (every `+` line of the log: 1500 + 4 bytes) and lose them one by one, and the
+    receiving application must get every byte in order: its SHA-256 is the sender's. (A packet
+    written with a partial checksum is not checked by the receiving host, so a wrong cut would
+    otherwise pass unseen.) Without offloads nothing is cut and every packet is its own write.
+    """
+    total = 4_000_000
+    log = tmp_path / f"up-{offload}.log"
+    with link(*BDP_LINK, "--uplink-loss", "0.005", "--offload", offload, "--uplink-log", str(log)) as emu:
+        receiver = emu.spawn_in(emu.receiver, sys.executable, "-c", PATTERN_FLOW, "receiver", "bbr", str(total))
+        try:
+            assert receiver.stdout.readline().strip() == "listening"
+            emu.run_in(emu.sender, sys.executable, "-c", PATTERN_FLOW, "sender", "bbr", str(total), timeout=60)
+            got, digest = receiver.stdout.readline().split()
+        finally:
+            stop(receiver)
+    assert int(got) == total
+    assert digest == hashlib.sha256(bytes(i % 251 for i in range(total))).hexdigest()
+    up = emu.summary["uplink"]
+    sizes = [size for _, size in link_log(log)["+"]]
+    assert len(sizes) == up["in_packets"] and max(sizes) <= OPPORTUNITY_BYTES, max(sizes)
+    assert up["drops_loss"] > 0 and up["segments_unsplit"] == 0
+    if offload == "tso":
+        assert up["segments_split"] > 0, "the sending host handed over no segment"
+        assert up["writes"] < up["out_packets"], "no packets left joined"
+        assert emu.summary["config"]["offload"] == "tso"
+    else:
+        assert up["segments_split"] == 0 and up["writes"] == up["out_packets"]
 
 
 def run_link(tag: str, changes: dict[str, str | None]) -> subprocess.CompletedProcess:

@@ -121,6 +121,7 @@ def cell_row(result: CellResult, sweep: str, experiments: list[str], record: str
     row.update(_selfcheck(link.selfcheck if link else None, result.late))
     row.update({
         "link_version": link.version if link else None,
+        "link_offload": link.offload if link else None,
         "link_order": link.order if link else None,
         "link_not_measured": ";".join(link.not_measured) or None if link else None,
         "kernel": env.kernel,

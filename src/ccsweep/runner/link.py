@@ -222,5 +222,6 @@ def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQue
             lateness_from="packets",
             runqueue_p99_us=waited,
         ),
+        offload=(summary.get("config") or {}).get("offload"),
     )
 
