@@ -5,12 +5,18 @@ sources print, each with its scope, the bound it is read as, and what the source
 claim worded loosely in its source ("about", "slightly", "little") is read with a stated margin
 (a factor of two, or the tolerance named in its constant), so a cell near the bound is not called
 either way by noise; the verdict prints the numbers and the bound.
+
+Each claim's scope -- its algorithm, link, loss and buffer -- is data (`Where`) handed to its check,
+not written into the check's code: the same check then reads any cells a scope names, and a test can
+move a claim onto recorded cells of a condition its source's statement does not cover, where it
+must fail, with exactly the code that judges the claim's own cells.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,7 +26,6 @@ from ccsweep.figures.checks import (
     STEADY,
     Claim,
     Verdict,
-    _at_loss,
     _per_point,
     _several_bbr_in_a_shallow_buffer,
     _single,
@@ -43,6 +48,9 @@ SLIGHTLY = 1.10
 #: BBR "holds up to about 45 %": at every loss of ReBBR's grid below 45 %, at least half the payload ideal.
 REBBR_HOLDS_TO = 0.45
 HOLDS_SHARE = 0.5
+#: BBR "beats" another algorithm: read as at least this many times its goodput.  Two flows that both fill
+#: the link (no loss, a deep buffer) tie to within noise, and a tie is not a win.
+BEATS = 1.1
 #: "No difference" between queues (and "about equal" elsewhere) read as within this fraction.
 NO_DIFFERENCE = 0.25
 #: ReBBR's CUBIC at 100 ms and 1 % loss: "about 1 Mbit/s", read as within a factor of 2.
@@ -74,6 +82,56 @@ MININET_MEAN_RATIO = 1.5
 MININET_WORST_RATIO = 4.0
 
 
+@dataclass(frozen=True)
+class Where:
+    """The cells a claim reads, as data: each field set narrows them, each left open does not.
+
+    Loss ranges include both ends (to a relative 1e-6, so a grid's 0.001 % is 1e-5); buffer ranges,
+    in BDPs of the cell's path, include the lowest and not the highest, as "below 1.5 BDP" and "4 BDP
+    or more" are worded.  A check reads the fields its claim's scope names; the rest of the scope (one
+    flow or several, which algorithms are compared) is what the claim is, and stays in its check.
+    """
+
+    #: The algorithm of a claim about one algorithm's flows (BBR holds, CUBIC's 1 Mbit/s ...).
+    cc: str | None = None
+    rate_mbps: float | None = None
+    rtt_ms: float | None = None
+    #: Random loss on the data direction, lowest and highest.
+    loss: tuple[float, float] = (0.0, 1.0)
+    #: The bottleneck's byte limit in BDPs, lowest and (not included) highest; None: any queue.
+    buffer_bdp: tuple[float, float] | None = None
+
+    def path(self, p: CellParams) -> bool:
+        """Whether the cell's link rate, RTT and data-direction loss are the claim's."""
+        low, high = self.loss
+        return ((self.rate_mbps is None or math.isclose(p.bandwidth_mbps or 0, self.rate_mbps))
+                and (self.rtt_ms is None or math.isclose(p.rtt_ms, self.rtt_ms))
+                and low * (1 - 1e-6) <= p.loss <= high * (1 + 1e-6))
+
+    def buffer(self, p: CellParams) -> bool:
+        """Whether the cell's bottleneck buffer is the claim's size (any queue where the claim names none)."""
+        if self.buffer_bdp is None:
+            return True
+        size = buffer_bdp(p)
+        return size is not None and self.buffer_bdp[0] <= size < self.buffer_bdp[1]
+
+    def buffers(self) -> str:
+        """The buffer range in words: 'below 1.5', '4 or more', '0.5-2' (BDPs)."""
+        low, high = self.buffer_bdp or (0.0, math.inf)
+        return f"below {high:g}" if low == 0 else f"{low:g} or more" if high == math.inf else f"{low:g}-{high:g}"
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A claim's check and the cells it reads: called on an experiment's data, as every claim's evaluate is."""
+
+    check: Callable[[ExperimentData, Where], list[Verdict]]
+    where: Where
+
+    def __call__(self, data: ExperimentData) -> list[Verdict]:
+        return self.check(data, self.where)
+
+
 def _pairs(data: ExperimentData, applies: Callable[[CellParams], bool], **blank: object) -> list[list[Point]]:
     """Points in scope grouped by every axis but `blank` (e.g. flows=None: one path, several algorithms)."""
     return group_series([pt for pt in group_points(data.results) if applies(pt.params)], **blank)
@@ -95,14 +153,9 @@ def _bbr_and_cubic(data: ExperimentData, applies: Callable[[CellParams], bool]
             yield by_cc, bbr, cubic
 
 
-def _rebbr_path(p: CellParams) -> bool:
-    return math.isclose(p.bandwidth_mbps or 0, REBBR_RATE_MBPS) and math.isclose(p.rtt_ms, REBBR_RTT_MS)
-
-
-def _cubic_above_at_lowest(data: ExperimentData) -> list[Verdict]:
+def _cubic_above_at_lowest(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for by_cc, bbr, cubic in _bbr_and_cubic(data, lambda p: _rebbr_path(p) and math.isclose(p.loss, 1e-5,
-                                                                                              rel_tol=1e-6)):
+    for by_cc, bbr, cubic in _bbr_and_cubic(data, where.path):
         verdicts.append(weighed(cell_summary(by_cc["cubic"].params, repetition=False),
                                 [cubic, bbr], lambda c, b: b <= c <= SLIGHTLY * b,
                                 f"{STEADY}: CUBIC {stated(cubic)} vs BBR {stated(bbr)} "
@@ -110,20 +163,20 @@ def _cubic_above_at_lowest(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
-def _bbr_holds(data: ExperimentData) -> list[Verdict]:
+def _bbr_holds(data: ExperimentData, where: Where) -> list[Verdict]:
     def judge(point: Point, goodput: float) -> tuple[bool, str]:
         bound = HOLDS_SHARE * payload_ideal_mbps(point.params.bandwidth_mbps or 0, point.params.loss)
         kernels = ", ".join(sorted({r.environment.kernel for r in point.results}))
         return goodput >= bound, (f"{STEADY} {goodput:.3g} Mbit/s vs bound {bound:.3g} ({HOLDS_SHARE:g} × the "
                                   f"payload-rate ideal); kernel {kernels}")
-    return _per_point(data, lambda p: _single(p, "bbr") and _rebbr_path(p) and 0 < p.loss < REBBR_HOLDS_TO,
+    return _per_point(data, lambda p: _single(p, where.cc or "") and where.path(p) and 0 < p.loss < REBBR_HOLDS_TO,
                       steady_goodput, judge)
 
 
-def _bbr_beats_the_others(data: ExperimentData) -> list[Verdict]:
+def _bbr_beats_the_others(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for group in _pairs(data, lambda p: len(p.flows) == 1 and p.bandwidth_mbps is not None and _rebbr_path(p)
-                        and math.isclose(p.loss, 0.01), flows=None):
+    for group in _pairs(data, lambda p: len(p.flows) == 1 and p.bandwidth_mbps is not None and where.path(p),
+                        flows=None):
         by_cc = _by_cc(group)
         bbr = by_cc.pop("bbr", None)
         bbr_goodput = bbr.median_ci(steady_goodput) if bbr else None
@@ -134,8 +187,9 @@ def _bbr_beats_the_others(data: ExperimentData) -> list[Verdict]:
             if theirs is None:
                 continue
             verdicts.append(weighed(cell_summary(other.params, repetition=False),
-                                    [bbr_goodput, theirs], lambda b, o: b > o,
-                                    f"{STEADY}: BBR {stated(bbr_goodput)} vs {cc} {stated(theirs)} (bound: BBR above)"))
+                                    [bbr_goodput, theirs], lambda b, o: b >= BEATS * o,
+                                    f"{STEADY}: BBR {stated(bbr_goodput)} vs {cc} {stated(theirs)} (bound: BBR ≥ "
+                                    f"{BEATS:g} × {cc})"))
         verdicts += _unmeasured_rivals(data, bbr, sorted(set(data.experiment.cc or []) - set(by_cc) - {"bbr"}))
     return verdicts
 
@@ -152,11 +206,11 @@ def _unmeasured_rivals(data: ExperimentData, bbr: Point, rivals: list[str]) -> l
     return verdicts
 
 
-def _gap_shrinks(data: ExperimentData) -> list[Verdict]:
+def _gap_shrinks(data: ExperimentData, where: Where) -> list[Verdict]:
     """Per loss ≥ 1 %: (BBR − CUBIC) / link rate at the lowest rate against the highest, weighed across
     the four medians' intervals like every comparison (one run a cell settles nothing)."""
     verdicts = []
-    single = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and pt.params.loss >= 0.01]
+    single = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)]
     for across_rates in group_series(single, uplink__rate_mbps=None, downlink__rate_mbps=None, flows=None):
         pairs: dict[float, dict[str, Interval]] = {}
         for pt in across_rates:
@@ -181,35 +235,34 @@ def _gap_shrinks(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
-def _cubic_about_1mbps(data: ExperimentData) -> list[Verdict]:
+def _cubic_about_1mbps(data: ExperimentData, where: Where) -> list[Verdict]:
     def judge(point: Point, goodput: float) -> tuple[bool, str]:
         low, high = REBBR_CUBIC_MBPS / 2, REBBR_CUBIC_MBPS * 2
         return low <= goodput <= high, f"{STEADY} {goodput:.3g} Mbit/s vs {low:g}-{high:g} (ReBBR: about 1)"
-    return _per_point(data, lambda p: _single(p, "cubic") and _rebbr_path(p) and math.isclose(p.loss, 0.01),
-                      steady_goodput, judge)
+    return _per_point(data, lambda p: _single(p, where.cc or "") and where.path(p), steady_goodput, judge)
 
 
-def _verizon(data: ExperimentData) -> list[Verdict]:
+def _verizon(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
     for group in _pairs(data, lambda p: len(p.flows) == 1 and p.flows[0].cc in ("bbr", "cubic")
-                        and p.uplink.trace is not None and p.loss >= 0.01, flows=None):
+                        and p.uplink.trace is not None and where.path(p), flows=None):
         by_cc = _by_cc(group)
         bbr = by_cc["bbr"].median_ci(steady_goodput) if "bbr" in by_cc else None
         cubic = by_cc["cubic"].median_ci(steady_goodput) if "cubic" in by_cc else None
         if bbr is None or cubic is None:
             continue
         verdicts.append(weighed(cell_summary(by_cc["bbr"].params, repetition=False),
-                                [bbr, cubic], lambda b, c: b > c,
-                                f"{STEADY}: BBR {stated(bbr)} vs CUBIC {stated(cubic)} (bound: BBR above)"))
+                                [bbr, cubic], lambda b, c: b >= BEATS * c,
+                                f"{STEADY}: BBR {stated(bbr)} vs CUBIC {stated(cubic)} "
+                                f"(bound: BBR ≥ {BEATS:g} × CUBIC)"))
     return verdicts
 
 
-def _queue_no_difference(data: ExperimentData) -> list[Verdict]:
+def _queue_no_difference(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for group in _pairs(data, lambda p: _single(p, "bbr", "cubic"), uplink__queue=None):
+    for group in _pairs(data, lambda p: _single(p, "bbr", "cubic") and where.path(p), uplink__queue=None):
         infinite = [pt for pt in group if pt.params.uplink.queue.kind == "infinite"]
-        bdp = [pt for pt in group if pt.params.uplink.queue.kind == "droptail"
-               and math.isclose(buffer_bdp(pt.params) or 0, 1, rel_tol=0.02)]
+        bdp = [pt for pt in group if pt.params.uplink.queue.kind == "droptail" and where.buffer(pt.params)]
         if not infinite or not bdp:
             continue
         a, b = infinite[0].median_ci(steady_goodput), bdp[0].median_ci(steady_goodput)
@@ -217,7 +270,8 @@ def _queue_no_difference(data: ExperimentData) -> list[Verdict]:
             continue
         verdicts.append(weighed(cell_summary(bdp[0].params, repetition=False),
                                 [a, b], lambda x, y: abs(y - x) <= NO_DIFFERENCE * max(x, y),
-                                f"{STEADY}: infinite queue {stated(a)} vs 1 BDP {stated(b)} "
+                                f"{STEADY}: infinite queue {stated(a)} vs {buffer_bdp(bdp[0].params):g} BDP "
+                                f"{stated(b)} "
                                 f"(bound: within {NO_DIFFERENCE:.0%} of the larger)"))
     return verdicts
 
@@ -226,9 +280,9 @@ def _share_within(part: float, whole: float, bounds: tuple[float, float]) -> boo
     return bounds[0] * whole <= part <= bounds[1] * whole
 
 
-def _default_buffers(data: ExperimentData) -> list[Verdict]:
+def _default_buffers(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for group in _pairs(data, lambda p: _single(p, "bbr") and _rebbr_path(p) and p.loss <= 0.01, buffers=None):
+    for group in _pairs(data, lambda p: _single(p, where.cc or "") and where.path(p), buffers=None):
         by_rmem = {pt.params.buffers.tcp_rmem[2]: pt for pt in group}
         if LINUX_RMEM_MAX not in by_rmem or REBBR_RMEM_MAX not in by_rmem:
             continue
@@ -244,39 +298,39 @@ def _default_buffers(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
-def _baseline_pairs(data: ExperimentData, loss: float) -> list[tuple[Point, Point]]:
-    """(baseline at 0 %, the cell at `loss`) per series of one BBR or CUBIC flow."""
-    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic")]
+def _baseline_pairs(data: ExperimentData, where: Where) -> list[tuple[Point, Point]]:
+    """(baseline at 0 %, a lossy cell in scope) per series of one flow of the claim's algorithm."""
+    points = [pt for pt in group_points(data.results) if _single(pt.params, where.cc or "")]
     pairs = []
     for series in loss_series(points, data.experiment.loss_direction):
-        lossy, base = _at_loss(series, loss), next((pt for pt in series if pt.params.loss == 0), None)
-        if lossy is not None and base is not None:
-            pairs.append((base, lossy))
+        base = next((pt for pt in series if pt.params.loss == 0), None)
+        if base is not None:
+            pairs += [(base, lossy) for lossy in series if lossy.params.loss > 0 and where.path(lossy.params)]
     return pairs
 
 
-def _te_bbr_10pct(data: ExperimentData) -> list[Verdict]:
+def _te_bbr_10pct(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for base, lossy in _baseline_pairs(data, 0.10):
-        if lossy.params.flows[0].cc != "bbr":
-            continue
+    for base, lossy in _baseline_pairs(data, where):
         at, ref = lossy.median_ci(steady_goodput), base.median_ci(steady_goodput)
         if at is None or ref is None or ref.center <= 0:
             continue
         drop = 100 * (ref.center - at.center) / ref.center
         verdicts.append(weighed(cell_summary(lossy.params, repetition=False),
                                 [at, ref], lambda a, r: TE_DROP[0] <= 100 * (r - a) / r <= TE_DROP[1],
-                                f"{STEADY} {stated(at)} at 10 % vs baseline {stated(ref)}: {-drop:+.1f} % "
+                                f"{STEADY} {stated(at)} at {lossy.params.loss * 100:g} % vs baseline {stated(ref)}: "
+                                f"{-drop:+.1f} % "
                                 f"(bound: {TE_DROP[0]:.1f}-{TE_DROP[1]:.1f} % below)"))
     return verdicts
 
 
-def _te_baseline_gap(data: ExperimentData) -> list[Verdict]:
+def _te_baseline_gap(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for by_cc, bbr, cubic in _bbr_and_cubic(data, lambda p: p.loss == 0 and p.downlink.loss == 0):
+    for by_cc, bbr, cubic in _bbr_and_cubic(data, lambda p: where.path(p) and p.downlink.loss == 0):
         verdicts.append(weighed(cell_summary(by_cc["bbr"].params, repetition=False),
                                 [bbr, cubic], lambda b, c: abs(b - c) <= TE_BASELINE_GAP / 100 * min(b, c),
-                                f"{STEADY} without loss: BBR {stated(bbr)} vs CUBIC {stated(cubic)} "
+                                f"{STEADY} at {by_cc['bbr'].params.loss * 100:g} % loss: BBR {stated(bbr)} vs CUBIC "
+                                f"{stated(cubic)} "
                                 f"(bound: within {TE_BASELINE_GAP:g} % of the lower)"))
     return verdicts
 
@@ -292,7 +346,7 @@ def _standing_queue_bdp(data: ExperimentData, result: CellResult) -> float | Non
     return float(np.median(steady)) / bdp if steady.size else None
 
 
-def _standing_queue(data: ExperimentData) -> list[Verdict]:
+def _standing_queue(data: ExperimentData, where: Where) -> list[Verdict]:
     low, high = STANDING_BDP
 
     def judge(point: Point, queue: float) -> tuple[bool, str]:
@@ -301,33 +355,33 @@ def _standing_queue(data: ExperimentData) -> list[Verdict]:
                                       f"{low:g}-{high:g} BDP; the study's \"28,000 B\" would be {28000 / bdp:.3f} "
                                       "BDP here, its \"1.12 BDP\" "
                                       f"{'fits' if low <= queue <= high else 'does not fit'})")
-    return _per_point(data, lambda p: _several_bbr_in_a_shallow_buffer(p) and (buffer_bdp(p) or 0) >= SHALLOW_EDGE_BDP,
+    return _per_point(data, lambda p: _several_bbr_in_a_shallow_buffer(p) and where.buffer(p),
                       lambda r: _standing_queue_bdp(data, r), judge)
 
 
-def _shallow_peak(data: ExperimentData) -> list[Verdict]:
+def _shallow_peak(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
     shallow = [pt for pt in group_points(data.results) if _several_bbr_in_a_shallow_buffer(pt.params)
-               and (buffer_bdp(pt.params) or 0) < SHALLOW_EDGE_BDP]
+               and where.buffer(pt.params)]
     low, high = SHALLOW_PEAK_PERCENT / 2, SHALLOW_PEAK_PERCENT * 2
     for series in group_series(shallow, uplink__queue=None):
         losses = [(stat, pt) for pt in series
                   if (stat := pt.median_ci(lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)))) is not None]
         if not losses:
             continue
-        worst, where = max(losses, key=lambda row: row[0].center)
-        verdicts.append(weighed(cell_summary(where.params, repetition=False), [worst],
+        worst, at = max(losses, key=lambda row: row[0].center)
+        verdicts.append(weighed(cell_summary(at.params, repetition=False), [worst],
                                 lambda w: low <= w <= high,
-                                f"worst loss after start-up below {SHALLOW_EDGE_BDP:g} BDP: {stated(worst, '%')} at "
-                                f"{buffer_bdp(where.params):g} BDP (bound {low:g}-{high:g} %; the study: up to 12 %)"))
+                                f"worst loss after start-up in buffers {where.buffers()} BDP: {stated(worst, '%')} at "
+                                f"{buffer_bdp(at.params):g} BDP (bound {low:g}-{high:g} %; the study: up to 12 %)"))
     return verdicts
 
 
-def _cubic_little_loss(data: ExperimentData) -> list[Verdict]:
+def _cubic_little_loss(data: ExperimentData, where: Where) -> list[Verdict]:
     def judge(point: Point, loss: float) -> tuple[bool, str]:
         return loss <= CUBIC_LITTLE_PERCENT, (f"loss after start-up {loss:.3g} % at {buffer_bdp(point.params):g} BDP "
                                               f"(bound ≤ {CUBIC_LITTLE_PERCENT:g} %)")
-    return _per_point(data, lambda p: len(p.flows) >= 2 and {f.cc for f in p.flows} == {"cubic"} and p.loss == 0
+    return _per_point(data, lambda p: len(p.flows) >= 2 and {f.cc for f in p.flows} == {where.cc} and where.path(p)
                       and p.uplink.queue.kind == "droptail" and buffer_bdp(p) is not None,
                       lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)), judge)
 
@@ -340,11 +394,12 @@ def bbr_share(result: CellResult) -> float | None:
     return sum(f.goodput_steady_mbps for f in result.flows if f.cc == "bbr") / total
 
 
-def _mix_share(data: ExperimentData) -> list[Verdict]:
+def _mix_share(data: ExperimentData, where: Where) -> list[Verdict]:
+    """BBR over half below SHALLOW_EDGE_BDP, CUBIC over half in the deep buffers `where` names."""
     def mixed(p: CellParams) -> bool:
-        buffer = buffer_bdp(p) or 0
-        return ({f.cc for f in p.flows} == {"bbr", "cubic"} and p.loss == 0 and p.uplink.queue.kind == "droptail"
-                and (buffer < SHALLOW_EDGE_BDP or buffer >= CUBIC_DEEP_BDP))
+        buffer = buffer_bdp(p)
+        return ({f.cc for f in p.flows} == {"bbr", "cubic"} and where.path(p) and p.uplink.queue.kind == "droptail"
+                and buffer is not None and (buffer < SHALLOW_EDGE_BDP or where.buffer(p)))
 
     def judge(point: Point, share: float) -> tuple[bool, str]:
         buffer = buffer_bdp(point.params) or 0
@@ -365,10 +420,10 @@ def _worst_rtt_ms(data: ExperimentData, result: CellResult) -> float | None:
     return result.flows[0].rtt_p95_ms if result.flows else None
 
 
-def _mininet(data: ExperimentData) -> list[Verdict]:
+def _mininet(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    deep = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and pt.params.loss == 0
-            and (buffer_bdp(pt.params) or 0) >= 4]
+    deep = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)
+            and where.buffer(pt.params)]
     for group in group_series(deep, flows=None):
         by_cc = _by_cc(group)
         if set(by_cc) != {"bbr", "cubic"}:
@@ -389,6 +444,12 @@ def _mininet(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
+#: ReBBR's Figure 8 path; a claim about it narrows the loss.
+REBBR_PATH = Where(rate_mbps=REBBR_RATE_MBPS, rtt_ms=REBBR_RTT_MS)
+NO_LOSS = (0.0, 0.0)
+#: A buffer of 1 BDP, to 2 % (a floor such as ReBBR's 15 KB makes it larger on a slow path).
+ONE_BDP = (0.98, 1.021)
+
 REBBR = "ReBBR (Hsiao and Muindi, CS244 2017)"
 REBBR_MEASURED = "ReBBR measured on Linux 4.11.1 under Mahimahi, one run per cell, bottleneck throughput."
 SHALLOW = "Shallow-buffer study (an untitled, unsigned write-up)"
@@ -398,69 +459,78 @@ SHALLOW_MEASURED = ("A testbed with one bottleneck router (no emulator, queue di
 SOURCE_CLAIMS = [
     Claim("rebbr-cubic-above-lowest-loss", "At 0.001 % loss CUBIC's steady-state goodput is at or slightly above "
           f"BBR's (up to {SLIGHTLY:g} ×)", f"{REBBR}: CUBIC is slightly above BBR at the lowest loss rates",
-          "one BBR and one CUBIC flow on ReBBR's path (100 Mbit/s, 100 ms), 0.001 % loss", _cubic_above_at_lowest,
+          "one BBR and one CUBIC flow on ReBBR's path (100 Mbit/s, 100 ms), 0.001 % loss",
+          Scoped(_cubic_above_at_lowest, replace(REBBR_PATH, loss=(1e-5, 1e-5))),
           "ReBBR's figure8.csv at 0.001 %: CUBIC 98.81 Mbit/s, BBR 95.36 (CUBIC 3.6 % above). " + REBBR_MEASURED),
     Claim("rebbr-bbr-holds", f"BBR's steady-state goodput ≥ {HOLDS_SHARE:g} × the payload-rate ideal at every loss "
           f"below {REBBR_HOLDS_TO:.0%} (ReBBR's kernel: Linux 4.11.1; each verdict names the cell's)",
           f"{REBBR}: BBR keeps its throughput up to about 45 % loss on Linux 4.11.1 (the paper's fell at 20 %)",
-          "one BBR flow on ReBBR's path (100 Mbit/s, 100 ms), 0 < p < 45 %", _bbr_holds, REBBR_MEASURED),
-    Claim("rebbr-bbr-beats-others", "At 100 Mbit/s, 100 ms and 1 % loss BBR's steady-state goodput is above "
-          "each other algorithm's", f"{REBBR}, algorithms experiment: BBR beats BIC, CUBIC, Reno, Vegas and "
-          "Westwood (BIC and Westwood second)", "one flow per algorithm on ReBBR's path, 1 % loss",
-          _bbr_beats_the_others, REBBR_MEASURED),
+          "one BBR flow on ReBBR's path (100 Mbit/s, 100 ms), 0 < p < 45 %",
+          Scoped(_bbr_holds, replace(REBBR_PATH, cc="bbr")), REBBR_MEASURED),
+    Claim("rebbr-bbr-beats-others", "At 100 Mbit/s, 100 ms and 1 % loss BBR's steady-state goodput is at least "
+          f"{BEATS:g} × each other algorithm's",
+          f"{REBBR}, algorithms experiment: BBR beats BIC, CUBIC, Reno, Vegas and Westwood (BIC and Westwood second)",
+          "one flow per algorithm on ReBBR's path, 1 % loss",
+          Scoped(_bbr_beats_the_others, replace(REBBR_PATH, loss=(0.01, 0.01))), REBBR_MEASURED),
     Claim("rebbr-gap-shrinks", "The BBR − CUBIC gap in steady-state goodput, as a share of the link rate, is "
           "smaller at the lowest rate than at the highest", f"{REBBR}, bandwidth experiment: the gap narrows as "
           "bandwidth falls; at 10 kbit/s CUBIC and BBR are about equal", "one BBR and one CUBIC flow at two or more "
-          "rates, same RTT and loss, loss ≥ 1 %", _gap_shrinks, REBBR_MEASURED),
+          "rates, same RTT and loss, loss ≥ 1 %", Scoped(_gap_shrinks, Where(loss=(0.01, 1.0))), REBBR_MEASURED),
     Claim("rebbr-cubic-1mbps", f"At 100 ms RTT and 1 % loss CUBIC's steady-state goodput is {REBBR_CUBIC_MBPS / 2:g}-"
           f"{REBBR_CUBIC_MBPS * 2:g} Mbit/s",
           f"{REBBR}, RTT experiment: CUBIC gets about 1 Mbit/s at 100 ms and 1 % loss",
-          "one CUBIC flow on ReBBR's path (100 Mbit/s, 100 ms), 1 % loss", _cubic_about_1mbps, REBBR_MEASURED),
-    Claim("rebbr-verizon", "Over a cellular trace BBR's steady-state goodput is above CUBIC's at every loss ≥ 1 %",
+          "one CUBIC flow on ReBBR's path (100 Mbit/s, 100 ms), 1 % loss",
+          Scoped(_cubic_about_1mbps, replace(REBBR_PATH, cc="cubic", loss=(0.01, 0.01))), REBBR_MEASURED),
+    Claim("rebbr-verizon",
+          f"Over a cellular trace BBR's steady-state goodput is at least {BEATS:g} × CUBIC's at every loss ≥ 1 %",
           f"{REBBR}, cellular experiment: BBR beats CUBIC on the Verizon LTE trace at non-negligible loss",
-          "one BBR and one CUBIC flow over the same trace link, loss ≥ 1 %", _verizon,
+          "one BBR and one CUBIC flow over the same trace link, loss ≥ 1 %", Scoped(_verizon, Where(loss=(0.01, 1.0))),
           "ReBBR's experiment4.csv (60 s flows; the cellular preset runs 140 s). " + REBBR_MEASURED),
     Claim("rebbr-queue-no-difference", f"A 1-BDP drop-tail queue gives the same steady-state goodput as an infinite "
           f"one (within {NO_DIFFERENCE:.0%})", f"{REBBR}: a BDP-sized queue (15 KB floor) made no difference against "
           "the infinite queue", "one BBR or CUBIC flow, the same path with an infinite and a 1-BDP drop-tail queue",
-          _queue_no_difference, "ReBBR reports no numbers for the 1-BDP runs, only that they matched."),
+          Scoped(_queue_no_difference, Where(buffer_bdp=ONE_BDP)),
+          "ReBBR reports no numbers for the 1-BDP runs, only that they matched."),
     Claim("rebbr-default-buffers", f"With Linux's default socket buffers BBR's steady-state goodput is "
           f"{DEFAULT_BUFFER_SHARE[0]:.0%}-{DEFAULT_BUFFER_SHARE[1]:.0%} of its goodput with ReBBR's 6.25 MB",
           f"{REBBR}: with Ubuntu's default buffers BBR reached only about 80 % of the link at 100 ms RTT "
           "(receive-window limited)", "one BBR flow on ReBBR's path, p ≤ 1 %, a cell with tcp_rmem max 6291456 and "
-          "one with 6553600 (across the sweep's experiments)", _default_buffers,
+          "one with 6553600 (across the sweep's experiments)",
+          Scoped(_default_buffers, replace(REBBR_PATH, cc="bbr", loss=(0.0, 0.01))),
           "A sentence of ReBBR's text on Linux 4.11.1; no figure or number.", sweep_wide=True),
     Claim("thousandeyes-bbr-10pct", f"At 10 % loss BBR's steady-state goodput is {TE_BBR_10PCT_DROP / 2:.1f}-"
           f"{TE_BBR_10PCT_DROP * 2:.1f} % below its loss-free baseline", "ThousandEyes, Path Quality Part 3 (Table 5): "
           "BBR 751.89 Mbit/s at 10 % against 868.50 without loss, 13.4 % down", "one BBR flow, a 0 % and a 10 % cell "
-          "on the same path", _te_bbr_10pct, "ThousandEyes, iperf3 over netem, near 1 Gbit/s (kernel not printed); "
-          "asymmetric path: 9.1 % down."),
+          "on the same path", Scoped(_te_bbr_10pct, Where(cc="bbr", loss=(0.1, 0.1))),
+          "ThousandEyes, iperf3 over netem, near 1 Gbit/s (kernel not printed); asymmetric path: 9.1 % down."),
     Claim("thousandeyes-baseline-gap", f"Without loss BBR's and CUBIC's steady-state goodput are within "
           f"{TE_BASELINE_GAP:g} % of each other", "ThousandEyes, Path Quality Part 3: baselines BBR 868.50 vs CUBIC "
           "804.6 Mbit/s (symmetric, 7.9 % apart), 827.20 vs 864.1 (asymmetric, 4.4 %)", "one BBR and one CUBIC flow "
-          "on the same path, no loss in either direction", _te_baseline_gap,
+          "on the same path, no loss in either direction", Scoped(_te_baseline_gap, Where(loss=NO_LOSS)),
           "ThousandEyes; CUBIC's baselines come from its earlier Part 1."),
     Claim("shallow-standing-queue", f"Several BBR flows keep {STANDING_BDP[0]:g}-{STANDING_BDP[1]:g} BDP queued after "
           "start-up where the buffer allows it", f"{SHALLOW}: 4 BBR flows at 80 Mbit/s, 25 ms keep a standing queue of "
           "\"28,000 B or more\", \"1.12 BDP\" (the two readings disagree tenfold; the verdict says which fits)",
           f"2 or more BBR flows, no random loss, drop-tail buffer ≥ {SHALLOW_EDGE_BDP:g} BDP, link series stored",
-          _standing_queue, SHALLOW_MEASURED),
+          Scoped(_standing_queue, Where(buffer_bdp=(SHALLOW_EDGE_BDP, math.inf))), SHALLOW_MEASURED),
     Claim("shallow-peak-loss", f"Several BBR flows' worst loss after start-up in buffers below {SHALLOW_EDGE_BDP:g} "
           f"BDP is {SHALLOW_PEAK_PERCENT / 2:g}-{SHALLOW_PEAK_PERCENT * 2:g} %", f"{SHALLOW}: loss up to 12 % below "
           "1.5 BDP", "2 or more BBR flows, no random loss, drop-tail buffers below 1.5 BDP, per rate",
-          _shallow_peak, SHALLOW_MEASURED),
+          Scoped(_shallow_peak, Where(buffer_bdp=(0.0, SHALLOW_EDGE_BDP))), SHALLOW_MEASURED),
     Claim("shallow-cubic-little-loss", f"Several CUBIC flows lose ≤ {CUBIC_LITTLE_PERCENT:g} % after start-up",
           f"{SHALLOW}: 4 CUBIC flows would see little loss in the same conditions (expected, not run there)",
-          "2 or more CUBIC flows, no random loss, drop-tail buffer", _cubic_little_loss,
+          "2 or more CUBIC flows, no random loss, drop-tail buffer",
+          Scoped(_cubic_little_loss, Where(cc="cubic", loss=NO_LOSS)),
           "The study left this run as a TODO: no number."),
     Claim("shallow-mix-share", f"BBR takes over half of a 2 BBR + 2 CUBIC mix below {SHALLOW_EDGE_BDP:g} BDP, CUBIC "
           f"over half at {CUBIC_DEEP_BDP:g} BDP and more", f"{SHALLOW}: below 1.5 BDP BBR dominates; at about 5 BDP "
           "CUBIC dominates", "mixed BBR and CUBIC flows, no random loss, drop-tail buffer below 1.5 or ≥ 4 BDP",
-          _mix_share, SHALLOW_MEASURED),
+          Scoped(_mix_share, Where(loss=NO_LOSS, buffer_bdp=(CUBIC_DEEP_BDP, math.inf))), SHALLOW_MEASURED),
     Claim("mininet-latency", f"In a deep buffer CUBIC's mean RTT is ≥ {MININET_MEAN_RATIO:g} × BBR's and its worst "
           f"≥ {MININET_WORST_RATIO:g} × BBR's", "TCP BBR on Mininet (tutorial blog post): average latency ~150 ms "
           "with CUBIC vs ~50 with BBR, worst 400 vs 50", "one BBR and one CUBIC flow on the same path, no loss, "
-          "drop-tail buffer ≥ 4 BDP (worst: the largest smoothed RTT after the warm-up)", _mininet,
+          "drop-tail buffer ≥ 4 BDP (worst: the largest smoothed RTT after the warm-up)",
+          Scoped(_mininet, Where(loss=NO_LOSS, buffer_bdp=(4.0, math.inf))),
           "The tutorial prints no link rate, delay, buffer or kernel (Linux 4.9 or later)."),
 ]
 
