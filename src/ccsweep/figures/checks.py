@@ -10,6 +10,11 @@ A verdict is judged on the whole 95 % bootstrap interval of each median, not on 
 passed when the claim holds everywhere in it, failed when it holds nowhere, and not settled when
 the interval straddles the bound (a cell with two modes) or there is no interval (one run).  More
 runs settle it; with adaptive repetitions the detail says how many the cell had.
+
+A claim's scope -- its algorithm, link, loss and buffer -- is data (`Where`) handed to its check
+(`Scoped`), not written into the check's code: the same check then reads any cells a scope names,
+and a test can move a claim onto recorded cells of a condition its source's statement does not
+cover, where it must fail, with exactly the code that judges the claim's own cells.
 """
 
 from __future__ import annotations
@@ -95,6 +100,56 @@ class Claim:
     #: Compares cells that presets put in different experiments (rebbr-buffers' two buffer settings):
     #: judged once over all the sweep's stored cells.
     sweep_wide: bool = False
+
+
+@dataclass(frozen=True)
+class Where:
+    """The cells a claim reads, as data: each field set narrows them, each left open does not.
+
+    Loss ranges include both ends (to a relative 1e-6, so a grid's 0.001 % is 1e-5); buffer ranges,
+    in BDPs of the cell's path, include the lowest and not the highest, as "below 1.5 BDP" and "4 BDP
+    or more" are worded.  A check reads the fields its claim's scope names; the rest of the scope (one
+    flow or several, which algorithms are compared) is what the claim is, and stays in its check.
+    """
+
+    #: The algorithm of a claim about one algorithm's flows (BBR holds, CUBIC's 1 Mbit/s ...).
+    cc: str | None = None
+    rate_mbps: float | None = None
+    rtt_ms: float | None = None
+    #: Random loss on the data direction, lowest and highest.
+    loss: tuple[float, float] = (0.0, 1.0)
+    #: The bottleneck's byte limit in BDPs, lowest and (not included) highest; None: any queue.
+    buffer_bdp: tuple[float, float] | None = None
+
+    def path(self, p: CellParams) -> bool:
+        """Whether the cell's link rate, RTT and data-direction loss are the claim's."""
+        low, high = self.loss
+        return ((self.rate_mbps is None or math.isclose(p.bandwidth_mbps or 0, self.rate_mbps))
+                and (self.rtt_ms is None or math.isclose(p.rtt_ms, self.rtt_ms))
+                and low * (1 - 1e-6) <= p.loss <= high * (1 + 1e-6))
+
+    def buffer(self, p: CellParams) -> bool:
+        """Whether the cell's bottleneck buffer is the claim's size (any queue where the claim names none)."""
+        if self.buffer_bdp is None:
+            return True
+        size = buffer_bdp(p)
+        return size is not None and self.buffer_bdp[0] <= size < self.buffer_bdp[1]
+
+    def buffers(self) -> str:
+        """The buffer range in words: 'below 1.5', '4 or more', '0.5-2' (BDPs)."""
+        low, high = self.buffer_bdp or (0.0, math.inf)
+        return f"below {high:g}" if low == 0 else f"{low:g} or more" if high == math.inf else f"{low:g}-{high:g}"
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A claim's check and the cells it reads: called on an experiment's data, as every claim's evaluate is."""
+
+    check: Callable[[ExperimentData, Where], list[Verdict]]
+    where: Where
+
+    def __call__(self, data: ExperimentData) -> list[Verdict]:
+        return self.check(data, self.where)
 
 
 @dataclass
@@ -311,9 +366,8 @@ def _cubic_fills(data: ExperimentData) -> list[Verdict]:
                       lambda r: r.flows[0].rtt_p95_ms if r.flows else None, judge)
 
 
-def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
-    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic")
-              and math.isclose(pt.params.rtt_ms, REBBR_RTT_MS) and math.isclose(pt.params.loss, REBBR_LOSS)]
+def _rebbr_short_rtt(data: ExperimentData, where: Where) -> list[Verdict]:
+    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)]
     verdicts = []
     for pair in group_series(points, flows=None):  # the same path, one point per algorithm
         by_cc = {pt.params.flows[0].cc: pt for pt in pair}
@@ -330,14 +384,20 @@ def _rebbr_short_rtt(data: ExperimentData) -> list[Verdict]:
     return verdicts
 
 
-def _thousandeyes(data: ExperimentData) -> list[Verdict]:
-    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic")]
-    verdicts = []
+def _baseline_pairs(data: ExperimentData, where: Where, *ccs: str) -> list[tuple[Point, Point]]:
+    """(baseline at 0 %, a lossy cell in scope) per series of one flow of one of `ccs`."""
+    points = [pt for pt in group_points(data.results) if _single(pt.params, *ccs)]
+    pairs = []
     for series in loss_series(points, data.experiment.loss_direction):
-        lossy = _at_loss(series, THOUSANDEYES_LOSS)
-        baseline = next((pt for pt in series if pt.params.loss == 0), None)
-        if lossy is None or baseline is None:
-            continue
+        base = next((pt for pt in series if pt.params.loss == 0), None)
+        if base is not None:
+            pairs += [(base, lossy) for lossy in series if lossy.params.loss > 0 and where.path(lossy.params)]
+    return pairs
+
+
+def _thousandeyes(data: ExperimentData, where: Where) -> list[Verdict]:
+    verdicts = []
+    for baseline, lossy in _baseline_pairs(data, where, "bbr", "cubic"):
         at, base = lossy.median_ci(steady_goodput), baseline.median_ci(steady_goodput)
         if at is None or base is None or base.center <= 0:
             continue
@@ -408,13 +468,15 @@ CLAIMS = [
           "The paper shows a plot on Google's own kernel, no numbers."),
     Claim("rebbr-short-rtt", "At 2 ms RTT and 1 % loss, CUBIC's steady-state goodput ≤ half of BBR's",
           "ReBBR (Muindi and Hsiao, CS244 2017), RTT experiment: at 2 ms RTT and 1 % loss CUBIC is far below BBR",
-          "one CUBIC and one BBR flow on the same constant-rate path, 2 ms RTT, 1 % loss", _rebbr_short_rtt,
+          "one CUBIC and one BBR flow on the same constant-rate path, 2 ms RTT, 1 % loss",
+          Scoped(_rebbr_short_rtt, Where(rtt_ms=REBBR_RTT_MS, loss=(REBBR_LOSS, REBBR_LOSS))),
           "ReBBR on Linux 4.11.1 under Mahimahi (100 Mbit/s, 120 s, bottleneck throughput): CUBIC 25.22 Mbit/s, "
           "BBR 98.19 (ratio 0.26)."),
     Claim("thousandeyes-1pct", "At 1 % loss BBR's steady-state goodput falls < 10 % and CUBIC's > 70 % below its "
           "loss-free baseline",
           "ThousandEyes (BBR vs CUBIC tables, baseline 868 Mbit/s): at 1 % loss BBR lost under 10 %, CUBIC over 70 %",
-          "one BBR or CUBIC flow, constant-rate link, a 0 % and a 1 % cell on the same path", _thousandeyes,
+          "one BBR or CUBIC flow, constant-rate link, a 0 % and a 1 % cell on the same path",
+          Scoped(_thousandeyes, Where(loss=(THOUSANDEYES_LOSS, THOUSANDEYES_LOSS))),
           "ThousandEyes, iperf3 over netem on a symmetric path (the kernel is not printed): BBR 868.50 Mbit/s "
           "without loss, 794.06 at 1 % (-8.6 %); CUBIC 804.6 and 235.51 (-70.7 %)."),
     Claim("shallow-loss", "Several BBR flows: loss after start-up ≥ 1 % in buffers below 1.5 BDP, ≤ 0.5 % above",

@@ -4,19 +4,14 @@
 sources print, each with its scope, the bound it is read as, and what the source measured.  A
 claim worded loosely in its source ("about", "slightly", "little") is read with a stated margin
 (a factor of two, or the tolerance named in its constant), so a cell near the bound is not called
-either way by noise; the verdict prints the numbers and the bound.
-
-Each claim's scope -- its algorithm, link, loss and buffer -- is data (`Where`) handed to its check,
-not written into the check's code: the same check then reads any cells a scope names, and a test can
-move a claim onto recorded cells of a condition its source's statement does not cover, where it
-must fail, with exactly the code that judges the claim's own cells.
+either way by noise; the verdict prints the numbers and the bound.  Each claim's scope is data (`checks.Where`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,7 +20,10 @@ from ccsweep.figures.checks import (
     CLAIMS,
     STEADY,
     Claim,
+    Scoped,
     Verdict,
+    Where,
+    _baseline_pairs,
     _per_point,
     _several_bbr_in_a_shallow_buffer,
     _single,
@@ -34,7 +32,7 @@ from ccsweep.figures.checks import (
     weighed,
 )
 from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series, loss_series
+from ccsweep.figures.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
 from ccsweep.figures.quantities import payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
 from ccsweep.figures.stats import Interval
@@ -80,56 +78,6 @@ CUBIC_DEEP_BDP = 4.0
 #: mean at least half the printed ratio (3 -> 1.5) and its worst at least half (8 -> 4).
 MININET_MEAN_RATIO = 1.5
 MININET_WORST_RATIO = 4.0
-
-
-@dataclass(frozen=True)
-class Where:
-    """The cells a claim reads, as data: each field set narrows them, each left open does not.
-
-    Loss ranges include both ends (to a relative 1e-6, so a grid's 0.001 % is 1e-5); buffer ranges,
-    in BDPs of the cell's path, include the lowest and not the highest, as "below 1.5 BDP" and "4 BDP
-    or more" are worded.  A check reads the fields its claim's scope names; the rest of the scope (one
-    flow or several, which algorithms are compared) is what the claim is, and stays in its check.
-    """
-
-    #: The algorithm of a claim about one algorithm's flows (BBR holds, CUBIC's 1 Mbit/s ...).
-    cc: str | None = None
-    rate_mbps: float | None = None
-    rtt_ms: float | None = None
-    #: Random loss on the data direction, lowest and highest.
-    loss: tuple[float, float] = (0.0, 1.0)
-    #: The bottleneck's byte limit in BDPs, lowest and (not included) highest; None: any queue.
-    buffer_bdp: tuple[float, float] | None = None
-
-    def path(self, p: CellParams) -> bool:
-        """Whether the cell's link rate, RTT and data-direction loss are the claim's."""
-        low, high = self.loss
-        return ((self.rate_mbps is None or math.isclose(p.bandwidth_mbps or 0, self.rate_mbps))
-                and (self.rtt_ms is None or math.isclose(p.rtt_ms, self.rtt_ms))
-                and low * (1 - 1e-6) <= p.loss <= high * (1 + 1e-6))
-
-    def buffer(self, p: CellParams) -> bool:
-        """Whether the cell's bottleneck buffer is the claim's size (any queue where the claim names none)."""
-        if self.buffer_bdp is None:
-            return True
-        size = buffer_bdp(p)
-        return size is not None and self.buffer_bdp[0] <= size < self.buffer_bdp[1]
-
-    def buffers(self) -> str:
-        """The buffer range in words: 'below 1.5', '4 or more', '0.5-2' (BDPs)."""
-        low, high = self.buffer_bdp or (0.0, math.inf)
-        return f"below {high:g}" if low == 0 else f"{low:g} or more" if high == math.inf else f"{low:g}-{high:g}"
-
-
-@dataclass(frozen=True)
-class Scoped:
-    """A claim's check and the cells it reads: called on an experiment's data, as every claim's evaluate is."""
-
-    check: Callable[[ExperimentData, Where], list[Verdict]]
-    where: Where
-
-    def __call__(self, data: ExperimentData) -> list[Verdict]:
-        return self.check(data, self.where)
 
 
 def _pairs(data: ExperimentData, applies: Callable[[CellParams], bool], **blank: object) -> list[list[Point]]:
@@ -298,20 +246,9 @@ def _default_buffers(data: ExperimentData, where: Where) -> list[Verdict]:
     return verdicts
 
 
-def _baseline_pairs(data: ExperimentData, where: Where) -> list[tuple[Point, Point]]:
-    """(baseline at 0 %, a lossy cell in scope) per series of one flow of the claim's algorithm."""
-    points = [pt for pt in group_points(data.results) if _single(pt.params, where.cc or "")]
-    pairs = []
-    for series in loss_series(points, data.experiment.loss_direction):
-        base = next((pt for pt in series if pt.params.loss == 0), None)
-        if base is not None:
-            pairs += [(base, lossy) for lossy in series if lossy.params.loss > 0 and where.path(lossy.params)]
-    return pairs
-
-
 def _te_bbr_10pct(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for base, lossy in _baseline_pairs(data, where):
+    for base, lossy in _baseline_pairs(data, where, where.cc or ""):
         at, ref = lossy.median_ci(steady_goodput), base.median_ci(steady_goodput)
         if at is None or ref is None or ref.center <= 0:
             continue
