@@ -1,8 +1,10 @@
 """Every source's claim made to pass and made to fail: ReBBR, ThousandEyes, the shallow-buffer study, Mininet.
 
-As in test_checks.py, the cells come from real expansions and only their measurements are made
-up, on either side of each claim's bound; the recorded fixtures reach some claims too (the last
-tests), and there the verdicts are what real cells gave.
+First, as in test_checks.py, on cells from real expansions whose measurements are made up on either
+side of each claim's bound.  Then on recorded real cells (RECORDED, the last tests): every claim
+passes on some and fails on others, in its own scope where a fixture holds such cells, else moved
+(its `Where` replaced, its check's code the same) onto recorded cells of a condition where the
+source's statement is not expected to hold; there the verdicts and numbers are what the cells gave.
 """
 
 from __future__ import annotations
