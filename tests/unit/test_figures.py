@@ -309,7 +309,7 @@ def test_loss_table_describes_per_second_throughput():
     left, right = figure.figure.axes
     assert (left.get_title(), right.get_title()) == ("symmetric", "reverse 40 ms, 1 % loss")
     assert left.get_yscale() == "log"
-    assert labels(left) == ["BBR mean", "CUBIC mean"]
+    assert labels(left) == ["BBR mean", "CUBIC mean", "payload-rate ideal (1 − p) × link × 1448/1500"]
 
 
 def test_experiment_without_results_gets_a_note():

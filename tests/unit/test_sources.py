@@ -16,6 +16,7 @@ import synthetic
 from ccsweep.cell import Cell
 from ccsweep.figures import sources
 from ccsweep.figures.published_sets import PublishedDataError
+from ccsweep.figures.quantities import PAYLOAD_IDEAL_LABEL, payload_ideal_mbps
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.source_checks import TE_BBR_10PCT_DROP
 from ccsweep.result import FlowResult
@@ -74,11 +75,19 @@ def test_loss_table_draws_thousandeyes_means_beside_gigabit_cells():
     assert list(bbr.get_xdata()) == list(range(11)) and bbr.get_ydata()[0] == 868.50
     assert list(line(asymmetric, "ThousandEyes, published: CUBIC mean (asymmetric)").get_ydata()) == [864.1, 222.49]
     assert "Path Quality Part 3" in figure.caption
+    # The overlay has the ideal of what it draws: the seconds count application bytes, so the payload rate.
+    for panel in (symmetric, asymmetric):
+        ideal = line(panel, PAYLOAD_IDEAL_LABEL)
+        assert list(ideal.get_xdata()) == [0, 1] and list(ideal.get_ydata()) == [payload_ideal_mbps(1000, 0),
+                                                                                  payload_ideal_mbps(1000, 0.01)]
+    assert "receiver goodput cannot reach (1 − p) × link rate" in figure.caption
 
 
 def test_loss_table_fixture_at_20_mbits_draws_no_published_numbers():
     ((_, section),) = sections("loss-table")
     assert not any("ThousandEyes" in label for ax in section.figures[0].figure.axes for label in labels(ax))
+    assert all(max(line(ax, PAYLOAD_IDEAL_LABEL).get_ydata()) == payload_ideal_mbps(20, 0)
+               for ax in section.figures[0].figure.axes)
 
 
 def test_shallow_buffer_figures_draw_the_studys_numbers():

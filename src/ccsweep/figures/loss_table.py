@@ -5,7 +5,8 @@ mean, std, min, quartiles, max), seconds after the warm-up, repetitions and flow
 the grid has a loss-free cell, each row also gives its mean's % change against that baseline (same
 path and algorithm), as ThousandEyes' tables report it; with repetitions a column adds the 95 %
 t-interval of the mean over repetitions.  The figure shows
-the same numbers: mean with that interval, and the interquartile band, one panel per path.
+the same numbers: mean with that interval, and the interquartile band, one panel per path, with
+the payload-rate ideal of the panel's link (the seconds count application bytes).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from matplotlib.axes import Axes
 from ccsweep.figures import sources
 from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.points import Point, cc_name, flows_label, group_points, loss_series, path_label
+from ccsweep.figures.quantities import PAYLOAD_IDEAL_LABEL, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section, TableOut
 from ccsweep.figures.stats import mean_ci
-from ccsweep.figures.style import cc_color, cc_marker, new_figure
+from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
 from ccsweep.result import CellResult
 from ccsweep.spec import LossDirection
 
@@ -108,6 +110,16 @@ def _thousandeyes(ax: Axes, members: list[Point], path: str) -> bool:
     return True
 
 
+def _ideal(ax: Axes, members: list[Point]) -> None:
+    """The payload-rate ideal over the panel's losses, per constant link rate it holds."""
+    rates = sorted({p.params.bandwidth_mbps for p in members if p.params.bandwidth_mbps})
+    losses = sorted({p.params.loss for p in members})
+    for rate in rates:
+        label = PAYLOAD_IDEAL_LABEL + (f", {rate:g} Mbit/s" if len(rates) > 1 else "")
+        ax.plot([loss * 100 for loss in losses], [payload_ideal_mbps(rate, loss) for loss in losses], label=label,
+                **IDEAL_STYLE)
+
+
 def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
     fig, axes = new_figure(1, len(paths), width=4.2 * len(paths) + 1, sharex=True, sharey=True)
     overlaid = False
@@ -131,6 +143,7 @@ def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
             if any(r[3][1] is not None for r in rows):
                 ax.errorbar(xs, ys, yerr=[r[3][1] or 0.0 for r in rows], fmt="none", ecolor=color, capsize=3,
                             label="_ci")
+        _ideal(ax, members)
         overlaid |= _thousandeyes(ax, members, path)
         ax.set_yscale("log")
         ax.set(xlabel="loss rate (%)", title=path)
@@ -138,7 +151,7 @@ def _figure(data: ExperimentData, paths: dict[str, list[Point]]) -> FigureOut:
     axes[0].set_ylabel("per-second throughput (Mbit/s), log scale")
     fig.suptitle(data.title)
     caption = ("Mean per-second throughput after the warm-up with its 95 % t-interval over repetitions; "
-               "band: interquartile range of the seconds.")
+               f"band: interquartile range of the seconds. Dotted: {PAYLOAD_IDEAL_MEANING}.")
     if overlaid:
         caption += (f" Dashed, hollow: the means {sources.CITATION[sources.THOUSANDEYES]} printed (BBR: its Tables "
                     "1, 2, 5 and 6; CUBIC: the means its text quotes from its Part 1, at 0 and 1 % only), per-second "
