@@ -210,13 +210,16 @@ def paced_rows(table: Table, console: Console, seconds: int) -> list[str]:
     a KVM guest). The marginal cost, from 100 Mbit/s to 1 Gbit/s, is what each further
     100 Mbit/s adds once that fixed cost is paid; the 1 ms row releases at mm-link's resolution.
     """
-    def paced(rate: str, release_window: str, label: str) -> Run:
+    def paced(rate: str, release_window: str, label: str, extra: tuple[str, ...] = ()) -> Run:
         console.print(f"{label}, 10 ms each way, one saturating TCP flow ({seconds} s)")
-        return run(rate, "10ms", ["-C", "cubic"], release_window, seconds=seconds)
+        return run(rate, "10ms", ["-C", "cubic"], release_window, extra, seconds=seconds)
 
     at_100m = paced("100mbit", DEFAULT_RELEASE_WINDOW, "100 Mbit/s")
     at_100m_coarse = paced("100mbit", MAHIMAHI_WINDOW, "100 Mbit/s, 1 ms windows")
     at_1g = paced("1gbit", DEFAULT_RELEASE_WINDOW, "1 Gbit/s")
+    # The same two rates with TUN offloads off (one packet per read and write), for their effect.
+    plain_100m = paced("100mbit", DEFAULT_RELEASE_WINDOW, "100 Mbit/s, offloads off", ("--offload", "none"))
+    plain_1g = paced("1gbit", DEFAULT_RELEASE_WINDOW, "1 Gbit/s, offloads off", ("--offload", "none"))
     slow, fast, coarse = at_100m.steady, at_1g.steady, at_100m_coarse.steady
     cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s ({slow.rate_bps / 1e6:.1f} of IP delivered), "
             f"{DEFAULT_RELEASE_WINDOW} release windows", slow.cpu_share * 1e8 / slow.rate_bps)
@@ -224,8 +227,12 @@ def paced_rows(table: Table, console: Console, seconds: int) -> list[str]:
             "(mm-link's resolution)", coarse.cpu_share * 1e8 / coarse.rate_bps)
     marginal = (fast.cpu_share - slow.cpu_share) * 1e8 / (fast.rate_bps - slow.rate_bps)
     cpu_row(table, "CPU per 100 Mbit/s", "marginal, from 100 Mbit/s to 1 Gbit/s", marginal)
+    plain = plain_100m.steady
+    cpu_row(table, "CPU per 100 Mbit/s", f"at 100 Mbit/s, {DEFAULT_RELEASE_WINDOW} release windows, offloads off",
+            plain.cpu_share * 1e8 / plain.rate_bps)
     lateness_row(table, "100 Mbit/s", at_100m)
     lateness_row(table, "1 Gbit/s", at_1g)
+    lateness_row(table, "1 Gbit/s, offloads off", plain_1g)
     return [wake_note("100 Mbit/s", at_100m.summary), wake_note("1 Gbit/s", at_1g.summary)]
 
 
