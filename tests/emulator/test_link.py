@@ -316,6 +316,7 @@ def assert_one_error_line(result: subprocess.CompletedProcess, status: int, mess
     ({"--sender-addr": "10.0.0.256"}, "--sender-addr"),
     ({"--receiver-addr": "10.0.0.1"}, "--receiver-addr"),
     ({"--inject-lateness": "fixed:2ms,p=2"}, "--inject-lateness: p: 2 is outside [0, 1]"),
+    ({"--offload": "gro"}, "--offload"),
     ({"--realtime-priority": "100"}, '--realtime-priority: "100" is not a SCHED_FIFO priority'),
     ({"--realtime-priority": "10", "--spin": "5ms"}, '--spin: "5ms" is more than 1ms'),
 ])
