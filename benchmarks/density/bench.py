@@ -374,6 +374,12 @@ def parse_cell(data: dict[str, object]) -> Any:
     return Cell.model_validate(data)
 
 
+def overlapping(cells: int, seconds: float) -> bool:
+    """Whether `cells` cells started STAGGER_S apart all run at once: the last starts before the first's flow
+    ends. Past that a step of n cells is not n at once, and what it shows is not n cells per machine."""
+    return (cells - 1) * STAGGER_S < seconds
+
+
 def cells_per_core(max_cells: int = 8, seconds: float = 15.0, log: Any = print,
                    windows: str = DEFAULT_WINDOWS, reps: int = 5,
                    first_cells: int = 1) -> tuple[list[Step], dict[str, AloneSpread]]:
@@ -523,6 +529,9 @@ def main() -> None:
         parser.error(f"--reps: give 2 to {most_reps} (the spread needs at least two runs)")
     if not 1 <= options.first_cells <= options.max_cells:
         parser.error("--first-cells: give 1 to --max-cells")
+    if options.cells_per_core and not overlapping(options.max_cells, options.seconds):
+        parser.error(f"--max-cells: {options.max_cells} cells started {STAGGER_S:g} s apart do not all run at once "
+                     f"with {options.seconds:g} s flows; give --seconds above {(options.max_cells - 1) * STAGGER_S:g}")
     if options.cells_per_core:
         if os.geteuid() != 0:
             sys.exit("run as root (network namespaces and TUN devices)")

@@ -366,7 +366,8 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
     """The density that matters, in the same run: cells per core at 100 Mbit/s (all stored on time,
     with goodput as alone) and the CPU of a cell in total, with the old fixed 100 us window and each
     cell's own (benchmarks/density/bench.py --cells-per-core)."""
-    steps, _ = cells_per_core(max_cells, log=console.print)
+    # Flows long enough that the last cell of the largest step starts before the first one's flow ends.
+    steps, _ = cells_per_core(max_cells, seconds=max(15.0, max_cells + 5.0), log=console.print)
     for measure, setting, result in cells_per_core_rows(steps):
         table.add_row(measure, setting, result, "", "")
     return [f"density, {s.arm}: {s.cells} at once, {s.late} late, p99 "
