@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Sequence
 
 from ccsweep.figures import rebbr_csv, tidy
 from ccsweep.figures.cell_series import cell_png, image_name
@@ -34,7 +35,7 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     def put(name: str, blob: bytes) -> None:
         written[name] = store.put_sweep_file(sweep, name, blob)
 
-    def store_section(section: Section, results: list[CellResult]) -> list[RenderedFigure]:
+    def store_section(section: Section, results: Sequence[CellResult]) -> list[RenderedFigure]:
         """Render and store a section's figures (stamped with the kernels they were made on) and tables."""
         figures = []
         kernels = ", ".join(sorted({r.environment.kernel for r in results})) or "none (no results)"

@@ -4,18 +4,22 @@ Figures and reports never run anything: everything comes from the store (file://
 they can be rebuilt anywhere, any time.  Cells are grouped by the manifest, not by the experiment
 named in a record, because one stored cell can serve two experiments or sweeps (content-addressed
 ids).  Cells without a record are described from the manifest, which holds every planned cell's
-parameters: nothing is expanded again, and no trace file is needed.
+parameters: nothing is expanded again, and no trace file is needed.  The records are held in a
+local temporary file and parsed as each is read (`ccsweep.figures.held`), and only the last few
+time series read are kept, so what the step holds does not grow with the sweep's records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ccsweep.adaptive import PointRuns
+from ccsweep.figures.held import RecordFile, Results
 from ccsweep.figures.points import cell_summary
-from ccsweep.result import CellResult, Environment, TimeSeries
+from ccsweep.result import CellResult, TimeSeries
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 from ccsweep.sweep_status import CellStatus, chunk_statuses, judged_whole
@@ -42,17 +46,23 @@ class MissingCell:
     reason: str
 
 
+#: Time series kept once read: a figure and then a check read a cell's series in a row; a
+#: series is about 1 MiB parsed (600 samples of a dozen numbers per flow), so not every one.
+RECENT_SERIES = 8
+
+
 @dataclass
 class ExperimentData:
-    """One experiment's spec and its stored results, with time series fetched on first use."""
+    """One experiment's spec and its stored results, with the last few time series read kept."""
 
     experiment: Experiment
-    results: list[CellResult]
+    #: Parsed as each is reached (a `Results`), or records held in memory (a sweep built by hand).
+    results: Sequence[CellResult]
     missing: list[MissingCell] = field(default_factory=list)
     load_series: SeriesLoader = lambda _cell_id: None
     #: Not cached, unlike the series: link logs are megabytes, and each figure reads a few once.
     load_file: FileLoader = lambda _cell_id, _name: None
-    _series: dict[str, TimeSeries | None] = field(default_factory=dict, repr=False)
+    _series: OrderedDict[str, TimeSeries | None] = field(default_factory=OrderedDict, repr=False)
 
     @property
     def name(self) -> str:
@@ -63,9 +73,13 @@ class ExperimentData:
         return self.experiment.title or self.experiment.name
 
     def timeseries(self, cell_id: str) -> TimeSeries | None:
-        if cell_id not in self._series:
-            self._series[cell_id] = self.load_series(cell_id)
-        return self._series[cell_id]
+        if cell_id in self._series:
+            self._series.move_to_end(cell_id)
+            return self._series[cell_id]
+        series = self._series[cell_id] = self.load_series(cell_id)
+        if len(self._series) > RECENT_SERIES:
+            self._series.popitem(last=False)
+        return series
 
 
 class PlannedEntry(NamedTuple):
@@ -93,27 +107,33 @@ class SweepData:
     unplaceable: list[MissingCell] = field(default_factory=list)
     #: Every entry of the plan, in plan order.
     plan: list[PlannedEntry] = field(default_factory=list)
+    #: Each stored cell once, in manifest order, as `load_sweep` found them; None in a sweep built
+    #: by hand, whose experiments' records are then gathered.
+    stored: Sequence[CellResult] | None = None
 
     @property
     def name(self) -> str:
         return self.manifest.name
 
-    def distinct_results(self) -> list[CellResult]:
+    def distinct_results(self) -> Sequence[CellResult]:
         """Each stored cell once, in manifest order."""
+        if self.stored is not None:
+            return self.stored
         seen: dict[str, CellResult] = {}
         for exp in self.experiments:
             for result in exp.results:
                 seen.setdefault(result.cell.id, result)
-        return list(seen.values())
+        return Results.of(seen.values())
 
 
 def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     """Read a sweep's manifest and every result it names; missing cells are listed, not fatal.
 
     The plan is read a stored chunk at a time and only each entry's id and experiment are kept
-    (a cell's parameters are in its record, or in its MissingCell): the figures step holds the
-    records, never the plan's parameters too. A sweep with adaptive repetitions is judged whole,
-    as `status` judges it: its wanted runs depend on each other.
+    (a cell's parameters are in its record, or in its MissingCell), and each record goes to a
+    temporary file as it is read (`RecordFile`), parsed again when a figure reaches it. A sweep
+    with adaptive repetitions is judged whole, as `status` judges it: its wanted runs depend on
+    each other.
     """
     manifest = store.get_manifest(sweep)
     if manifest is None:
@@ -137,14 +157,15 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     experiments = []
     for exp in spec.experiments:
         ids = dict.fromkeys(entry.cell_id for entry in found.plan if entry.experiment == exp.name)
-        experiments.append(ExperimentData(experiment=exp, results=[found.results[i] for i in ids if i in found.results],
+        rows = (found.results[i] for i in ids if i in found.results)
+        experiments.append(ExperimentData(experiment=exp, results=Results(found.records, rows),
                                           missing=why.describe(i for i in ids if i in found.absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
     unplaceable = [cell_id for cell_id in found.set_aside if cell_id in found.without_record]
     return SweepData(manifest=manifest.model_copy(update={"cells": []}), description=spec.description,
                      experiments=experiments, failures=list(found.failures.values()), late=list(found.late.values()),
                      starved=list(found.starved.values()), points=points, unplaceable=why.describe(unplaceable),
-                     plan=found.plan)
+                     plan=found.plan, stored=Results(found.records, found.results.values()))
 
 
 class _Gathered:
@@ -156,7 +177,10 @@ class _Gathered:
         #: Cells no node could run when the sweep was planned, each with why.
         self.set_aside = set_aside
         self.plan: list[PlannedEntry] = []
-        self.results: dict[str, CellResult] = {}
+        #: Every counted record, each once, in the order met: read back by row.
+        self.records = RecordFile()
+        #: Each cell with a counted record: its row in `records`.
+        self.results: dict[str, int] = {}
         self.flagged_late: dict[str, CellResult] = {}
         self.late_attempts: dict[str, CellResult] = {}
         self.failures: dict[str, FailedAttempt] = {}
@@ -168,7 +192,6 @@ class _Gathered:
         #: Algorithms and kernels of every stored record, counted or not (_MissingReasons).
         self.available: set[str] = set()
         self.kernels: set[str] = set()
-        self.shared = _SharedParts()
 
     @property
     def late(self) -> dict[str, CellResult]:
@@ -184,8 +207,8 @@ class _Gathered:
             if result is not None:
                 self.available.update(result.environment.available_cc)
                 self.kernels.add(result.environment.kernel)
-            if status.state == "stored" and result is not None:
-                self.results[cell_id] = self.shared.record(result)
+            if status.state == "stored" and result is not None and cell_id not in self.results:
+                self.results[cell_id] = self.records.add(result)
             if status.attempt_kind == "late" and attempt is not None:
                 (self.flagged_late if result is not None else self.late_attempts)[cell_id] = attempt
             elif status.attempt_kind == "failed":
@@ -201,29 +224,6 @@ class _Gathered:
                     self.absent[cell_id] = named
                 if unplaceable:
                     self.without_record[cell_id] = named
-
-
-class _SharedParts:
-    """Equal parts of the held records kept once: the figures step holds every stored record, and
-    most of one (some 8 of 11 KiB) is its cell's link, flow and buffer parameters and its
-    environment, which the cells of a sweep mostly share. The parameters are frozen models, so a
-    shared one cannot change under another record; nothing changes a record's environment."""
-
-    def __init__(self) -> None:
-        self._params: dict[object, object] = {}
-        self._environments: dict[str, Environment] = {}
-
-    def record(self, result: CellResult) -> CellResult:
-        params = result.cell.params
-        shared = params.model_copy(update={name: self._params.setdefault(getattr(params, name), getattr(params, name))
-                                           for name in _SHARED_PARAMS})
-        environment = self._environments.setdefault(result.environment.model_dump_json(), result.environment)
-        return result.model_copy(update={"cell": result.cell.model_copy(update={"params": shared}),
-                                         "environment": environment})
-
-
-#: The parts of CellParams that are models or tuples of them (a cell's own seed and repetition are not).
-_SHARED_PARAMS = ("flows", "uplink", "downlink", "buffers")
 
 
 class _MissingReasons:

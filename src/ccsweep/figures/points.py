@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ccsweep.cell import CellParams
+from ccsweep.figures.held import Results
 from ccsweep.figures.stats import Interval, median_ci
 from ccsweep.result import CellResult
 from ccsweep.spec import LossDirection
@@ -30,7 +31,8 @@ class Point:
     """The repetitions of one setting (first repetition's parameters stand for all)."""
 
     params: CellParams
-    results: list[CellResult]
+    #: Parsed as each is reached when grouped from a `Results`: a point holds no record.
+    results: Sequence[CellResult]
 
     def values(self, value: Callable[[CellResult], float | None]) -> list[float]:
         return [v for v in (value(r) for r in self.results) if v is not None]
@@ -63,18 +65,16 @@ def group_points(results: Iterable[CellResult]) -> list[Point]:
 
     A cell that names no kernel ran on whichever it got: its point takes the kernel of its
     results, so the same parameters measured on two kernels are two points (and two series).
+    Points hold positions in `results`, not records.
     """
-    points: dict[str, Point] = {}
-    for result in results:
+    held = Results.of(results)
+    members: dict[str, tuple[CellParams, list[int]]] = {}
+    for position, result in enumerate(held):
         params = result.cell.params
         if params.kernel is None:
             params = params.model_copy(update={"kernel": result.environment.kernel})
-        key = point_key(params)
-        if key in points:
-            points[key].results.append(result)
-        else:
-            points[key] = Point(params, [result])
-    return list(points.values())
+        members.setdefault(point_key(params), (params, []))[1].append(position)
+    return [Point(params, held.subset(positions)) for params, positions in members.values()]
 
 
 def _grouped(points: Iterable[Point], key: Callable[[CellParams], str]) -> list[list[Point]]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.resources import files
+from itertools import chain
 
 import jinja2
 import yaml
@@ -29,7 +30,7 @@ from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
 from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
-from ccsweep.result import CellResult
+from ccsweep.result import CellResult, SelfCheck
 from ccsweep.store.base import record_key
 
 
@@ -47,24 +48,57 @@ def data_uri(svg: bytes) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
 
 
-def _environment_summary(results: list[CellResult]) -> list[tuple[str, str, int]]:
-    """(field, value, cells) for each value seen: usually one value per field."""
-    rows = []
-    for field in ("hostname", "kernel", "ccsweep_version", "ccsweep_commit", "python", "executor", "available_cc",
-                  "tcp_rmem", "tcp_wmem", "rmem_max", "wmem_max"):
-        counts = Counter(_text(getattr(r.environment, field)) for r in results)
-        rows += [(field, value, n) for value, n in sorted(counts.items())]
-    scales = Counter(r.cell.params.time_scale for r in results)
+ENVIRONMENT_FIELDS = ("hostname", "kernel", "ccsweep_version", "ccsweep_commit", "python", "executor", "available_cc",
+                      "tcp_rmem", "tcp_wmem", "rmem_max", "wmem_max")
+
+
+def _environment_summary(results: Iterable[CellResult]) -> list[tuple[str, str, int]]:
+    """(field, value, cells) for each value seen: usually one value per field. One pass: each
+    record is parsed as it is reached (figures.held)."""
+    counts: dict[str, Counter[str]] = {field: Counter() for field in ENVIRONMENT_FIELDS}
+    scales: Counter[float] = Counter()
+    for result in results:
+        for field, values in counts.items():
+            values[_text(getattr(result.environment, field))] += 1
+        scales[result.cell.params.time_scale] += 1
+    rows = [(field, value, n) for field, values in counts.items() for value, n in sorted(values.items())]
     rows += [("flow time scale", f"×{scale:g} (shortened: not comparable with full-length runs)" if scale != 1
               else "×1 (full length)", n) for scale, n in sorted(scales.items())]
     return rows
 
 
-def _selfcheck_summary(results: list[CellResult]) -> list[dict[str, object]]:
+@dataclass
+class _TimingRow:
+    """One release window and threshold's running totals: a sweep's self-checks are counted, not held."""
+
+    cells: int = 0
+    late: int = 0
+    unmeasured: int = 0
+    p99_low: float | None = None
+    p99_high: float | None = None
+    cpu_sum: float = 0.0
+    cpu_count: int = 0
+
+    def add(self, check: SelfCheck | None) -> None:
+        self.cells += 1
+        if check is None:
+            return
+        self.late += check.late is True
+        self.unmeasured += check.late is None
+        if check.lateness_p99_us is not None:
+            p99 = check.lateness_p99_us
+            self.p99_low = p99 if self.p99_low is None else min(self.p99_low, p99)
+            self.p99_high = p99 if self.p99_high is None else max(self.p99_high, p99)
+        if check.cpu_share is not None:
+            self.cpu_sum += check.cpu_share
+            self.cpu_count += 1
+
+
+def _selfcheck_summary(results: Iterable[CellResult]) -> list[dict[str, object]]:
     """One row per release window and lateness threshold the stored cells ran with: how many
     cells, how many late and how many unmeasured, the range of their p99 lateness and their
     links' mean CPU share."""
-    groups: dict[tuple[str, str], list[CellResult]] = {}
+    groups: dict[tuple[str, str], _TimingRow] = {}
     for result in results:
         check = result.link.selfcheck if result.link else None
         if check is None or check.lateness_p99_us is None:
@@ -75,18 +109,12 @@ def _selfcheck_summary(results: list[CellResult]) -> list[dict[str, object]]:
             window = (f"{check.release_window_us:,.0f}" if check.release_window_us is not None
                       else "100 (emulator default; not recorded by this version)")
             threshold = "–" if check.threshold_us is None else f"{check.threshold_us:,.0f}"
-        groups.setdefault((window, threshold), []).append(result)
-    rows = []
-    for (window, threshold), group in sorted(groups.items()):
-        checks = [r.link.selfcheck for r in group if r.link]
-        p99 = sorted(c.lateness_p99_us for c in checks if c.lateness_p99_us is not None)
-        cpu = [c.cpu_share for c in checks if c.cpu_share is not None]
-        rows.append({"window": window, "threshold": threshold, "cells": len(group),
-                     "late": sum(c.late is True for c in checks),
-                     "unmeasured": sum(c.late is None for c in checks),
-                     "p99": f"{p99[0]:,.0f}–{p99[-1]:,.0f}" if p99 else "–",
-                     "cpu_share": sum(cpu) / len(cpu) if cpu else None})
-    return rows
+        groups.setdefault((window, threshold), _TimingRow()).add(check)
+    return [{"window": window, "threshold": threshold, "cells": row.cells, "late": row.late,
+             "unmeasured": row.unmeasured,
+             "p99": f"{row.p99_low:,.0f}–{row.p99_high:,.0f}" if row.p99_low is not None else "–",
+             "cpu_share": row.cpu_sum / row.cpu_count if row.cpu_count else None}
+            for (window, threshold), row in sorted(groups.items())]
 
 
 def _text(value: object) -> str:
@@ -123,7 +151,7 @@ class CellRows:
     """A section's per-cell rows, each made as the template reaches it: a sweep's rows (some 3 KiB a
     cell, with its parameters and environment as JSON) are never all held at once."""
 
-    def __init__(self, results: list[CellResult], row: Callable[[CellResult], dict[str, object]]):
+    def __init__(self, results: Sequence[CellResult], row: Callable[[CellResult], dict[str, object]]):
         self._results = results
         self._row = row
 
@@ -141,12 +169,13 @@ def _mean(values: list[float | None]) -> float | None:
 
 def runs_rows(sweep: SweepData) -> list[dict[str, object]]:
     """Per setting of an adaptive experiment: its runs, interval, collapsed fraction, cell-seconds, why it stopped."""
-    stored = {r.cell.id: r for r in sweep.distinct_results()}
+    # Each stored run's wall time, not its record: the records are parsed as reached (figures.held).
+    stored = {r.cell.id: cell_seconds(r) for r in sweep.distinct_results()} if sweep.points else {}
     rows = []
     for point in sweep.points:
         interval = median_ci(point.values) if point.values else None
         params = point.cells[0].params
-        records = [stored[c.id] for c in point.cells if c.id in stored]
+        seconds = [stored[c.id] for c in point.cells if c.id in stored]
         rows.append({
             "experiment": point.experiment,
             "summary": cell_summary(params, repetition=False),
@@ -155,7 +184,7 @@ def runs_rows(sweep: SweepData) -> list[dict[str, object]]:
             "label": interval.label if interval else "no run stored",
             "relative": interval.relative_half_width * 100 if interval and interval.low is not None else None,
             "collapsed": collapsed_fraction(point.values, params.bandwidth_mbps),
-            "cell_seconds": sum(s for s in map(cell_seconds, records) if s is not None) if records else None,
+            "cell_seconds": sum(s for s in seconds if s is not None) if seconds else None,
             "state": point.state,
             "reason": point.reason,
         })
@@ -214,7 +243,7 @@ def report_pieces(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         links={"section": links[0], "figures": links[1]} if links else None,
         collapse_percent=COLLAPSE_FRACTION * 100,
         environment=_environment_summary(results),
-        selfchecks=_selfcheck_summary([*results, *late]),
+        selfchecks=_selfcheck_summary(chain(results, late)),
         sections=[{
             "data": data,
             "spec": yaml.safe_dump(data.experiment.model_dump(mode="json", exclude_defaults=True), sort_keys=False),
