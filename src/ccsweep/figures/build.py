@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import io
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 from ccsweep.figures import rebbr_csv, tidy
 from ccsweep.figures.cell_series import cell_png, image_name
 from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.registry import build_section
-from ccsweep.figures.report import RenderedFigure, data_uri, report_pieces
+from ccsweep.figures.report import RenderedFigure, report_pieces
 from ccsweep.figures.section import Section
 from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
@@ -35,6 +37,18 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     def put(name: str, blob: bytes) -> None:
         written[name] = store.put_sweep_file(sweep, name, blob)
 
+    @contextmanager
+    def put_text(name: str) -> Iterator[TextIO]:
+        """A text file written to a temporary file and sent from there as the block ends: a
+        sweep's CSVs and report (some KiB a cell) are never held whole."""
+        with tempfile.TemporaryFile() as handle:
+            text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+            yield text
+            text.flush()
+            handle.seek(0)
+            written[name] = store.put_sweep_stream(sweep, name, handle)
+            text.detach()  # the temporary file closes it
+
     def store_section(section: Section, results: Sequence[CellResult]) -> list[RenderedFigure]:
         """Render and store a section's figures (stamped with the kernels they were made on) and tables."""
         figures = []
@@ -46,7 +60,7 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
             images = render(fig.figure)
             for fmt, blob in images.items():
                 put(f"figures/{fig.name}.{fmt}", blob)
-            figures.append(RenderedFigure(fig.name, fig.title, fig.caption, data_uri(images["svg"]),
+            figures.append(RenderedFigure.of(fig.name, fig.title, fig.caption, images["svg"],
                                           f"figures/{fig.name}.png", f"figures/{fig.name}.svg"))
         for table in section.tables:
             put(f"tables/{table.name}.csv", table.to_csv().encode())
@@ -57,8 +71,10 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
         section = build_section(exp)
         sections.append((exp, section, store_section(section, exp.results)))
         if exp.results:
-            put(f"rebbr/{exp.name}.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(exp.results)).encode())
-    put("rebbr.csv", rebbr_csv.write_csv(rebbr_csv.rows_of(data.distinct_results())).encode())
+            with put_text(f"rebbr/{exp.name}.csv") as out:
+                rebbr_csv.write_rows(out, rebbr_csv.each_row(exp.results))
+    with put_text("rebbr.csv") as out:
+        rebbr_csv.write_rows(out, rebbr_csv.each_row(data.distinct_results()))
     # Each cell's series as small multiples, linked from its row of the report.
     series_images: set[str] = set()
     for exp in data.experiments:  # through each experiment's cache: the figures read most series already
@@ -71,24 +87,16 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
                 put(image_name(result.cell.id), image)
                 series_images.add(result.cell.id)
     # The tidy tables `ccsweep export` writes, beside the report: record links relative to it.
-    with tempfile.TemporaryFile() as cells_file, tempfile.TemporaryFile() as flows_file:  # sent as written
-        texts = {name: io.TextIOWrapper(handle, encoding="utf-8", newline="")
-                 for name, handle in ((CELLS_CSV, cells_file), (FLOWS_CSV, flows_file))}
-        cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}", *map(tidy.CsvText, texts.values()))
-        for name, text in texts.items():
-            text.flush()
-            text.buffer.seek(0)
-            written[name] = store.put_sweep_stream(sweep, name, text.buffer)
-            text.detach()  # the temporary file closes it
+    with put_text(FLOWS_CSV) as flows_text, put_text(CELLS_CSV) as cells_text:  # sent in reverse: cells first
+        cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}", tidy.CsvText(cells_text),
+                                       tidy.CsvText(flows_text))
     from ccsweep.figures.links import links_section  # imports ccsweep.compare, which imports this package
 
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
     tables = {CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}
-    with tempfile.TemporaryFile() as html:  # written as rendered: the report is never held whole
-        for piece in report_pieces(data, sections, run_checks(data, ALL_CLAIMS), outputs=[*written, REPORT_FILE],
-                                   tables=tables, links=links, series_images=series_images):
-            html.write(piece.encode())
-        html.seek(0)
-        written[REPORT_FILE] = store.put_sweep_stream(sweep, REPORT_FILE, html)
+    outputs = [*written, REPORT_FILE]
+    with put_text(REPORT_FILE) as html:  # written as rendered
+        html.writelines(report_pieces(data, sections, run_checks(data, ALL_CLAIMS), outputs=outputs, tables=tables,
+                                      links=links, series_images=series_images))
     return list(written.values())

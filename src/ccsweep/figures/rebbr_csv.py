@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import astuple, dataclass, fields
+from typing import TextIO
 
 from ccsweep.result import CellResult
 
@@ -41,16 +42,27 @@ def row_of(result: CellResult) -> RebbrRow | None:
     return RebbrRow(params.cc_label, params.loss, result.bottleneck_throughput_mbps, params.rtt_ms, capacity, specified)
 
 
+def each_row(results: Iterable[CellResult]) -> Iterator[RebbrRow]:
+    """The rows of the cells that have one, a record at a time."""
+    return (row for row in map(row_of, results) if row is not None)
+
+
 def rows_of(results: Iterable[CellResult]) -> list[RebbrRow]:
-    return [row for row in map(row_of, results) if row is not None]
+    return list(each_row(results))
+
+
+def write_rows(out: TextIO, rows: Iterable[RebbrRow]) -> None:
+    """CSV with a header row, a row at a time; floats written with repr so they read back exactly."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow([repr(v) if isinstance(v, float) else v for v in astuple(row)])
 
 
 def write_csv(rows: Iterable[RebbrRow]) -> str:
-    """CSV text with a header row; floats written with repr so they read back exactly."""
+    """write_rows' text."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows([repr(v) if isinstance(v, float) else v for v in astuple(row)] for row in rows)
+    write_rows(out, rows)
     return out.getvalue()
 
 
