@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.held import Results
@@ -65,16 +66,25 @@ def group_points(results: Iterable[CellResult]) -> list[Point]:
 
     A cell that names no kernel ran on whichever it got: its point takes the kernel of its
     results, so the same parameters measured on two kernels are two points (and two series).
-    Points hold positions in `results`, not records.
+    Points hold positions in `results`, not records. A sweep's records are parsed on each pass
+    (figures.held), and the figures and the checks group the same records again and again: the
+    points of a `Results` are kept while it lives, and each call gets a list of its own.
     """
     held = Results.of(results)
+    if held in _GROUPED:
+        return list(_GROUPED[held])
     members: dict[str, tuple[CellParams, list[int]]] = {}
     for position, result in enumerate(held):
         params = result.cell.params
         if params.kernel is None:
             params = params.model_copy(update={"kernel": result.environment.kernel})
         members.setdefault(point_key(params), (params, []))[1].append(position)
-    return [Point(params, held.subset(positions)) for params, positions in members.values()]
+    points = _GROUPED[held] = [Point(params, held.subset(positions)) for params, positions in members.values()]
+    return list(points)
+
+
+#: The points of each Results grouped, for as long as it lives.
+_GROUPED: WeakKeyDictionary[Results, list[Point]] = WeakKeyDictionary()
 
 
 def _grouped(points: Iterable[Point], key: Callable[[CellParams], str]) -> list[list[Point]]:

@@ -34,12 +34,15 @@ from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_
 from ccsweep.result import CellResult, SelfCheck
 from ccsweep.store.base import record_key
 
+#: Bytes of SVG per part of a figure's data URI.
+DATA_URI_PART = 48 * 1024
+
 
 @dataclass
 class RenderedFigure:
-    """A stored figure as the report embeds it. Its SVG is held compressed until the report
-    reaches it: a figure that draws every run of a large sweep is megabytes of SVG (10 MiB at
-    40,000 cells), a third more as a data URI, and the report embeds every figure."""
+    """A stored figure as the report embeds it. Its SVG is held compressed and embedded a part at
+    a time: a figure that draws every run of a large sweep is megabytes of SVG (10 MiB at 40,000
+    cells), a third more as a data URI, and the report embeds every figure."""
 
     name: str
     title: str
@@ -52,9 +55,19 @@ class RenderedFigure:
     def of(cls, name: str, title: str, caption: str, svg: bytes, png_path: str, svg_path: str) -> RenderedFigure:
         return cls(name, title, caption, zlib.compress(svg, 6), png_path, svg_path)
 
-    @property
-    def svg_data_uri(self) -> str:
-        return "data:image/svg+xml;base64," + base64.b64encode(zlib.decompress(self.svg_compressed)).decode()
+    def svg_data_uri_parts(self) -> Iterator[str]:
+        """The SVG as a data URI, in parts of some 64 KiB that join to the whole: the report is
+        written as rendered, so no part of it holds a whole figure."""
+        yield "data:image/svg+xml;base64,"
+        svg = zlib.decompressobj()
+        pending, rest = self.svg_compressed, b""
+        while pending:
+            rest += svg.decompress(pending, DATA_URI_PART)
+            pending = svg.unconsumed_tail
+            whole = len(rest) - len(rest) % 3  # base64 of whole 3-byte groups joins without padding
+            yield base64.b64encode(rest[:whole]).decode()
+            rest = rest[whole:]
+        yield base64.b64encode(rest + svg.flush()).decode()
 
 
 ENVIRONMENT_FIELDS = ("hostname", "kernel", "ccsweep_version", "ccsweep_commit", "python", "executor", "available_cc",
