@@ -144,8 +144,6 @@ pub struct Direction {
     pub lateness: Lateness,
     log: Option<LinkLog>,
     dropped: Vec<(Packet, DropCause)>,
-    /// Bytes before the IP packet in each frame: the `virtio_net_hdr` with offloads, else none.
-    frame_offset: usize,
     /// Due packets joined into one write, with offloads.
     joined: Option<Joined>,
     /// The packets of the frame being cut (kept to reuse its allocation).
@@ -179,7 +177,6 @@ impl Direction {
             lateness: Lateness::default(),
             log: stages.log,
             dropped: Vec::new(),
-            frame_offset: if stages.offload { VNET_HDR_LEN } else { 0 },
             joined: stages.offload.then(Joined::default),
             split: Vec::new(),
             spare: Vec::new(),
@@ -193,6 +190,11 @@ impl Direction {
     /// Whether frames carry a `virtio_net_hdr` (and may be TSO segments).
     pub fn offload(&self) -> bool {
         self.joined.is_some()
+    }
+
+    /// Bytes before the IP packet in each frame: the `virtio_net_hdr` with offloads, else none.
+    fn frame_offset(&self) -> usize {
+        if self.offload() { VNET_HDR_LEN } else { 0 }
     }
 
     /// A frame read with offloads at `now_ns`: a TSO segment arrives as the packets it stands
@@ -214,7 +216,7 @@ impl Direction {
     /// A packet read from this direction's input device at `now_ns`.
     pub fn arrive(&mut self, now_ns: u64, data: Vec<u8>) {
         self.advance(now_ns);
-        let ip_bytes = data.len().saturating_sub(self.frame_offset) as u32;
+        let ip_bytes = data.len().saturating_sub(self.frame_offset()) as u32;
         self.counters.in_packets += 1;
         self.counters.in_bytes += u64::from(ip_bytes);
         if self.loss_position == LossPosition::Before && self.lost() {
@@ -368,7 +370,7 @@ impl Direction {
             }
             self.head_hold_ns = None;
             let (_, packet) = self.delay_line.pop_front().expect("a due packet");
-            let ip_bytes = (packet.data.len() - self.frame_offset) as u64;
+            let ip_bytes = (packet.data.len() - self.frame_offset()) as u64;
             match self.joined.as_mut() {
                 Some(joined) => {
                     if !joined.frames.add(&packet.data) {

@@ -68,12 +68,14 @@ impl VnetHdr {
         }
     }
 
-    fn write_to(self, out: &mut Vec<u8>) {
-        out.push(self.flags);
-        out.push(self.gso_type);
-        for field in [self.hdr_len, self.gso_size, self.csum_start, self.csum_offset] {
-            out.extend_from_slice(&field.to_ne_bytes());
+    fn to_bytes(self) -> [u8; VNET_HDR_LEN] {
+        let mut bytes = [0; VNET_HDR_LEN];
+        bytes[0] = self.flags;
+        bytes[1] = self.gso_type;
+        for (i, field) in [self.hdr_len, self.gso_size, self.csum_start, self.csum_offset].into_iter().enumerate() {
+            bytes[2 + 2 * i..4 + 2 * i].copy_from_slice(&field.to_ne_bytes());
         }
+        bytes
     }
 }
 
@@ -112,25 +114,15 @@ pub fn ip_packet(frame: &[u8]) -> &[u8] {
 /// false, and hands the frame over whole, if it is a GSO frame this cannot cut (not IPv4 TCP):
 /// the device is only granted TSO for IPv4, so the kernel does not send one.
 pub fn split(frame: &[u8], mut take: impl FnMut() -> Vec<u8>, mut emit: impl FnMut(Vec<u8>)) -> bool {
-    let whole = |take: &mut dyn FnMut() -> Vec<u8>, emit: &mut dyn FnMut(Vec<u8>)| {
+    let vnet = VnetHdr::parse(frame);
+    let ip = ip_packet(frame);
+    let segment = vnet.filter(|v| v.gso_type == GSO_TCPV4 && v.gso_size > 0);
+    let Some((vnet, headers)) = segment.zip(TcpHeaders::parse(ip).filter(|h| ip.len() > h.len)) else {
         let mut buffer = take();
         buffer.clear();
         buffer.extend_from_slice(frame);
         emit(buffer);
-    };
-    let Some(vnet) = VnetHdr::parse(frame) else {
-        whole(&mut take, &mut emit);
-        return true;
-    };
-    if vnet.gso_type == GSO_NONE {
-        whole(&mut take, &mut emit);
-        return true;
-    }
-    let ip = ip_packet(frame);
-    let headers = TcpHeaders::parse(ip).filter(|h| ip.len() > h.len);
-    let (Some(headers), true) = (headers, vnet.gso_type == GSO_TCPV4 && vnet.gso_size > 0) else {
-        whole(&mut take, &mut emit);
-        return false;
+        return vnet.is_none_or(|v| v.gso_type == GSO_NONE);
     };
     let mss = usize::from(vnet.gso_size);
     let payload = &ip[headers.len..];
@@ -141,7 +133,7 @@ pub fn split(frame: &[u8], mut take: impl FnMut() -> Vec<u8>, mut emit: impl FnM
     for (i, chunk) in payload.chunks(mss).enumerate() {
         let mut buffer = take();
         buffer.clear();
-        VnetHdr::tcp(&headers, 0).write_to(&mut buffer);
+        buffer.extend_from_slice(&VnetHdr::tcp(&headers, 0).to_bytes());
         buffer.extend_from_slice(&ip[..headers.len]);
         buffer.extend_from_slice(chunk);
         let packet = &mut buffer[VNET_HDR_LEN..];
@@ -243,10 +235,7 @@ impl Coalescer {
         let count = std::mem::take(&mut self.count);
         if count > 1 {
             let headers = self.headers.expect("a run has headers");
-            let header = VnetHdr::tcp(&headers, self.mss as u16);
-            let mut vnet = Vec::with_capacity(VNET_HDR_LEN);
-            header.write_to(&mut vnet);
-            self.frame[..VNET_HDR_LEN].copy_from_slice(&vnet);
+            self.frame[..VNET_HDR_LEN].copy_from_slice(&VnetHdr::tcp(&headers, self.mss as u16).to_bytes());
             finish_headers(&mut self.frame[VNET_HDR_LEN..], &headers);
         }
         &self.frame
@@ -256,8 +245,8 @@ impl Coalescer {
 /// True when two packets' IP and TCP headers are equal but for the fields each packet of a
 /// segment has its own of: IP length, id and checksum; TCP sequence number, flags and checksum.
 fn same_except_lengths_and_sums(a: &[u8], b: &[u8], headers: &TcpHeaders) -> bool {
-    let (ip, tcp) = (headers.ip_len, headers.ip_len); // the TCP header starts where the IP header ends
-    let ranges = [(0, 2), (6, 10), (12, ip), (tcp, tcp + 4), (tcp + 8, tcp + 13), (tcp + 14, tcp + 16)];
+    let tcp = headers.ip_len; // the TCP header starts where the IP header ends
+    let ranges = [(0, 2), (6, 10), (12, tcp), (tcp, tcp + 4), (tcp + 8, tcp + 13), (tcp + 14, tcp + 16)];
     ranges.iter().all(|&(from, to)| a[from..to] == b[from..to]) && a[tcp + 18..headers.len] == b[tcp + 18..headers.len]
 }
 
@@ -311,7 +300,7 @@ mod tests {
     fn frame(gso_size: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
         let headers = TcpHeaders { ip_len: 20, len: 52 };
         let mut out = Vec::new();
-        VnetHdr::tcp(&headers, gso_size).write_to(&mut out);
+        out.extend_from_slice(&VnetHdr::tcp(&headers, gso_size).to_bytes());
         let mut ip = vec![0u8; 52];
         ip[0] = 0x45;
         ip[6] = 0x40; // DF

@@ -70,9 +70,6 @@ class RecordFile:
             self._recent.popitem(last=False)
         return result
 
-    def close(self) -> None:
-        self._file.close()
-
 
 class Results(Sequence[CellResult]):
     """Some records of a source in a given order, each parsed as it is reached; slices and subsets
