@@ -11,7 +11,7 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 - what a cell costs comes from measurement, per link backend: the CPU time the finished cells'
   processes used over their wall time corrects the prior model (`prior_cost`: rate, and the
   link's own cost, measured for each backend: ccsweep-link's wake-ups, which its release window
-  sets; Mahimahi's shells per 100 Mbit/s), per kind of cell (backend, rate and window) as soon as
+  sets, and its packets; Mahimahi's shells per 100 Mbit/s), per kind of cell (backend, rate and window) as soon as
   one of that kind has finished, for kinds not yet seen by the average over the backend's
   finished cells, and only before any of its cells finished by the average over all, so the
   budget fills with what each backend's cells cost on this machine rather than with a constant;
@@ -32,23 +32,42 @@ START_STAGGER_S = 1.0
 COST_EWMA_WEIGHT = 0.3
 
 
-#: The prior's parts, fitted to the cells-per-core bench on the 2-vCPU KVM guest
-#: (benchmarks/results/2026-11-23-cells-per-core.md: a 100 Mbit/s, 100 ms cell's process tree took
-#: 0.35 cores at 100 us windows, 0.26 at 250 us and 0.17-0.24 at 500 us; the model gives 0.35,
-#: 0.23 and 0.19): the runner and the endpoints' interpreters; kernel TCP, copies and writes per
-#: 100 Mbit/s; and the CPU of one timed wake-up of the emulator (15-30 us on a KVM guest,
-#: docs/emulator.md). The executor corrects all of it by what finished cells measured.
+#: The prior's parts, fitted on the 2-vCPU KVM guest to ccsweep-link cells with TUN offloads
+#: (`--offload tso`, the default), as each cell's process tree (rusage) over its wall time
+#: (benchmarks/results/2026-11-26-offloads.md): a 100 Mbit/s, 100 ms cell (250 us window) took
+#: 0.170 cores (0.160-0.192, 5 runs), its emulator 0.098; a 1 Gbit/s, 50 ms cell (125 us
+#: window) 0.56 (0.53-0.59, 6 runs alone and beside a 100 Mbit/s cell), its emulator 0.31. The
+#: model gives 0.168 and 0.558.
+#:
+#: What is not the link: the runner and the endpoints' interpreters, a floor, and the endpoints'
+#: kernel TCP per 100 Mbit/s: 0.072 cores at 100 Mbit/s and 0.25 at 1 Gbit/s, a line of
+#: 0.053 + 0.019 per 100 Mbit/s. The same with offloads off (0.076 and 0.25): the endpoints'
+#: cost is not an offload gain, so it holds for either link backend.
 BASE_CORES = 0.05
-TCP_CORES_PER_100MBIT = 0.1
-WAKEUP_CPU_S = 20e-6
+TCP_CORES_PER_100MBIT = 0.02
+#: ccsweep-link's cost: the CPU of one timed wake-up and its pass (15-30 us on a KVM guest,
+#: docs/emulator.md), and its per-packet work (reading, cutting and writing, the writes running
+#: the receiving host's stack) per 100 Mbit/s. Fitted to the two emulator measurements above
+#: (wake-ups capped at 4,000 a second at 100 Mbit/s and 250 us, 8,000 at 1 Gbit/s and 125 us):
+#: 0.098 = 4,000 w + p and 0.31 = 8,000 w + 10 p give w = 21 us, p = 0.014 cores. Wake-ups alone
+#: cannot fit both (they would need 24.5 us and 39 us each), hence the per-packet part. Windows
+#: of 100 us (paths up to 40 ms) were not measured with offloads: there the model extrapolates.
+WAKEUP_CPU_S = 21e-6
+LINK_PACKET_CORES_PER_100MBIT = 0.014
 #: Packets the emulator releases per second and Mbit/s: 1500-byte data packets and about one
 #: ACK per two of them.
 RELEASES_PER_MBIT = 1e6 / 12_000 * 1.5
 #: Mahimahi's link shells wake on their own 1 ms timer.
 MAHIMAHI_TICK_US = 1000.0
 #: CPU of Mahimahi's three shells (mm-delay, mm-loss, mm-link) per 100 Mbit/s, in place of
-#: ccsweep-link's wake-ups: 29.7% of a core at 93 Mbit/s of IP in the same run that measured
-#: ccsweep-link's 22.2% (benchmarks/results/2026-11-23-emulator-vs-mahimahi.md).
+#: ccsweep-link's wake-ups and packet work, measured on Mahimahi itself (offloads do not apply to
+#: its TUN devices): 29.7% of a core at 93 Mbit/s of IP in the same run that measured
+#: ccsweep-link's 22.2% (benchmarks/results/2026-11-23-emulator-vs-mahimahi.md); 32.3% and 27.6%
+#: in the side-by-side runs of 2026-11-25-cheaper-cells.md and 2026-11-26-offloads.md; 0.297 is
+#: the middle of the three. A Mahimahi cell's prior at 100 Mbit/s is thus 0.367 cores; before
+#: this fit it was 0.447, because every cell then carried 0.1 cores per 100 Mbit/s of "kernel TCP
+#: and writes", fitted to ccsweep-link cells whose receiver read every segment: the writes are
+#: the link's own (in the shells' 0.297), and the endpoints now measure 0.02.
 MAHIMAHI_CORES_PER_100MBIT = 0.297
 
 
@@ -62,16 +81,18 @@ def release_window(cell: Cell) -> float:
 def prior_cost(cell: Cell) -> float:
     """Cores a cell is expected to keep busy before anything is measured.
 
-    Kernel TCP through two TUN devices scales with the rate; the emulator's timed wake-ups, its
-    largest cost at 100 Mbit/s, with the packet rate until the release window caps them at one
-    per window; the Python runner and endpoints add a floor. Measurements scale this shape per kind
-    of cell (see Admission.observe).
+    The endpoints' kernel TCP scales with the rate, above the floor of the Python runner and
+    endpoints. The link: ccsweep-link's timed wake-ups, its largest cost at 100 Mbit/s, follow the
+    packet rate until the release window caps them at one per window, and its per-packet work the
+    rate; Mahimahi's shells cost what they measured per 100 Mbit/s. Measurements scale this shape
+    per kind of cell (see Admission.observe).
     """
     rate = min(cell.params.uplink.rate_mbps or 50.0, 2000.0)
     if cell.params.link == "mahimahi":
         link = rate / 100 * MAHIMAHI_CORES_PER_100MBIT
     else:
-        link = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell)) * WAKEUP_CPU_S
+        wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
+        link = wakeups * WAKEUP_CPU_S + rate / 100 * LINK_PACKET_CORES_PER_100MBIT
     return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link
 
 

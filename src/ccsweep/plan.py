@@ -281,7 +281,7 @@ def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
     """A cell pod's CPU request: `link_cpu` (the sweep's, e.g. "1" or "500m") for a ccsweep-link cell,
     scaled for another backend by what its cells measurably cost against ccsweep-link's on the same
     path (admission.prior_cost, fitted to measured cells: a Mahimahi cell at 100 Mbit/s, 100 ms,
-    about twice as much), so one backend's pods are not packed as tightly as the cheaper one's.
+    about 2.2 times as much), so one backend's pods are not packed as tightly as the cheaper one's.
     """
     if cell.params.link == "ccsweep-link":
         return link_cpu

@@ -169,4 +169,4 @@ def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Pat
     assert done.exit_code == 0, done.output
     items = json.loads(done.stdout.strip().splitlines()[-1])
     cpu = {item["link"]: item["cpu"] for item in items}
-    assert cpu["ccsweep-link"] == "1" and cpu["mahimahi"] == "1944m", cpu
+    assert cpu["ccsweep-link"] == "1" and cpu["mahimahi"] == "2185m", cpu
