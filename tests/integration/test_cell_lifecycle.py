@@ -1,5 +1,6 @@
 """A cell always cleans up: an unavailable algorithm fails fast, a dying endpoint fails the cell,
-SIGTERM (a pod deleted, an executor stopping) interrupts it; none leaves a namespace or a process.
+SIGTERM (a pod deleted, an executor stopping, or `kill -- -PGID` on its whole process group)
+interrupts it; none leaves a namespace or a process.
 
 Cells here are light (10 Mbit/s, 20 ms RTT, 6 s) and run side by side.
 """
@@ -8,9 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -94,6 +99,73 @@ def test_sigterm_interrupts_the_cell_cleanly(cells):
     assert run.returncode == 130, run.describe()
     assert run.report["status"] == "interrupted"
     assert run.result is None
+    assert_clean(cells, (names.sender, names.receiver))
+
+
+#: An `ip` first on PATH: the real one, with the window a signal must not split held open for a
+#: second and announced by a file: after `netns add` made a receiver namespace (before the runner
+#: has it listed), and before `netns delete` removes a sender namespace.
+SLOW_IP = """#!/bin/sh
+case "$1 $2 $3" in
+  "netns add "*-r) "{ip}" "$@"; done=$?; : > "{marks}/added"; sleep 1; exit $done ;;
+  "netns delete "*-s) : > "{marks}/deleting"; sleep 1; exec "{ip}" "$@" ;;
+esac
+exec "{ip}" "$@"
+"""
+
+
+def start_in_own_group(cells, cell, folder: Path) -> subprocess.Popen[str]:
+    """`ccsweep cell` as the leader of its own process group, finding SLOW_IP's `ip` first."""
+    real_ip = shutil.which("ip")
+    assert real_ip is not None
+    bin_dir, marks = folder / "bin", folder / "marks"
+    bin_dir.mkdir(parents=True)
+    marks.mkdir()
+    (bin_dir / "ip").write_text(SLOW_IP.format(ip=real_ip, marks=marks))
+    (bin_dir / "ip").chmod(0o755)
+    workdir = cells.scratch / cell.id
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.Popen([sys.executable, "-m", "ccsweep", "cell", "--cell", cell.model_dump_json(), "--store",
+                             str(cells.store), "--workdir", str(workdir)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def wait_for_file(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout} s"
+        time.sleep(0.01)
+
+
+def test_sigterm_to_the_cells_group_while_a_namespace_is_made_leaves_none(cells, tmp_path: Path):
+    """The group's SIGTERM reaches `ip netns add` and the runner at once, after the add made the
+    namespace and before the runner listed it: that namespace was left behind (seen with
+    `kill -- -PGID`). The slowed `ip` holds the window open so the signal lands in it every run."""
+    (cell,) = cells.of(light(seed=6))
+    process = start_in_own_group(cells, cell, tmp_path)
+    names = namespace_names(cell.id, process.pid)
+    wait_for_file(tmp_path / "marks" / "added")
+    assert names.receiver in cells.namespaces()
+    os.killpg(process.pid, signal.SIGTERM)  # the group this test started
+    run = cells.finish(cell, process)
+    assert run.returncode == 130 and run.report["status"] == "interrupted", run.describe()
+    assert_clean(cells, (names.sender, names.receiver))
+
+
+def test_sigterm_to_the_cells_group_while_its_namespaces_are_deleted_leaves_none(cells, tmp_path: Path):
+    """A cell interrupted mid-flow deletes its namespaces; the group's SIGTERM then (a second
+    signal, as when a terminal's Ctrl-C and the executor both send one) used to kill the `ip netns
+    delete` under way, leaving that namespace."""
+    (cell,) = cells.of(light(seed=7))
+    process = start_in_own_group(cells, cell, tmp_path)
+    names = namespace_names(cell.id, process.pid)
+    wait_for_process(cells, names.sender)
+    process.send_signal(signal.SIGTERM)  # the runner alone: it stops the cell and deletes the namespaces
+    wait_for_file(tmp_path / "marks" / "deleting")
+    os.killpg(process.pid, signal.SIGTERM)
+    run = cells.finish(cell, process)
+    assert run.returncode == 130 and run.report["status"] == "interrupted", run.describe()
     assert_clean(cells, (names.sender, names.receiver))
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccsweep.cell import BufferParams
+from ccsweep.runner.procs import ChildTimeout
 
 #: Sysctls read back from the receiver namespace into each result (what the sockets really got).
 RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max")
@@ -44,8 +45,20 @@ def namespace_names(cell_id: str, pid: int | None = None) -> CellNamespaces:
     return CellNamespaces(sender=f"{stem}-s", receiver=f"{stem}-r")
 
 
+#: How long one `ip` command setting up a cell's namespaces may take; past it the machine is
+#: taken to have starved the cell (ChildTimeout), and the runner is never held without end.
+IP_TIMEOUT_S = 30.0
+
+
 def _ip(*args: str) -> str:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    """Run `ip`, in a session of its own: a signal to the cell's process group (a terminal's Ctrl-C,
+    `kill -- -PGID`) reaches the runner, which ends what it started in order; it must not also kill
+    an `ip netns add` or `delete` half-way, which leaves the namespace behind."""
+    try:
+        done = subprocess.run(["ip", *args], capture_output=True, text=True, start_new_session=True,
+                              timeout=IP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ChildTimeout(f"ip {' '.join(args)}: not done within {IP_TIMEOUT_S:g} s (machine overloaded?)") from None
     if done.returncode != 0:
         message = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise NamespaceError(f"ip {' '.join(args)}: {message}")
@@ -84,15 +97,29 @@ def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespa
     created: list[str] = []
     try:
         for name in (names.sender, names.receiver):
-            _ip("netns", "add", name)
+            # Listed before `ip netns add` runs, which the interrupt waits for: an interrupt raised
+            # inside the add (which subprocess.run answers by killing it) or between its end and
+            # the listing left a namespace nothing would delete. (The name holds this runner's PID,
+            # so whatever exists under it is this runner's or a dead runner's.)
             created.append(name)
+            with deferred_interrupts():
+                _ip("netns", "add", name)
             _ip("-n", name, "link", "set", "lo", "up")
             set_sysctls(name, sysctl_settings(buffers))
         yield names
     finally:
         with deferred_interrupts():
             for name in reversed(created):
-                subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+                delete_namespace(name)
+
+
+def delete_namespace(name: str) -> None:
+    """`ip netns delete NAME`, quietly (it may not exist), in a session of its own (see _ip); past
+    IP_TIMEOUT_S it is given up: clean-up never holds a result back, and `ccsweep gc` removes what
+    a cell leaves."""
+    with suppress(subprocess.TimeoutExpired):
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True, start_new_session=True,
+                       timeout=IP_TIMEOUT_S)
 
 
 @contextmanager
@@ -157,7 +184,7 @@ def remove_leftovers() -> list[str]:
         for pid in pids:
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+        delete_namespace(name)
     return leftovers
 
 
