@@ -110,6 +110,9 @@ class SweepData:
     #: Each stored cell once, in manifest order, as `load_sweep` found them; None in a sweep built
     #: by hand, whose experiments' records are then gathered.
     stored: Sequence[CellResult] | None = None
+    #: The link backends (ccsweep-link, mahimahi) of the stored cells, as `load_sweep` found them;
+    #: None in a sweep built by hand. The both-links section needs both, and reads its records only then.
+    links: set[str] | None = None
 
     @property
     def name(self) -> str:
@@ -165,7 +168,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     return SweepData(manifest=manifest.model_copy(update={"cells": []}), description=spec.description,
                      experiments=experiments, failures=list(found.failures.values()), late=list(found.late.values()),
                      starved=list(found.starved.values()), points=points, unplaceable=why.describe(unplaceable),
-                     plan=found.plan, stored=Results(found.records, found.results.values()))
+                     plan=found.plan, stored=Results(found.records, found.results.values()), links=found.links)
 
 
 class _Gathered:
@@ -192,6 +195,8 @@ class _Gathered:
         #: Algorithms and kernels of every stored record, counted or not (_MissingReasons).
         self.available: set[str] = set()
         self.kernels: set[str] = set()
+        #: Link backends of the counted records.
+        self.links: set[str] = set()
 
     @property
     def late(self) -> dict[str, CellResult]:
@@ -209,6 +214,7 @@ class _Gathered:
                 self.kernels.add(result.environment.kernel)
             if status.state == "stored" and result is not None and cell_id not in self.results:
                 self.results[cell_id] = self.records.add(result)
+                self.links.add(result.cell.params.link)
             if status.attempt_kind == "late" and attempt is not None:
                 (self.flagged_late if result is not None else self.late_attempts)[cell_id] = attempt
             elif status.attempt_kind == "failed":

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 
 from ccsweep.compare import CSV_COLUMNS, QUANTITIES, Comparison, Row, compare, csv_rows, results_side, rule_text
 from ccsweep.figures.data import SweepData
@@ -20,7 +21,7 @@ from ccsweep.figures.lossplot import loss_axis
 from ccsweep.figures.points import series_label, varying_facets
 from ccsweep.figures.section import FigureOut, Section, TableOut
 from ccsweep.figures.stats import bars_caption, median_ci
-from ccsweep.figures.style import cc_marker, new_figure, series_colors
+from ccsweep.figures.style import cc_marker, new_figure, rasterize_dense, series_colors
 
 LINKS = ("ccsweep-link", "mahimahi")
 #: Each link's points sit this factor left or right of their loss on the log axis, so the bars do not overlap.
@@ -30,6 +31,9 @@ OFFSET = 1.06
 def links_comparison(data: SweepData) -> Comparison | None:
     """The sweep's cells on ccsweep-link against the same cells on Mahimahi; None unless both have some."""
     results = data.distinct_results()
+    run = data.links if data.links is not None else {r.cell.params.link for r in results}
+    if not all(link in run for link in LINKS):  # no pass over the records, nor a point per setting held for it
+        return None
     q = QUANTITIES["goodput"]
     sides = [results_side(link, results, q, ("link",), (("link", link),)) for link in LINKS]
     if not all(side.points for side in sides):
@@ -71,6 +75,7 @@ def _overlay(ax: Axes, rows: Sequence[Row]) -> str:
     params = [g[0].params for g in groups if g[0].params is not None]
     facets = varying_facets(params, skip=("loss",))
     intervals = []
+    dots: list[PathCollection] = []
     for members, color, first in zip(groups, series_colors(params), params, strict=True):
         members = sorted(members, key=lambda r: r.params.loss if r.params else 0.0)
         cc = first.flows[0].cc
@@ -84,10 +89,11 @@ def _overlay(ax: Axes, rows: Sequence[Row]) -> str:
                     markerfacecolor=color if side == 0 else "none", label=f"{series_label(first, facets)}, {link}")
             ax.errorbar(xs, ys, yerr=np.array([s.errorbar() for s in stats]).T, fmt="none", ecolor=color, capsize=3,
                         label="_ci")
-            ax.scatter([x for x, v in zip(xs, values, strict=True) for _ in v], [y for v in values for y in v], s=8,
-                       color=color, alpha=0.3, linewidths=0, label="_runs")
+            dots.append(ax.scatter([x for x, v in zip(xs, values, strict=True) for _ in v],
+                                   [y for v in values for y in v], s=8, color=color, alpha=0.3, linewidths=0,
+                                   label="_runs"))
     loss_axis(ax, sorted({r.params.loss for r in rows if r.params is not None}))
     ax.set_ylabel("goodput (Mbit/s)")
     ax.set_ylim(bottom=0)
     ax.legend(loc="best", fontsize=7)
-    return bars_caption(intervals)
+    return bars_caption(intervals) + rasterize_dense(dots)

@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.points import Point, loss_series, series_label, varying_facets
 from ccsweep.figures.stats import Interval, bars_caption
-from ccsweep.figures.style import IDEAL_STYLE, cc_marker, series_colors
+from ccsweep.figures.style import IDEAL_STYLE, cc_marker, rasterize_dense, series_colors
 from ccsweep.result import CellResult
 from ccsweep.spec import LossDirection
 
@@ -36,6 +37,7 @@ def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direct
     losses: set[float] = set()
     ideals: dict[str, tuple[list[float], list[float]]] = {}
     drawn: list[Interval] = []
+    dots: list[PathCollection] = []
     for members, color in zip(series, colors, strict=True):
         params = members[0].params
         cc = params.flows[0].cc
@@ -53,7 +55,7 @@ def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direct
             ax.errorbar(xs, ys, yerr=bars, fmt="none", ecolor=color, capsize=3, label="_ci")
             run_x = [x for x, (_, _, runs) in zip(xs, rows, strict=True) for _ in runs]
             run_y = [v for _, _, runs in rows for v in runs]
-            ax.scatter(run_x, run_y, s=9, color=color, alpha=0.35, linewidths=0, label="_runs")
+            dots.append(ax.scatter(run_x, run_y, s=9, color=color, alpha=0.35, linewidths=0, label="_runs"))
         losses.update(loss for loss, _, _ in rows)
         if ideal is not None:
             label = ideal_label(params) if ideal_label else "ideal"
@@ -70,7 +72,7 @@ def plot_vs_loss(ax: Axes, points: Sequence[Point], value: Value, *, loss_direct
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.legend(loc="best")
-    return bars_caption(drawn)
+    return bars_caption(drawn) + rasterize_dense(dots)
 
 
 def loss_axis(ax: Axes, losses: list[float]) -> None:

@@ -1,0 +1,67 @@
+"""What keeps the figures step's memory from growing with a sweep: dense dots drawn as one image in
+the SVG, and the both-links section decided without a pass over the records.
+
+That the step's peak stays flat from 400 to 40,000 cells is measured by benchmarks/memory, not here.
+"""
+
+from __future__ import annotations
+
+import io
+
+from matplotlib.collections import PathCollection
+
+from ccsweep.figures.data import SweepData
+from ccsweep.figures.goodput_vs_loss import build
+from ccsweep.figures.links import links_comparison
+from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
+from ccsweep.store import SweepManifest
+from synthetic import experiment, goodput
+
+
+def dots(ax, count: int) -> PathCollection:
+    return ax.scatter(range(count), range(count))
+
+
+def test_dots_up_to_the_threshold_stay_shapes_and_the_caption_says_nothing() -> None:
+    _, (ax,) = new_figure()
+    few = [dots(ax, DENSE_DOTS // 2), dots(ax, DENSE_DOTS // 2)]
+    assert rasterize_dense(few) == ""
+    assert not any(c.get_rasterized() for c in few)
+
+
+def test_more_dots_than_the_threshold_are_one_image_in_the_svg_and_the_caption_says_so() -> None:
+    fig, (ax,) = new_figure()
+    many = [dots(ax, DENSE_DOTS // 2), dots(ax, DENSE_DOTS // 2 + 1)]
+    caption = rasterize_dense(many)
+    assert all(c.get_rasterized() for c in many)
+    assert f"{DENSE_DOTS + 1:,} dots are drawn as an image in the SVG" in caption
+    svg = render(fig)["svg"].decode()
+    assert "<image" in svg and svg.count("<use ") < 100  # one image, not a <use> per dot
+
+
+def test_a_dense_figure_says_so_in_its_caption_and_its_svg_stays_small() -> None:
+    losses = [round(0.001 * (i + 1), 4) for i in range(60)]  # 60 settings x 2 algorithms x 20 runs: 2,400 dots
+    data = experiment({"cc": ["cubic", "bbr"], "loss_percent": losses, "repetitions": 20},
+                      goodput(lambda c: 90 * (1 - c.params.loss) + c.params.repetition / 10))
+    (figure, *_) = build(data).figures
+    assert "2,400 dots are drawn as an image" in figure.caption
+    svg = io.BytesIO(render(figure.figure)["svg"])
+    assert len(svg.getvalue()) < 600_000  # about 150 bytes a dot as shapes: 2,400 dots alone were 360 KB
+
+
+def test_the_links_section_reads_no_record_unless_both_links_ran() -> None:
+    class Unread(list):
+        def __iter__(self):
+            raise AssertionError("the records were read")
+
+    manifest = SweepManifest(name="s", spec={}, cells=[], created_at="t", ccsweep_version="0")
+    sweep = SweepData(manifest=manifest, description="", experiments=[], failures=[], stored=Unread([object()]),
+                      links={"ccsweep-link"})
+    assert links_comparison(sweep) is None
+    sweep.links = None  # a sweep built by hand: its records tell
+    try:
+        links_comparison(sweep)
+    except AssertionError as exc:
+        assert "read" in str(exc)
+    else:
+        raise AssertionError("a sweep without `links` was not read")
