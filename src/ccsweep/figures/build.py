@@ -62,6 +62,11 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
                 put(f"figures/{fig.name}.{fmt}", blob)
             figures.append(RenderedFigure.of(fig.name, fig.title, fig.caption, images["svg"],
                                           f"figures/{fig.name}.png", f"figures/{fig.name}.svg"))
+            del images, blob
+            fig.figure.clear()  # its artists now, not when the cycle collector gets to the figure
+        # Stored and embedded from `figures`: a section's drawn figures (every point of thousands of
+        # settings) are not held through the rest of the sections, the CSVs, the checks and the report.
+        section.figures.clear()
         for table in section.tables:
             put(f"tables/{table.name}.csv", table.to_csv().encode())
         return figures
