@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ccsweep.cell import Cell
+from ccsweep.cell import Cell, CellParams
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, Experiment, PrecisionTarget
 
@@ -40,7 +40,10 @@ class PointRuns:
     """One point of an adaptive experiment after a round: its runs, its interval, what it wants next."""
 
     experiment: str
-    cells: tuple[Cell, ...]  # every planned run, by repetition
+    params: CellParams  # the setting: its first run's parameters
+    #: Every planned run's cell id, by repetition: ids, not cells, as a sweep of 100,000 runs is
+    #: judged whole by `status` and the figures step, and a Cell is kilobytes of parameters.
+    ids: tuple[str, ...]
     values: tuple[float, ...]  # the stored runs' goodput (Mbit/s)
     wanted: int  # runs this point should have: the first `wanted` cells
     state: str  # "target met", "max reached", "needs more runs", "below min"
@@ -111,22 +114,37 @@ def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str
 def adaptive_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
                     stored: Callable[[str], CellResult | None]) -> list[PointRuns]:
     """Every point of the adaptive experiments, judged from the stored results (`stored(id)`)."""
+    return judge_points(experiments, cells, lambda cell_id: target_value(stored(cell_id)))
+
+
+def judge_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
+                 value_of: Callable[[str], float | None]) -> list[PointRuns]:
+    """Every point of the adaptive experiments, judged from each run's value (`value_of(id)`, asked
+    only for runs of an adaptive experiment). `cells` is read once, one at a time: what is held per
+    run is its id, repetition and value, so a plan read a chunk at a time is never held whole."""
     rules = {e.name: e.adaptive for e in experiments if e.adaptive is not None}
-    points: dict[str, list[Cell]] = {}
+    points: dict[str, tuple[Cell, list[tuple[int, str, float | None]]]] = {}
     for cell in cells:
-        if cell.experiment in rules:
-            points.setdefault(point_of(cell), []).append(cell)
+        if cell.experiment not in rules:
+            continue
+        key = point_of(cell)
+        first, runs = points.setdefault(key, (cell, []))
+        if cell.params.repetition < first.params.repetition:  # the setting's first run stands for it
+            points[key] = (cell, runs)
+        runs.append((cell.params.repetition, cell.id, value_of(cell.id)))
     out = []
-    for members in points.values():
-        members.sort(key=lambda c: c.params.repetition)
-        rule = rules[members[0].experiment]
-        values = [v for v in (_value(stored(c.id)) for c in members) if v is not None]
+    for first, runs in points.values():
+        runs.sort(key=lambda run: run[0])
+        rule = rules[first.experiment]
+        values = [value for _, _, value in runs if value is not None]
         wanted, state, reason = judge(rule, values)
-        out.append(PointRuns(members[0].experiment, tuple(members), tuple(values), wanted, state, reason, rule))
+        out.append(PointRuns(first.experiment, first.params, tuple(cell_id for _, cell_id, _ in runs), tuple(values),
+                             wanted, state, reason, rule))
     return out
 
 
-def _value(result: CellResult | None) -> float | None:
+def target_value(result: CellResult | None) -> float | None:
+    """The quantity a ci target judges, of a stored run (None: no run, failed, or not a number)."""
     if result is None or result.status != "ok":
         return None
     value = getattr(result, TARGET_QUANTITY)
@@ -135,4 +153,4 @@ def _value(result: CellResult | None) -> float | None:
 
 def unwanted_ids(points: Iterable[PointRuns]) -> set[str]:
     """Cells of adaptive points that no round has asked for (yet): planned, not to be run or missed."""
-    return {cell.id for point in points for cell in point.cells[point.wanted:]}
+    return {cell_id for point in points for cell_id in point.ids[point.wanted:]}

@@ -12,7 +12,8 @@ Each distinct cell of the stored manifest has one state, from what the store hol
 
 The attempt behind late, failed or starved is kept for a cell whatever its state (the report
 shows an unplaceable cell's late attempt too). The manifest is read one stored chunk at a time;
-a sweep with adaptive repetitions is judged whole, as its wanted runs depend on each other.
+a sweep with adaptive repetitions is judged whole, as its wanted runs depend on each other, but
+read in two passes a chunk at a time all the same (`judged_whole`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ccsweep.adaptive import PointRuns, adaptive_points, unwanted_ids
+from ccsweep.adaptive import PointRuns, judge_points, target_value, unwanted_ids
 from ccsweep.cell import Cell
 from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
 from ccsweep.store import ResultStore, SweepManifest
-from ccsweep.store.base import ManifestCell, ManifestChunk
+from ccsweep.store.base import ManifestChunk
 
 #: Every state, in the order they are decided (see the module docstring).
 STATES = ("stored", "unwanted", "unplaceable", "late", "failed", "starved", "missing")
@@ -105,19 +106,6 @@ def _latest_attempt(store: ResultStore, cell_id: str) -> tuple[str | None, CellR
     return None, None
 
 
-def mark_unwanted(experiments: Iterable[Experiment], runs: Iterable[Cell],
-                  statuses: list[CellStatus]) -> list[PointRuns]:
-    """Judge the adaptive points from the counted records, and mark the runs no round has asked for
-    (yet) as unwanted; `runs`: every planned run, in manifest order. Returns the points."""
-    counted = {s.cell.id: s.result for s in statuses if s.state == "stored"}
-    points = adaptive_points(experiments, runs, counted.get)
-    unwanted = unwanted_ids(points)
-    for status in statuses:
-        if status.state != "stored" and status.cell.id in unwanted:
-            status.state = "unwanted"
-    return points
-
-
 @dataclass
 class SweepStatus:
     """A sweep's cells by state, and each cell that is wanted and has no counted record."""
@@ -138,25 +126,47 @@ class SweepStatus:
 
 def sweep_cells(store: ResultStore, sweep: str) -> Iterator[CellStatus]:
     """Every distinct cell of a planned sweep with its state, unwanted runs decided (a StoreError
-    when it has no manifest): one stored chunk at a time, unless it has adaptive repetitions."""
+    when it has no manifest), one stored chunk at a time."""
     manifest = stored_manifest(store, sweep)
     unplaceable = store.get_unplaceable(sweep)
     if not is_adaptive(manifest):
         yield from cell_statuses(store, manifest, unplaceable)
         return
-    _entries, whole, _points = judged_whole(store, manifest, unplaceable, stored_spec(manifest).experiments)
-    yield from whole
+    _points, chunks = judged_whole(store, manifest, unplaceable, stored_spec(manifest).experiments)
+    for _chunk, statuses in chunks:
+        yield from statuses
+
+
+Chunks = Iterator[tuple[ManifestChunk, Iterator[CellStatus]]]
 
 
 def judged_whole(store: ResultStore, manifest: SweepManifest, unplaceable: dict[str, str],
-                 experiments: Iterable[Experiment]) -> tuple[list[ManifestCell], list[CellStatus], list[PointRuns]]:
-    """A sweep with adaptive repetitions judged whole (its wanted runs depend on each other): its
-    plan read once and held, every distinct cell's state with the runs no round has asked for marked
-    unwanted, and the adaptive points."""
-    manifest = store.with_cells(manifest)
-    statuses = list(cell_statuses(store, manifest, unplaceable))
-    points = mark_unwanted(experiments, [entry.to_cell(manifest.name) for entry in manifest.cells], statuses)
-    return manifest.cells, statuses, points
+                 experiments: Iterable[Experiment]) -> tuple[list[PointRuns], Chunks]:
+    """A sweep with adaptive repetitions judged whole (its wanted runs depend on each other), yet
+    read a stored chunk at a time: a first pass over the plan judges every point from its runs'
+    counted values (a number a run is held, not its record), then each chunk's distinct cells
+    come with their states, as `chunk_statuses` gives them, the runs no round has asked for
+    marked unwanted. Returns the adaptive points and those chunks (read them in order, once)."""
+    experiments = list(experiments)
+    rules = {e.name for e in experiments if e.adaptive is not None}
+    runs = (entry.to_cell(manifest.name) for chunk in store.manifest_chunks(manifest) for entry in chunk.entries
+            if entry.experiment in rules)
+    points = judge_points(experiments, runs, lambda cell_id: _counted_value(store, cell_id))
+    unwanted = unwanted_ids(points)
+
+    def marked(statuses: Iterator[CellStatus]) -> Iterator[CellStatus]:
+        for status in statuses:
+            if status.state != "stored" and status.cell.id in unwanted:
+                status.state = "unwanted"
+            yield status
+
+    return points, ((chunk, marked(statuses)) for chunk, statuses in chunk_statuses(store, manifest, unplaceable))
+
+
+def _counted_value(store: ResultStore, cell_id: str) -> float | None:
+    """A run's value for its point's judgement: only from a record that counts."""
+    result = store.get_result(cell_id)
+    return target_value(result) if result is not None and counts(result) else None
 
 
 def sweep_status(store: ResultStore, sweep: str) -> SweepStatus:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ccsweep.adaptive import next_count, round_bound, target_met
+from ccsweep.adaptive import adaptive_points, next_count, round_bound, target_met, unwanted_ids
 from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.figures.data import load_sweep
@@ -23,6 +23,7 @@ from ccsweep.plan import plan_sweep, replan
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
 from ccsweep.store import open_store
+from ccsweep.sweep_status import judged_whole, sweep_status
 from synthetic import ENV
 
 RULE = {"min": 3, "max": 20, "target": {"ci_relative": 0.05}}
@@ -89,7 +90,7 @@ def test_a_stored_sweep_gains_runs_only_where_the_target_is_not_met(tmp_path: Pa
     assert len(first.cells) == 40 and len(first.wanted) == 6
     stored = store_runs(store, first.pending)
     second = replan(store, "adaptive")
-    calm, bimodal = sorted(second.points, key=lambda p: p.cells[0].params.loss)
+    calm, bimodal = sorted(second.points, key=lambda p: p.params.loss)
     assert (calm.state, calm.runs, calm.wanted) == ("target met", 3, 3)
     assert "half-width" in calm.reason and "target 5 %" in calm.reason
     assert (bimodal.state, bimodal.runs) == ("needs more runs", 3)
@@ -104,7 +105,7 @@ def test_a_stored_sweep_gains_runs_only_where_the_target_is_not_met(tmp_path: Pa
         plan = replan(store, "adaptive")
         rounds += 1
     assert rounds <= first.rounds
-    calm, bimodal = sorted(plan.points, key=lambda p: p.cells[0].params.loss)
+    calm, bimodal = sorted(plan.points, key=lambda p: p.params.loss)
     assert (calm.runs, bimodal.runs, bimodal.state) == (3, 20, "max reached")
     assert len(stored) == len(set(stored)) == 23
     # `ccsweep status` counts the wanted runs only: the 17 unasked runs of the calm cell are not missing.
@@ -169,3 +170,43 @@ def test_next_count(runs: int, relative: float, expected: int):
 def test_the_target_is_met_relative_to_the_median_or_in_mbps(values: list[float], absolute: float | None, met: bool):
     target = PrecisionTarget(ci_relative=0.05, ci_absolute_mbps=absolute)
     assert target_met(target, median_ci(values)) is met
+
+
+def test_an_adaptive_sweep_is_judged_a_chunk_of_its_plan_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`status` and the figures judge an adaptive sweep whole, yet never read its plan whole: a
+    first pass keeps each run's id and value, a second gives each chunk's states; the answer is the
+    one judging the whole plan at once gives."""
+    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    store = open_store(str(tmp_path))
+    first = plan_sweep(parse_spec(spec(RULE)), store)
+    store_runs(store, first.cells, upto=5)
+    manifest = store.get_manifest("adaptive")
+    assert manifest is not None and manifest.layout is not None and manifest.layout.chunks == 6
+    whole = store.with_cells(manifest)
+    expected = adaptive_points(parse_spec(manifest.spec).experiments,
+                               [entry.to_cell("adaptive") for entry in whole.cells], store.get_result)
+
+    def not_whole(_manifest: object) -> None:
+        raise AssertionError("the whole plan was read at once")
+
+    monkeypatch.setattr(store, "with_cells", not_whole)
+    chunks_read = []
+    read_chunk = store.manifest_chunk
+
+    def counted_chunk(manifest, index):
+        chunks_read.append(index)
+        return read_chunk(manifest, index)
+
+    monkeypatch.setattr(store, "manifest_chunk", counted_chunk)
+    points, chunks = judged_whole(store, manifest, {}, parse_spec(manifest.spec).experiments)
+    assert points == expected and {p.state for p in points} == {"target met", "needs more runs"}
+    assert chunks_read == list(range(6))  # the first pass, one chunk at a time
+    states = [(c.index, s.cell.id, s.state) for c, statuses in chunks for s in statuses]
+    assert chunks_read == list(range(6)) * 2
+    unwanted = unwanted_ids(points)
+    assert [(cell_id, state) for _, cell_id, state in states] == [
+        (c.id, "stored" if c.params.repetition < 5 else "unwanted" if c.id in unwanted else "missing")
+        for c in whole.distinct_cells()]
+    assert all(isinstance(cell_id, str) for p in points for cell_id in p.ids)  # ids a run, no Cell held
+    assert sweep_status(store, "adaptive").by_state == {"stored": 10, "unwanted": len(unwanted),
+                                                        "missing": 30 - len(unwanted)}

@@ -135,8 +135,8 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     The plan is read a stored chunk at a time and only each entry's id and experiment are kept
     (a cell's parameters are in its record, or in its MissingCell), and each record goes to a
     temporary file as it is read (`RecordFile`), parsed again when a figure reaches it. A sweep
-    with adaptive repetitions is judged whole, as `status` judges it: its wanted runs depend on
-    each other.
+    with adaptive repetitions is judged whole, as `status` judges it (its wanted runs depend on
+    each other), from a first pass over the plan that keeps a number a run.
     """
     manifest = store.get_manifest(sweep)
     if manifest is None:
@@ -150,12 +150,11 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     points: list[PointRuns] = []
     if any(exp.adaptive is not None for exp in spec.experiments):
         # Runs an adaptive rule has not asked for are planned, not missing.
-        entries, statuses, points = judged_whole(store, manifest, found.set_aside, spec.experiments)
-        found.add(entries, statuses)
-        del entries, statuses
+        points, chunks = judged_whole(store, manifest, found.set_aside, spec.experiments)
     else:
-        for chunk, chunk_cells in chunk_statuses(store, manifest, found.set_aside):
-            found.add(chunk.entries, chunk_cells)
+        chunks = chunk_statuses(store, manifest, found.set_aside)
+    for chunk, chunk_cells in chunks:
+        found.add(chunk.entries, chunk_cells)
     why = _MissingReasons(found)
     experiments = []
     for exp in spec.experiments:

@@ -196,8 +196,8 @@ def runs_rows(sweep: SweepData) -> list[dict[str, object]]:
     rows = []
     for point in sweep.points:
         interval = median_ci(point.values) if point.values else None
-        params = point.cells[0].params
-        seconds = [stored[c.id] for c in point.cells if c.id in stored]
+        params = point.params
+        seconds = [stored[cell_id] for cell_id in point.ids if cell_id in stored]
         rows.append({
             "experiment": point.experiment,
             "summary": cell_summary(params, repetition=False),
