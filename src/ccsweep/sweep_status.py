@@ -68,7 +68,7 @@ class CellStatus:
 
 def cell_statuses(store: ResultStore, manifest: SweepManifest, unplaceable: dict[str, str]) -> Iterator[CellStatus]:
     """Each distinct cell of `manifest` with its state, one stored chunk at a time; `unwanted` is
-    never decided here (mark_unwanted does, for a sweep with adaptive repetitions)."""
+    never decided here (judged_whole does, for a sweep with adaptive repetitions)."""
     for _chunk, statuses in chunk_statuses(store, manifest, unplaceable):
         yield from statuses
 
