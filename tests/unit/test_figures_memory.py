@@ -1,5 +1,6 @@
 """What keeps the figures step's memory from growing with a sweep: dense dots drawn as one image in
-the SVG, and the both-links section decided without a pass over the records.
+the SVG, the both-links section decided without a pass over the records, and a point per setting
+that holds its parameters as JSON.
 
 That the step's peak stays flat from 400 to 40,000 cells is measured by benchmarks/memory, not here.
 """
@@ -10,9 +11,11 @@ import io
 
 from matplotlib.collections import PathCollection
 
+from ccsweep.cell import CellParams
 from ccsweep.figures.data import SweepData
 from ccsweep.figures.goodput_vs_loss import build
 from ccsweep.figures.links import links_comparison
+from ccsweep.figures.points import Point, group_points
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
 from ccsweep.store import SweepManifest
 from synthetic import experiment, goodput
@@ -65,3 +68,17 @@ def test_the_links_section_reads_no_record_unless_both_links_ran() -> None:
         assert "read" in str(exc)
     else:
         raise AssertionError("a sweep without `links` was not read")
+
+
+def test_a_point_holds_its_setting_as_json_and_gives_back_equal_parameters() -> None:
+    data = experiment({"cc": ["bbr"], "loss_percent": [1, 2], "repetitions": 3}, goodput(lambda c: 50.0))
+    first = data.results[0].cell.params
+    point = Point(first, data.results[:3])
+    assert point.params == first and point.params is not point.params  # parsed at each use, equal each time
+    assert not any(isinstance(v, CellParams) for v in vars(point).values())
+    # A kernel recorded by the host (group_points' stand-in for a cell that names none) need not be
+    # one a spec may name: it is kept as it is, never validated again.
+    hosted = Point(first.model_copy(update={"kernel": "none"}), data.results[:3])
+    assert hosted.params.kernel == "none" and hosted.params.model_copy(update={"kernel": None}) == first
+    assert [p.params for p in group_points(data.results)] == [r.cell.params.model_copy(update={"kernel": "k"})
+                                                             for r in data.results[::3]]
