@@ -1,6 +1,6 @@
 """What keeps the figures step's memory from growing with a sweep: dense dots drawn as one image in
 the SVG, the both-links section decided without a pass over the records, and a point per setting
-that holds its parameters as JSON.
+that holds its parameters as JSON, and the plan's entries kept as packed ids.
 
 That the step's peak stays flat from 400 to 40,000 cells is measured by benchmarks/memory, not here.
 """
@@ -8,17 +8,22 @@ That the step's peak stays flat from 400 to 40,000 cells is measured by benchmar
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from matplotlib.collections import PathCollection
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import SweepData
+from ccsweep.figures.data import PlanEntries, PlannedEntry, SweepData, load_sweep
 from ccsweep.figures.goodput_vs_loss import build
 from ccsweep.figures.links import links_comparison
 from ccsweep.figures.points import Point, group_points
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
-from ccsweep.store import SweepManifest
-from synthetic import experiment, goodput
+from ccsweep.plan import plan_sweep
+from ccsweep.result import CellResult
+from ccsweep.spec import parse_spec
+from ccsweep.store import SweepManifest, open_store
+from synthetic import ENV, experiment, goodput
 
 
 def dots(ax, count: int) -> PathCollection:
@@ -82,3 +87,30 @@ def test_a_point_holds_its_setting_as_json_and_gives_back_equal_parameters() -> 
     assert hosted.params.kernel == "none" and hosted.params.model_copy(update={"kernel": None}) == first
     assert [p.params for p in group_points(data.results)] == [r.cell.params.model_copy(update={"kernel": "k"})
                                                              for r in data.results[::3]]
+
+
+def test_the_plan_is_kept_as_packed_ids_and_a_cell_under_two_experiments_finds_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 4)
+    axes = {"cc": ["bbr"], "loss_percent": [1, 2, 5], "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": 30,
+            "warmup_s": 5, "repetitions": 2}
+    spec = parse_spec({"name": "twice", "experiments": [{"name": "a", **axes}, {"name": "b", **axes}]})
+    store = open_store(str(tmp_path))
+    planned = plan_sweep(spec, store)
+    cells = planned.cells[:4]  # two of the three settings stored; the rest missing in both experiments
+    for cell in cells:
+        store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
+                                  goodput_mbps=10.0, goodput_steady_mbps=10.0))
+    data = load_sweep(store, "twice")
+    manifest = store.with_cells(store.get_manifest("twice"))  # type: ignore[arg-type]
+    assert isinstance(data.plan, PlanEntries) and len(data.plan) == 12 == len(manifest.cells)
+    assert list(data.plan) == [PlannedEntry(e.id, e.experiment) for e in manifest.cells]
+    a, b = data.experiments
+    assert [r.cell.id for r in a.results] == [r.cell.id for r in b.results] == [c.id for c in cells]
+    assert [m.cell_id for m in a.missing] == [m.cell_id for m in b.missing] == [c.id for c in planned.cells[4:6]]
+    assert [r.cell.id for r in data.distinct_results()] == [c.id for c in cells]
+
+
+def test_a_plan_entry_that_is_no_cell_id_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="cell id 'x1': not 16 hex digits"):
+        PlanEntries([PlannedEntry("x1", "a")])

@@ -11,8 +11,9 @@ time series read are kept, so what the step holds does not grow with the sweep's
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -89,6 +90,53 @@ class PlannedEntry(NamedTuple):
     experiment: str
 
 
+#: Bytes of a cell id (16 hex digits: `cell.cell_id`, which every manifest entry is checked against).
+ID_BYTES = 8
+
+
+class PlanEntries(Iterable[PlannedEntry]):
+    """The plan's entries as the figures step keeps them: each cell id as its 8 bytes and each
+    experiment as an index to its name, 10 bytes an entry where a PlannedEntry of two strs is some
+    140 (5 MiB of 40,000 cells); iterated as PlannedEntry."""
+
+    def __init__(self, entries: Iterable[PlannedEntry] = ()) -> None:
+        self._ids = bytearray()
+        self._experiments = array("H")
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        for entry in entries:
+            self.append(entry.cell_id, entry.experiment)
+
+    def append(self, cell_id: str, experiment: str) -> None:
+        try:
+            packed = bytes.fromhex(cell_id)
+        except ValueError:
+            packed = b""
+        if len(packed) != ID_BYTES:
+            raise ValueError(f"cell id {cell_id!r}: not {2 * ID_BYTES} hex digits")
+        self._ids += packed
+        if experiment not in self._index:
+            self._index[experiment] = len(self._names)
+            self._names.append(experiment)
+        self._experiments.append(self._index[experiment])
+
+    def __len__(self) -> int:
+        return len(self._experiments)
+
+    def cell_id(self, position: int) -> str:
+        return self._ids[position * ID_BYTES:(position + 1) * ID_BYTES].hex()
+
+    def __iter__(self) -> Iterator[PlannedEntry]:
+        names = self._names
+        for position, experiment in enumerate(self._experiments):
+            yield PlannedEntry(self.cell_id(position), names[experiment])
+
+    def positions(self, experiment: str) -> Iterator[int]:
+        """The positions of an experiment's entries, in plan order."""
+        number = self._index.get(experiment)
+        return (i for i, e in enumerate(self._experiments) if e == number)
+
+
 @dataclass
 class SweepData:
     #: The stored manifest without its cells: `plan` holds what the figures need of them.
@@ -105,8 +153,8 @@ class SweepData:
     points: list[PointRuns] = field(default_factory=list)
     #: Cells no node could run when the sweep was planned (never submitted), each with why.
     unplaceable: list[MissingCell] = field(default_factory=list)
-    #: Every entry of the plan, in plan order.
-    plan: list[PlannedEntry] = field(default_factory=list)
+    #: Every entry of the plan, in plan order (PlanEntries from `load_sweep`).
+    plan: Iterable[PlannedEntry] = field(default_factory=list)
     #: Each stored cell once, in manifest order, as `load_sweep` found them; None in a sweep built
     #: by hand, whose experiments' records are then gathered.
     stored: Sequence[CellResult] | None = None
@@ -155,19 +203,21 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         chunks = chunk_statuses(store, manifest, found.set_aside)
     for chunk, chunk_cells in chunks:
         found.add(chunk.entries, chunk_cells)
+    found.resolve_repeats()
     why = _MissingReasons(found)
     experiments = []
+    plan, rows = found.plan, found.rows
     for exp in spec.experiments:
-        ids = dict.fromkeys(entry.cell_id for entry in found.plan if entry.experiment == exp.name)
-        rows = (found.results[i] for i in ids if i in found.results)
-        experiments.append(ExperimentData(experiment=exp, results=Results(found.records, rows),
-                                          missing=why.describe(i for i in ids if i in found.absent),
+        counted = dict.fromkeys(rows[p] for p in plan.positions(exp.name) if rows[p] >= 0)
+        absent = dict.fromkeys(plan.cell_id(p) for p in plan.positions(exp.name) if rows[p] < 0)
+        experiments.append(ExperimentData(experiment=exp, results=Results(found.records, counted),
+                                          missing=why.describe(i for i in absent if i in found.absent),
                                           load_series=store.get_timeseries, load_file=store.get_cell_file))
     unplaceable = [cell_id for cell_id in found.set_aside if cell_id in found.without_record]
     return SweepData(manifest=manifest.model_copy(update={"cells": []}), description=spec.description,
                      experiments=experiments, failures=list(found.failures.values()), late=list(found.late.values()),
                      starved=list(found.starved.values()), points=points, unplaceable=why.describe(unplaceable),
-                     plan=found.plan, stored=Results(found.records, found.results.values()), links=found.links)
+                     plan=plan, stored=Results(found.records, range(len(found.records))), links=found.links)
 
 
 class _Gathered:
@@ -175,14 +225,19 @@ class _Gathered:
     the plan's (id, experiment) entries, the records, the attempts, and for a cell without a
     counted record the one line that names it."""
 
+    NO_RECORD = -1
+    REPEATED = -2
+
     def __init__(self, set_aside: dict[str, str]):
         #: Cells no node could run when the sweep was planned, each with why.
         self.set_aside = set_aside
-        self.plan: list[PlannedEntry] = []
-        #: Every counted record, each once, in the order met: read back by row.
+        self.plan = PlanEntries()
+        #: Every counted record, each once, in plan order: read back by row.
         self.records = RecordFile()
-        #: Each cell with a counted record: its row in `records`.
-        self.results: dict[str, int] = {}
+        #: Per entry of `plan`, its cell's row in `records`: NO_RECORD, or (until resolve_repeats)
+        #: REPEATED for a cell an entry of an earlier chunk has (its state was decided there).
+        self.rows = array("l")
+        self._repeated: set[str] = set()
         self.flagged_late: dict[str, CellResult] = {}
         self.late_attempts: dict[str, CellResult] = {}
         self.failures: dict[str, FailedAttempt] = {}
@@ -204,15 +259,16 @@ class _Gathered:
         return {**self.flagged_late, **self.late_attempts}
 
     def add(self, entries: Iterable[ManifestCell], statuses: Iterable[CellStatus]) -> None:
-        names: dict[str, str] = {}  # each experiment's name held once, not once per entry
-        self.plan += [PlannedEntry(e.id, names.setdefault(e.experiment, e.experiment)) for e in entries]
+        """One chunk of the plan: its entries, and the states of the cells it has first."""
+        decided: dict[str, int] = {}  # this chunk's cells: their rows (a chunk's worth)
         for status in statuses:
             cell_id, result, attempt = status.cell.id, status.result, status.attempt
+            decided[cell_id] = self.NO_RECORD
             if result is not None:
                 self.available.update(result.environment.available_cc)
                 self.kernels.add(result.environment.kernel)
-            if status.state == "stored" and result is not None and cell_id not in self.results:
-                self.results[cell_id] = self.records.add(result)
+            if status.state == "stored" and result is not None:
+                decided[cell_id] = self.records.add(result)
                 self.links.add(result.cell.params.link)
             if status.attempt_kind == "late" and attempt is not None:
                 (self.flagged_late if result is not None else self.late_attempts)[cell_id] = attempt
@@ -229,6 +285,24 @@ class _Gathered:
                     self.absent[cell_id] = named
                 if unplaceable:
                     self.without_record[cell_id] = named
+        for entry in entries:
+            self.plan.append(entry.id, entry.experiment)
+            self.rows.append(decided.get(entry.id, self.REPEATED))
+            if entry.id not in decided:
+                self._repeated.add(entry.id)
+
+    def resolve_repeats(self) -> None:
+        """Give each entry of a cell first met in an earlier chunk that cell's row."""
+        if not self._repeated:
+            return
+        first: dict[str, int] = {}
+        for position, row in enumerate(self.rows):
+            if row != self.REPEATED and (cell_id := self.plan.cell_id(position)) in self._repeated:
+                first.setdefault(cell_id, row)
+        for position, row in enumerate(self.rows):
+            if row == self.REPEATED:
+                self.rows[position] = first.get(self.plan.cell_id(position), self.NO_RECORD)
+        self._repeated.clear()
 
 
 class _MissingReasons:
