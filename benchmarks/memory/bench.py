@@ -14,6 +14,8 @@ is measured at a real record's size; no time series is stored, so no per-cell se
 - plan --chunk: `ccsweep plan --sweep NAME --chunk LAST` (a chunk Workflow's first step)
 - status: `ccsweep status --sweep NAME` (the verdict)
 - figures: `ccsweep figures --sweep NAME` (figures, report and CSV from the stored results)
+- plan, status and figures again for the same cells planned with adaptive repetitions (min 3, max
+  20 runs a setting), which status and the figures judge whole: every setting from its runs' values
 
 With --before SRC (a source tree of an earlier ccsweep, e.g. `git worktree add /tmp/old 5234046`)
 the same steps run with that code too, in stores of its own, side by side in the report.
@@ -49,16 +51,25 @@ REPETITIONS = 20
 #: Figure 8's flow time: each fake record carries a flow's per-second throughput for it, as a real one does.
 DURATION_S = 60
 STEPS = ("plan", "cell start", "plan --chunk", "status", "figures")
+#: The same sweep with adaptive repetitions (min 3, max 20): judged whole by status and the figures.
+ADAPTIVE_STEPS = ("plan, adaptive", "status, adaptive", "figures, adaptive")
+#: Adaptive repetitions planning as many runs a setting as REPETITIONS: the same cells, judged whole.
+ADAPTIVE = {"min": 3, "max": REPETITIONS, "target": {"ci_relative": 0.05}}
 
 
-def spec_of(cells: int) -> dict:
-    """A Figure-8-like sweep of `cells` cells: CUBIC and BBR at cells/40 loss rates, 20 runs each."""
+def sweep_name(cells: int, adaptive: bool = False) -> str:
+    return f"mem-{'adaptive-' if adaptive else ''}{cells}"
+
+
+def spec_of(cells: int, adaptive: bool = False) -> dict:
+    """A Figure-8-like sweep of `cells` cells: CUBIC and BBR at cells/40 loss rates, 20 runs each
+    (with `adaptive`, up to 20 by an adaptive rule: the same cells planned)."""
     losses = [round(0.01 * (i + 1), 4) for i in range(cells // (2 * REPETITIONS))]
-    return {"name": f"mem-{cells}", "description": "memory bench: planned, never run",
+    return {"name": sweep_name(cells, adaptive), "description": "memory bench: planned, never run",
             "experiments": [{"name": "loss", "title": "Goodput vs loss (memory bench, fake results)",
                              "figure": "goodput-vs-loss", "cc": ["cubic", "bbr"], "loss_percent": losses,
                              "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": DURATION_S, "warmup_s": 5,
-                             "repetitions": REPETITIONS}]}
+                             "repetitions": ADAPTIVE if adaptive else REPETITIONS}]}
 
 
 @dataclass
@@ -152,45 +163,71 @@ def fake_results(store_url: str, sweep: str) -> int:
     return len(stored)
 
 
-def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], log) -> dict[str, Step]:
-    """Every step at one sweep size with one code tree; `reps` runs of each."""
-    steps = {name: Step() for name in STEPS}
-    spec_path = work / f"mem-{cells}.yaml"
-    spec_path.write_text(yaml.safe_dump(spec_of(cells), sort_keys=False))
-    ccsweep: list[str] = []
-    store = ""
+def planned(cells: int, reps: int, work: Path, code: str, env: dict[str, str], step: Step,
+            adaptive: bool = False) -> str:
+    """Plan the sweep `reps` times into empty stores, measuring each; returns the first store."""
+    sweep = sweep_name(cells, adaptive)
+    spec_path = work / f"{sweep}.yaml"
+    spec_path.write_text(yaml.safe_dump(spec_of(cells, adaptive), sort_keys=False))
     for rep in range(reps):
-        store = str(work / f"store-{code}-{cells}-{rep}")
+        store = str(work / f"store-{code}-{sweep}-{rep}")
         shutil.rmtree(store, ignore_errors=True)
-        peak, took = measured([*ccsweep, "plan", str(spec_path), "--store", store, "--chunks-file",
+        peak, took = measured(["plan", str(spec_path), "--store", store, "--chunks-file",
                                str(work / "chunks.json"), "--chunk-size", str(CHUNK_SIZE)], env)
-        steps["plan"].peaks_mb.append(peak)
-        steps["plan"].seconds.append(took)
+        step.peaks_mb.append(peak)
+        step.seconds.append(took)
         if rep:
             shutil.rmtree(store)
-    store = str(work / f"store-{code}-{cells}-0")
-    sweep = f"mem-{cells}"
+    return str(work / f"store-{code}-{sweep}-0")
+
+
+def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], log) -> dict[str, Step]:
+    """Every step at one sweep size with one code tree; `reps` runs of each."""
+    steps = {name: Step() for name in (*STEPS, *ADAPTIVE_STEPS)}
+    store = planned(cells, reps, work, code, env, steps["plan"])
+    sweep = sweep_name(cells)
     log(f"  {code} {cells} cells: planned; storing fake results")
     stored = fake_results(store, sweep)
     last_stored = planned_cells(open_store(store), sweep)[stored - 1].id
     last_chunk = (cells - 1) // CHUNK_SIZE
-    commands = {
+    commands: Commands = {
         # a stored cell: it stops where it would start flows ("cached"); a flow never runs here
-        "cell start": ([*ccsweep, "cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
-        "plan --chunk": ([*ccsweep, "plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
+        "cell start": (["cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
+        "plan --chunk": (["plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
                           "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
         # the last cells are not stored, so the verdict says 1 and lists them
-        "status": ([*ccsweep, "status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
-        "figures": ([*ccsweep, "figures", "--store", store, "--sweep", sweep], (0,), ""),
+        "status": (["status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
+        "figures": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
     }
+    measure_each(commands, reps, env, steps,
+                 lambda rep: log(f"  {code} {cells} cells: repetition {rep} of {reps} done"))
+    shutil.rmtree(store)
+    # The same cells with adaptive repetitions: status and the figures judge every setting first.
+    store = planned(cells, reps, work, code, env, steps["plan, adaptive"], adaptive=True)
+    sweep = sweep_name(cells, adaptive=True)
+    fake_results(store, sweep)
+    adaptive: Commands = {
+        "status, adaptive": (["status", "--store", store, "--sweep", sweep], (0, 1), "stored"),
+        "figures, adaptive": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
+    }
+    measure_each(adaptive, reps, env, steps,
+                 lambda rep: log(f"  {code} {cells} cells, adaptive: repetition {rep} of {reps} done"))
+    shutil.rmtree(store)
+    return steps
+
+
+#: Per step: its arguments, the exit codes it may end with, and what it must print.
+Commands = dict[str, tuple[list[str], tuple[int, ...], str]]
+
+
+def measure_each(commands: Commands, reps: int, env: dict[str, str], steps: dict[str, Step], done) -> None:
+    """Run every command `reps` times over, one of each in turn; `done(rep)` after each round."""
     for rep in range(reps):
         for name, (args, ok, says) in commands.items():
             peak, took = measured(args, env, ok, says)
             steps[name].peaks_mb.append(peak)
             steps[name].seconds.append(took)
-        log(f"  {code} {cells} cells: repetition {rep + 1} of {reps} done")
-    shutil.rmtree(store)
-    return steps
+        done(rep + 1)
 
 
 def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], reps: int, command: str,
@@ -203,12 +240,14 @@ def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], rep
              f"{reps} runs (range in brackets), then its median wall time. Sweeps are planned for real; "
              "results are fake records stored for every cell but the last chunk's (a quarter of a one-chunk "
              "sweep); no flow runs. The store "
-             "is a file store on tmpfs, so disk speed does not enter the times.", ""]
+             "is a file store on tmpfs, so disk speed does not enter the times. The adaptive rows plan the same "
+             f"cells with adaptive repetitions (min 3, max {REPETITIONS} a setting), which status and the figures "
+             "judge whole before anything else.", ""]
     for code, by_size in results.items():
         title = "this ccsweep" if code == "now" else f"the code before ({before})"
         lines += [f"## {title}", "", "| step | " + " | ".join(f"{n:,} cells" for n in sizes) + " |",
                   "|---|" + "---|" * len(sizes)]
-        for step in STEPS:
+        for step in (*STEPS, *ADAPTIVE_STEPS):
             lines.append(f"| {step} | " + " | ".join(by_size[n][step].text() for n in sizes) + " |")
         lines.append("")
     return "\n".join(lines)
