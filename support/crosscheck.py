@@ -35,20 +35,23 @@ LOSS_PERCENT: list[float] = [0, 1, 5]
 VERIZON = {"name": "verizon-lte", "uplink": "Verizon-LTE-short.up", "downlink": "Verizon-LTE-short.down"}
 
 
-def grid_spec(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT) -> dict[str, Any]:
-    """The cross-check's cells on both backends (one experiment per bottleneck and backend)."""
+def grid_spec(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT,
+              bandwidth_mbps: float = 100.0) -> dict[str, Any]:
+    """The cross-check's cells on both backends (one experiment per bottleneck and backend); the
+    constant-rate bottleneck is 100 Mbit/s unless the CPU bench asks for another rate."""
     common = {"cc": ["bbr", "cubic"], "rtt_ms": [100], "queue": [{"kind": "infinite"}], "duration_s": duration_s,
               "warmup_s": min(5.0, duration_s / 4), "repetitions": repetitions}
     experiments = []
     for link in BACKENDS:
         experiments.append({**common, "name": f"rate-{link}", "link": link, "loss_percent": loss_percent,
-                            "bandwidth_mbps": [100]})
+                            "bandwidth_mbps": [bandwidth_mbps]})
         experiments.append({**common, "name": f"lte-{link}", "link": link, "loss_percent": [0], "trace": [VERIZON]})
     return {"name": "crosscheck", "experiments": experiments}
 
 
-def grid(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT) -> list[Cell]:
-    return expand(parse_spec(grid_spec(duration_s, repetitions, loss_percent), origin="crosscheck"))
+def grid(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT,
+         bandwidth_mbps: float = 100.0) -> list[Cell]:
+    return expand(parse_spec(grid_spec(duration_s, repetitions, loss_percent, bandwidth_mbps), origin="crosscheck"))
 
 
 def pair_key(cell: Cell) -> tuple[str, float, str]:

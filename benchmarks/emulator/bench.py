@@ -42,6 +42,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.density.bench import cells_per_core, cells_per_core_rows
+from benchmarks.emulator import kernel_share
 from ccsweep.result import CellResult
 from ccsweep.runner.mahimahi_run import ShellsCpu
 from support.crosscheck import grid, run_grid
@@ -314,52 +315,84 @@ def median_range(values: list[float]) -> str:
     return f"{np.median(values):.1%} ({min(values):.1%}-{max(values):.1%})"
 
 
-def backend_rows(table: Table, console: Console, seconds: int, reps: int) -> list[str]:
-    """ccsweep-link and Mahimahi on the cross-check's 100 Mbit/s CUBIC cell without loss, `reps`
+#: Process-name prefixes of each link backend's processes (perf's and /proc's `comm`).
+LINK_PROCESSES: dict[str, tuple[str, ...]] = {"ccsweep-link": ("ccsweep-link",), "mahimahi": ("mm-",)}
+
+
+def backend_rows(table: Table, console: Console, seconds: int, reps: int, rate_mbps: float = 100.0,
+                 split: bool = False) -> list[str]:
+    """ccsweep-link and Mahimahi on the cross-check's CUBIC cell without loss at `rate_mbps`, `reps`
     times each, alternating in this run and sampled alike; the median and range of each one's
     CPU per 100 Mbit/s, and the ratio of the medians (with the range of the per-repetition ratios).
 
     Neither is pinned: the cells run as the runner runs them. A ccsweep-link cell whose emulator
-    ran late is run again, as the executor would (crosscheck.run_grid).
+    ran late is run again, as the executor would (crosscheck.run_grid). With `split`, a
+    system-wide perf profile over the runs sorts each backend's CPU into the cells' own TCP (run in
+    the link's context by its TUN writes) and the link's own work (kernel_share.py), and the ratio
+    is given for the link's own work too.
     """
-    cells = [c for c in grid(seconds, reps, loss_percent=[0])
+    cells = [c for c in grid(seconds, reps, loss_percent=[0], bandwidth_mbps=rate_mbps)
              if c.params.uplink.rate_mbps is not None and c.params.cc_label == "cubic"]
-    console.print(f"both links on one cell, alternating, {reps} times each: one CUBIC flow, 100 Mbit/s, 100 ms RTT, "
+    setting = f"{rate_mbps:g} Mbit/s"
+    console.print(f"both links on one cell, alternating, {reps} times each: one CUBIC flow, {setting}, 100 ms RTT, "
                   f"infinite queue, {seconds} s")
     with tempfile.TemporaryDirectory(prefix="ccsweep-bench-links-") as scratch, mahimahi_host():
+        profile = Path(scratch) / "perf.data"
         cpu = LinkCpu()
         try:
-            results = run_grid(cells, Path(scratch), progress=lambda r: console.print(
-                f"  {r.cell.params.link} repetition {r.cell.params.repetition + 1}: {r.status}"))
+            with kernel_share.recording(profile) if split else contextlib.nullcontext():
+                results = run_grid(cells, Path(scratch), progress=lambda r: console.print(
+                    f"  {r.cell.params.link} repetition {r.cell.params.repetition + 1}: {r.status}"))
         finally:
             cpu.stop()
+        tcp = kernel_share.tcp_shares(profile, LINK_PROCESSES, cpu.pids) if split else None
     shares: dict[str, list[float]] = {"ccsweep-link": [], "mahimahi": []}
     late = {link: sum(r.status == "late" for r in results if r.cell.params.link == link) for link in shares}
     pairs: dict[int, dict[str, float]] = {}
+    measured: list[tuple[CellResult, dict[str, float]]] = []
     for result in results:
         share = backend_share(result, cpu)
         if share is None:
-            table.add_row("CPU per 100 Mbit/s", result.cell.params.link,
+            table.add_row(f"CPU per 100 Mbit/s at {setting}", result.cell.params.link,
                           f"repetition not measured: {result.status} {result.error or ''}", "", "no")
             continue
         shares[result.cell.params.link].append(share)
+        measured.append((result, {result.cell.params.link: share}))
         pairs.setdefault(result.cell.params.repetition, {})[result.cell.params.link] = share
     ours, theirs = shares["ccsweep-link"], shares["mahimahi"]
     if ours:
-        table.add_row("CPU per 100 Mbit/s", f"ccsweep-link, the same cell, {len(ours)} runs ({late['ccsweep-link']} "
-                      "late): median (range)",
+        table.add_row(f"CPU per 100 Mbit/s at {setting}", f"ccsweep-link, the same cell, {len(ours)} runs "
+                      f"({late['ccsweep-link']} late): median (range)",
                       median_range(ours), "<= 5%", "yes" if np.median(ours) <= 0.05 else "no")
     if theirs:
-        table.add_row("CPU per 100 Mbit/s", f"mahimahi (mm-delay + mm-loss + mm-link), {len(theirs)} runs "
-                      f"({late['mahimahi']} late): median (range)", median_range(theirs), "reference", "")
+        table.add_row(f"CPU per 100 Mbit/s at {setting}", f"mahimahi (mm-delay + mm-loss + mm-link), {len(theirs)} "
+                      f"runs ({late['mahimahi']} late): median (range)", median_range(theirs), "reference", "")
     if not ours or not theirs:
-        return ["Mahimahi / ccsweep-link CPU per 100 Mbit/s: not measured (every run of one backend failed)"]
+        return [f"Mahimahi / ccsweep-link CPU per 100 Mbit/s at {setting}: not measured (every run of one backend "
+                "failed)"]
     ratio = float(np.median(theirs) / np.median(ours))
     per_rep = [p["mahimahi"] / p["ccsweep-link"] for p in pairs.values() if len(p) == 2]
-    table.add_row("CPU ratio", "Mahimahi / ccsweep-link, medians (range of the per-repetition ratios)",
+    table.add_row(f"CPU ratio at {setting}", "Mahimahi / ccsweep-link, medians (range of the per-repetition ratios)",
                   f"{ratio:.2f} ({min(per_rep):.2f}-{max(per_rep):.2f})", ">= 4", "yes" if ratio >= 4 else "no")
-    return [f"CPU per 100 Mbit/s on the same cell, {len(ours)} and {len(theirs)} runs alternating: ccsweep-link "
-            f"{median_range(ours)}, Mahimahi {median_range(theirs)} of a core; Mahimahi / ccsweep-link = {ratio:.2f}"]
+    notes = [f"CPU per 100 Mbit/s on the same cell at {setting}, {len(ours)} and {len(theirs)} runs alternating: "
+             f"ccsweep-link {median_range(ours)}, Mahimahi {median_range(theirs)} of a core; Mahimahi / "
+             f"ccsweep-link = {ratio:.2f}"]
+    notes += [f"  {link} at {setting}, run by run: " + ", ".join(
+        f"{shares_of[link]:.1%} at {result.bottleneck_throughput_mbps:.0f} Mbit/s"
+        for result, shares_of in measured if link in shares_of) for link in shares]
+    if tcp is not None:
+        own = {link: [v * (1 - tcp[link][1]) for v in values] for link, values in shares.items()}
+        for link in shares:
+            samples, fraction = tcp[link]
+            table.add_row(f"CPU per 100 Mbit/s at {setting}, the link's own", f"{link}: without the cells' TCP "
+                          f"({fraction:.0%} of {samples} samples)", median_range(own[link]), "", "")
+        own_ratio = float(np.median(own["mahimahi"]) / np.median(own["ccsweep-link"]))
+        table.add_row(f"CPU ratio at {setting}, the link's own", "Mahimahi / ccsweep-link, medians",
+                      f"{own_ratio:.2f}", ">= 4", "yes" if own_ratio >= 4 else "no")
+        notes.append(f"the link's own CPU per 100 Mbit/s at {setting} (the cells' TCP, run in the link's context, "
+                     f"left out): ccsweep-link {median_range(own['ccsweep-link'])}, Mahimahi "
+                     f"{median_range(own['mahimahi'])}; ratio {own_ratio:.2f}")
+    return notes
 
 
 def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
@@ -375,6 +408,17 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
             for s in steps]
 
 
+def rates(text: str) -> list[float]:
+    """A comma-separated list of bottleneck rates, each 10-1000 Mbit/s."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected rates in Mbit/s, e.g. 100,400") from None
+    if not values or any(not 10 <= v <= 1000 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: each rate must be 10-1000 Mbit/s")
+    return values
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
     parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
@@ -386,6 +430,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--density-max-cells", type=int, default=16, help="most cells at once in the density rows")
     parser.add_argument("--backend-reps", type=int, default=5, choices=range(1, 21), metavar="1-20",
                         help="runs of each link backend on the same cell, alternating (default 5)")
+    parser.add_argument("--backend-rates", type=rates, default=[100.0], metavar="MBPS[,MBPS...]",
+                        help="bottleneck rates of the backend comparison, each 10-1000 Mbit/s (default 100)")
+    parser.add_argument("--backend-split", action="store_true",
+                        help="also profile the backend comparison (perf, every CPU) and give each link's CPU "
+                             "without the cells' TCP run in its context")
     parser.add_argument("--only-backends", action="store_true",
                         help="run only the side-by-side comparison with Mahimahi")
     parser.add_argument("--without-mahimahi", action="store_true",
@@ -422,7 +471,8 @@ def main() -> None:
     if everything and not options.no_density:
         notes += density_rows(table, console, options.density_max_cells)
     if with_mahimahi:
-        notes += backend_rows(table, console, options.seconds, options.backend_reps)
+        for rate in options.backend_rates:
+            notes += backend_rows(table, console, options.seconds, options.backend_reps, rate, options.backend_split)
     console.print(table)
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:

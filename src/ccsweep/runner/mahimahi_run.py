@@ -468,6 +468,11 @@ class ShellsCpu(PeriodicSampler):
             self._ticks[pid] = max(self._ticks.get(pid, 0), stats[pid].cpu_ticks)
         return sum(self._ticks.values()) / os.sysconf("SC_CLK_TCK")
 
+    @property
+    def pids(self) -> frozenset[int]:
+        """Every process counted so far (a profile of the machine is narrowed to them)."""
+        return frozenset(self._ticks)
+
     def stop(self) -> float:
         """The shells' CPU seconds per wall second since the sampler started (with them), up to now."""
         seconds = self._sample()
