@@ -55,7 +55,7 @@ class VethLink:
     def start_sender(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> Child:
         self.calls.append("start_sender")
         argv = [*ns.exec_prefix(ns.sender), sys.executable, *sender_args(run.cell, "--label", ns.sender)]
-        return run.start(Child("sender", argv, run.workdir / "sender.stderr", on_event=live.on_sender))
+        return run.start(Child, "sender", argv, run.workdir / "sender.stderr", on_event=live.on_sender)
 
     def ready(self, run: CellRun) -> LinkClock | None:
         self.calls.append("ready")

@@ -106,3 +106,37 @@ def test_a_running_child_has_not_ended_and_an_output_held_open_is_a_timeout(tmp_
         assert sleeper.waits[0].seconds >= 0.2
     finally:
         sleeper.stop()
+
+
+def test_a_child_signalled_while_it_starts_is_listed_and_stopped(tmp_path: Path):
+    """SIGTERM (as the runner takes it: an interrupt) arriving once the process exists but before
+    CellRun.start returned used to leave it unlisted, in its own session, running on. A real
+    SIGTERM, sent from inside the start at that moment: the child is listed, then the interrupt."""
+    from ccsweep.expand import expand
+    from ccsweep.result import Environment
+    from ccsweep.runner.attempt import CellRun
+    from ccsweep.spec import parse_spec
+
+    (cell,) = expand(parse_spec({"name": "s", "experiments": [
+        {"name": "s", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [20], "bandwidth_mbps": [10], "duration_s": 3}]}))
+    run = CellRun(cell, tmp_path, Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0",
+                                              python="3"), "now", 1, 1000.0)
+
+    def signalled_once_started(*args, **kwargs) -> Child:
+        child = Child(*args, **kwargs)
+        signal.raise_signal(signal.SIGTERM)
+        return child
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run.start(signalled_once_started, "sleeper", [sys.executable, "-c", "import time; time.sleep(10)"],
+                      tmp_path / "stderr")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        run.stop_all()
+    assert len(run.started) == 1, "the child was left unlisted, running"
+    assert run.started[0].process.returncode == -signal.SIGTERM

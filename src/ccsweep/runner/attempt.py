@@ -10,10 +10,11 @@ when cells can name it); run.py does not change.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import ParamSpec, Protocol, TypeVar
 
 from ccsweep.cell import Cell
 from ccsweep.linkrules import DIRECTIONS
@@ -22,6 +23,9 @@ from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.netns import CellNamespaces, deferred_interrupts
 from ccsweep.runner.procs import Child, Wait
 from ccsweep.runner.runqueue import RunQueueSummary
+
+P = ParamSpec("P")
+C = TypeVar("C", bound=Child)
 
 #: Time the link, receiver and sender may each take to come up.
 READY_TIMEOUT_S = 20.0
@@ -67,8 +71,17 @@ class CellRun:
     #: Waits not on one child (the flows), beside the children's own.
     waits: list[Wait] = field(default_factory=list)
 
-    def start(self, child: Child) -> Child:
-        self.started.append(child)
+    def start(self, kind: Callable[P, C], *args: P.args, **kwargs: P.kwargs) -> C:
+        """Start a process of the cell (`kind(*args, **kwargs)`, a Child) and list it for stop_all.
+
+        One step no signal splits: a Ctrl-C or SIGTERM that arrived while the process was forked
+        (inside Popen) or before it was listed would leave it running unlisted, in a session of its
+        own that the signal never reaches, and the emulator, so orphaned, would create the
+        namespaces the runner deletes again. The interrupt is raised once the child is listed.
+        """
+        with deferred_interrupts():
+            child = kind(*args, **kwargs)
+            self.started.append(child)
         return child
 
     def stop_all(self) -> None:

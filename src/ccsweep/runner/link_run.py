@@ -62,8 +62,8 @@ class EmulatorLink:
     def start(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> None:
         assert self._command is not None, "prepared first"
         argv = self._command(sender_netns=ns.sender, receiver_netns=ns.receiver)
-        link = run.link = run.start(Child("ccsweep-link", argv, run.workdir / "link.stderr", on_event=live.on_link,
-                                          end_event="summary"))
+        link = run.link = run.start(Child, "ccsweep-link", argv, run.workdir / "link.stderr", on_event=live.on_link,
+                                    end_event="summary")
         self._ns = ns
         self._clock = LinkClock(link.wait_event("ready", READY_TIMEOUT_S)["_mono_ns"], self._lead_s)
 
@@ -72,7 +72,7 @@ class EmulatorLink:
 
     def start_sender(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> Child:
         argv = [*ns.exec_prefix(ns.sender), sys.executable, *sender_args(run.cell, "--label", ns.sender)]
-        return run.start(Child("sender", argv, run.workdir / "sender.stderr", on_event=live.on_sender))
+        return run.start(Child, "sender", argv, run.workdir / "sender.stderr", on_event=live.on_sender)
 
     def ready(self, run: CellRun) -> LinkClock | None:
         return self._clock

@@ -57,7 +57,14 @@ from ccsweep.runner.mahimahi import (
     mahimahi_version,
 )
 from ccsweep.runner.measure import read_link_log
-from ccsweep.runner.netns import CellNamespaces, read_sysctls, set_sysctls, sysctl_settings
+from ccsweep.runner.netns import (
+    CellNamespaces,
+    deferred_interrupts,
+    delete_namespace,
+    read_sysctls,
+    set_sysctls,
+    sysctl_settings,
+)
 from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep.runner.procs import Child, ChildTimeout
 from ccsweep.runner.runqueue import RunQueueSummary, proc_stats, tasks_of, tree_of
@@ -128,8 +135,8 @@ class MahimahiLink:
                                               "--dst-env", "MAHIMAHI_BASE")]
         command = mahimahi_command(run.cell.params, self._folder, self._traces, self._logs, sender)
         # The shells print the sender's lines: they are the sender and the link to the runner.
-        shells = run.link = run.start(Shells("mahimahi", [*ns.exec_prefix(ns.sender), *_nobody(*command)],
-                                             run.workdir / "mahimahi.stderr", on_event=live.on_sender))
+        shells = run.link = run.start(Shells, "mahimahi", [*ns.exec_prefix(ns.sender), *_nobody(*command)],
+                                      run.workdir / "mahimahi.stderr", on_event=live.on_sender)
         self._cpu = ShellsCpu(shells.process.pid, SHELL_NAMES)
         return shells
 
@@ -139,8 +146,8 @@ class MahimahiLink:
         shells = run.link
         pid = int(shells.wait_event("setup", READY_TIMEOUT_S)["pid"])
         self._sched = realtime_shells(shells.process.pid)  # every ferry is forked by now
+        self._attached = True  # before: an interrupt inside the attach must not leave the name unlisted
         _attach_netns(self._inner, pid)
-        self._attached = True
         set_sysctls(self._inner, sysctl_settings(run.cell.params.buffers))
         # Read in the sender's namespace: the one whose buffers this link had to set itself.
         self._sysctls = read_sysctls(self._inner)
@@ -163,10 +170,9 @@ class MahimahiLink:
         if self._cpu is not None and self._cpu_share is None:
             self._cpu.stop()  # an attempt that failed: its sampler ends with it
         try:
-            if self._attached:
-                with contextlib.suppress(subprocess.TimeoutExpired):  # clean-up: never costs the result
-                    subprocess.run(["ip", "netns", "delete", self._inner or ""], capture_output=True,
-                                   timeout=SETUP_COMMAND_TIMEOUT_S)
+            if self._attached and self._inner is not None:
+                with deferred_interrupts():  # a signal now must not cut the deletion short
+                    delete_namespace(self._inner)
         finally:
             self._remove_scratch(run.workdir)
         if self._cpu_share is None:

@@ -103,8 +103,8 @@ def _run(run: CellRun, link: Link, live: LiveFeed) -> None:
         with cell_namespaces(run.cell.id, run.cell.params.buffers) as ns:
             try:
                 link.start(run, ns, live)
-                receiver = run.receiver = run.start(Child("receiver", link.receiver_argv(run, ns),
-                                                          run.workdir / "receiver.stderr", on_event=live.on_receiver))
+                receiver = run.receiver = run.start(Child, "receiver", link.receiver_argv(run, ns),
+                                                    run.workdir / "receiver.stderr", on_event=live.on_receiver)
                 sender = run.sender = link.start_sender(run, ns, live)
                 if run.link is not None and link.process_names:
                     run_queue = RunQueueDelay(run.link.process.pid, link.process_names)
