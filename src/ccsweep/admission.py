@@ -63,11 +63,15 @@ MAHIMAHI_TICK_US = 1000.0
 #: ccsweep-link's wake-ups and packet work, measured on Mahimahi itself (offloads do not apply to
 #: its TUN devices): 29.7% of a core at 93 Mbit/s of IP in the same run that measured
 #: ccsweep-link's 22.2% (benchmarks/results/2026-11-23-emulator-vs-mahimahi.md); 32.3% and 27.6%
-#: in the side-by-side runs of 2026-11-25-cheaper-cells.md and 2026-11-26-offloads.md; 0.297 is
-#: the middle of the three. A Mahimahi cell's prior at 100 Mbit/s is thus 0.367 cores; before
-#: this fit it was 0.447, because every cell then carried 0.1 cores per 100 Mbit/s of "kernel TCP
-#: and writes", fitted to ccsweep-link cells whose receiver read every segment: the writes are
-#: the link's own (in the shells' 0.297), and the endpoints now measure 0.02.
+#: in the side-by-side runs of 2026-11-25-cheaper-cells.md and 2026-11-26-offloads.md, 28.9% in
+#: 2026-11-26-link-cost-by-rate.md; 0.297 is the middle of the first three, and the fourth agrees.
+#: Linear in the rate, it overstates faster cells (on the safe side): the same bench's 400 Mbit/s
+#: cell took 16.9% per 100 Mbit/s of its throughput. The study's Mahimahi cells run at
+#: 100 Mbit/s or less. A Mahimahi cell's prior at
+#: 100 Mbit/s is thus 0.367 cores; before this fit it was 0.447, because every cell then carried
+#: 0.1 cores per 100 Mbit/s of "kernel TCP and writes", fitted to ccsweep-link cells whose
+#: receiver read every segment: the writes are the link's own (in the shells' 0.297), and the
+#: endpoints now measure 0.02.
 MAHIMAHI_CORES_PER_100MBIT = 0.297
 
 
