@@ -23,31 +23,50 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ccsweep.result import CellResult
-from support.crosscheck import compare, grid, run_grid
+from support.crosscheck import LOSS_PERCENT, compare, grid, run_grid
 from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def loss_list(text: str) -> list[float]:
+    """A comma-separated list of loss rates in percent, each 0-50."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected loss rates in percent, e.g. 0,1") from None
+    if any(not 0 <= v <= 50 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: each loss rate must be 0-50 %")
+    return values
 
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link vs Mahimahi on the same cells (run as root).")
     parser.add_argument("--seconds", type=float, default=30, help="flow time per cell (default 30)")
     parser.add_argument("--repetitions", type=int, default=3, help="runs of each cell per backend (default 3)")
+    parser.add_argument("--bandwidth", type=float, default=100.0, metavar="10-1000",
+                        help="the constant-rate cells' bottleneck in Mbit/s (default 100, the test's)")
+    parser.add_argument("--loss", type=loss_list, default=None, metavar="PCT[,PCT...]",
+                        help="loss rates of the constant-rate cells in percent, each 0-50 (default 0,1,5)")
+    parser.add_argument("--without-traces", action="store_true", help="leave out the Verizon LTE cells")
     parser.add_argument("--out", type=Path, default=None,
                         help="the results file (default benchmarks/results/<date>-crosscheck.md; '-' prints only)")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if not 10 <= args.bandwidth <= 1000:
+        parser.error(f"--bandwidth {args.bandwidth:g}: must be 10-1000 Mbit/s")
+    return args
 
 
-def cpu_line(results: list[CellResult]) -> str:
-    """Each link's mean CPU share (its own processes' CPU time over wall time) at 100 Mbit/s without loss."""
+def cpu_line(results: list[CellResult], bandwidth_mbps: float) -> str:
+    """Each link's mean CPU share (its own processes' CPU time over wall time) at the rate without loss."""
     parts = []
     for backend in ("ccsweep-link", "mahimahi"):
         shares = [r.link.selfcheck.cpu_share for r in results
-                  if r.link and r.link.backend == backend and r.cell.params.uplink.rate_mbps == 100
+                  if r.link and r.link.backend == backend and r.cell.params.uplink.rate_mbps == bandwidth_mbps
                   and r.cell.params.loss == 0 and r.link.selfcheck.cpu_share is not None]
         if shares:
             parts.append(f"{backend} {statistics.fmean(shares):.2f} of a core")
-    return "CPU of the link at 100 Mbit/s, no loss (same cells): " + ", ".join(parts)
+    return f"CPU of the link at {bandwidth_mbps:g} Mbit/s, no loss (same cells): " + ", ".join(parts)
 
 
 def main() -> None:
@@ -55,7 +74,10 @@ def main() -> None:
     missing = mahimahi_missing()
     if missing:
         sys.exit(f"bench-crosscheck: {missing}")
-    cells = grid(args.seconds, args.repetitions)
+    cells = grid(args.seconds, args.repetitions, args.loss if args.loss is not None else LOSS_PERCENT,
+                 args.bandwidth)
+    if args.without_traces:
+        cells = [c for c in cells if c.params.uplink.trace is None]
     started = time.monotonic()
     load_before = f"{os.getloadavg()[0]:.1f}"
 
@@ -74,8 +96,8 @@ def main() -> None:
         f"# Cross-check: ccsweep-link against Mahimahi, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"Machine: {platform.node()}, kernel {platform.release()}, {platform.machine()}. Command: "
-        f"`make bench-crosscheck` (benchmarks/crosscheck/bench.py --seconds {args.seconds:g} "
-        f"--repetitions {args.repetitions}); {len(results)} cells in {time.monotonic() - started:.0f} s; "
+        f"`make bench-crosscheck` (benchmarks/crosscheck/bench.py {' '.join(sys.argv[1:])}); "
+        f"{len(results)} cells in {time.monotonic() - started:.0f} s; "
         f"load average {load_before} before, {os.getloadavg()[0]:.1f} after (2 cores shared with other work).",
         "",
         f"Goodput (receiver, whole flow), mean ± sample standard deviation over {args.repetitions} "
@@ -83,7 +105,7 @@ def main() -> None:
         "",
         *lines,
         "",
-        f"{agree} of {len(comparisons)} cells agree. {cpu_line(results)}.",
+        f"{agree} of {len(comparisons)} cells agree. {cpu_line(results, args.bandwidth)}.",
         "",
     ])
     print(report)
