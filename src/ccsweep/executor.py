@@ -28,6 +28,7 @@ from rich.table import Table
 from ccsweep.admission import Admission, refusal
 from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
+from ccsweep.linkrules import small_writes_note
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import SweepPlan, plan_sweep
 from ccsweep.result import RERUN_STATUSES
@@ -125,6 +126,9 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     runnable = _runnable(plan.pending, summary, console, cores_for_cells)
     console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.wanted)} cells, {len(plan.cached)} already stored, "
                   f"{len(runnable)} to run, store {store.url}" + _rounds_note(plan), soft_wrap=True)
+    small_writes = small_writes_note(runnable)
+    if small_writes:
+        notice(console, small_writes)
     warning_log = WarningLog(console)
     warnings = cast(TextIO, warning_log)  # a text stream to the metrics pushers, like stderr
     metrics = SweepMetrics(pushgateway, spec.name, err=warnings) if pushgateway else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from fractions import Fraction
 
 from ccsweep.cell import Cell, CellParams, DirectionParams
@@ -132,3 +133,30 @@ def rate_period_ms(rate_mbps: float) -> int | None:
     if not math.isclose(float(per_ms), rate_mbps * 1000 / OPPORTUNITY_BITS, rel_tol=1e-9):
         return None
     return per_ms.denominator if per_ms.denominator <= MAX_PERIOD_MS else None
+
+
+#: From this bottleneck rate a sender writing small messages can set a flow's rate itself.
+SMALL_WRITES_MBPS = 200.0
+#: The write size from which the cell's sender stays ahead of such a link.
+BULK_MESSAGE_BYTES = 65_536
+
+
+def small_writes_note(cells: Iterable[Cell]) -> str | None:
+    """One line on the cells whose sender may be what limits them, or None.
+
+    The cell's sender is a Python loop writing `message_bytes` at a time, as ReBBR's was. When the
+    receive window stops holding a fast flow back, each small write leaves at once as a packet of
+    its own, and the loop cannot keep up: at 400 Mbit/s with 1 KB writes BBR then reads about
+    240 Mbit/s where Mahimahi reads 303, and nothing in tcp_info marks it
+    (benchmarks/results/2026-11-26-link-cost-by-rate.md, section 4). A note, not a refusal: the
+    flow may settle in the fast state too, and the spec may mean the small writes."""
+    rates = [c.params.uplink.rate_mbps or 0.0 for c in cells
+             if (c.params.uplink.rate_mbps or 0.0) >= SMALL_WRITES_MBPS and c.params.message_bytes < BULK_MESSAGE_BYTES]
+    if not rates:
+        return None
+    listed = ", ".join(f"{r:g}" for r in sorted(set(rates)))
+    return (f"note: {len(rates)} cell(s) at {listed} Mbit/s write messages of under "
+            f"{BULK_MESSAGE_BYTES} bytes: their sender may set their rate rather than the link "
+            f"(docs/spec.md, message_bytes); set message_bytes: {BULK_MESSAGE_BYTES} unless small writes are "
+            "the point")
+

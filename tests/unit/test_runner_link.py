@@ -196,3 +196,17 @@ def test_a_schedule_trace_is_written_as_it_is_made():
     assert first == "1\n" * 83  # 1000 Mbit/s: 83.3 opportunities per ms
     # 0.5 s at 1000 and 0.5 s at 2000 Mbit/s: 125,000 opportunities, less the fraction still owed.
     assert sum(chunk.count("\n") for chunk in chunks) + 83 in (124_999, 125_000)
+
+
+def test_fast_cells_writing_small_messages_get_one_note_naming_the_fix():
+    from ccsweep.linkrules import small_writes_note
+
+    def at(rate: float, message_bytes: int = 1024) -> Cell:
+        fast = DirectionParams(rate_mbps=rate, delay_ms=50, loss=0)
+        return cell(uplink=fast, downlink=fast, message_bytes=message_bytes)
+
+    note = small_writes_note([at(400), at(400, 65_536), at(1000), at(100)])
+    assert note is not None and "\n" not in note
+    assert note.startswith("note: 2 cell(s) at 400, 1000 Mbit/s") and "message_bytes: 65536" in note
+    assert small_writes_note([at(100), at(400, 65_536), at(199.9)]) is None
+    assert small_writes_note([]) is None
