@@ -96,7 +96,7 @@ def main() -> None:
         f"# Cross-check: ccsweep-link against Mahimahi, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"Machine: {platform.node()}, kernel {platform.release()}, {platform.machine()}. Command: "
-        f"`make bench-crosscheck` (benchmarks/crosscheck/bench.py {' '.join(sys.argv[1:])}); "
+        f"`make bench-crosscheck` ({' '.join(['benchmarks/crosscheck/bench.py', *sys.argv[1:]])}); "
         f"{len(results)} cells in {time.monotonic() - started:.0f} s; "
         f"load average {load_before} before, {os.getloadavg()[0]:.1f} after (2 cores shared with other work).",
         "",
