@@ -29,7 +29,7 @@ from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailab
 
 if TYPE_CHECKING:
     from ccsweep.cellrun import CellOutcome
-    from ccsweep.plan import Survey, SweepPlan, UnplaceableCheck
+    from ccsweep.plan import Survey, UnplaceableCheck
 
 
 def fail(message: str | Exception, code: int | None = None) -> NoReturn:
@@ -245,7 +245,8 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
     after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
-    from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep, replan, without_unplaceable
+    from ccsweep.plan import plan_chunk, survey
+    from ccsweep.planned import stored_manifest
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     pod = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
@@ -263,74 +264,36 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         click.echo(_plan_items(cells, pod))
         return
     store = _open(store_url)
-    the_plan: SweepPlan
-    if round_number is None:
-        inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-        if not inline and spec is None:
-            fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
-        sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
-        found = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size,
-                                keep_all=chunks_file is None)
-        if found is not None:
-            _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file,
-                          chunk_size, pod)
-            return
-    if round_number is not None:
+    if round_number is not None:  # a later round of an adaptive sweep: judged again from what is stored
         if sweep_name is None:
             fail("--round reads a planned sweep's manifest: give --sweep")
+        name = _sweep(sweep_name)
         try:
-            the_plan = without_unplaceable(store, replan(store, _sweep(sweep_name)))
+            found = survey(store, stored_manifest(store, name), chunk_size, set_aside=store.get_unplaceable(name),
+                           keep_all=chunks_file is None)
         except StoreError as exc:
             fail(exc)
-        name = sweep_name
-    else:  # adaptive repetitions: the first round is judged on the whole plan
-        try:
-            the_plan = plan_sweep(sweep, store, revise=revise)
-        except (SpecError, StoreError) as exc:
-            fail(exc)
-        name = sweep.name
-        if check_nodes:
-            the_plan = _set_aside_unplaceable(the_plan, store, on_unplaceable)
-    if name_file is not None:
-        name_file.write_text(name)
-    wanted = len(the_plan.wanted)
-    rounds = f"round {round_number or 1} of at most {the_plan.rounds}: " if the_plan.points else ""
-    settled = sum(p.settled for p in the_plan.points)
-    click.echo(f"sweep {name}: {rounds}{wanted} cells wanted"
-               + (f" (of {len(the_plan.cells)} planned; {settled} of {len(the_plan.points)} settings settled)"
-                  if the_plan.points else "")
-               + f", {len(the_plan.cached)} already stored, {len(the_plan.pending)} to run", err=True)
-    if pushgateway:
-        from ccsweep.metrics import SweepMetrics
-
-        metrics = SweepMetrics(pushgateway, name)
-        metrics.update(total=wanted, cached=len(the_plan.cached))
-        metrics.close()
-    pending = the_plan.pending
-    for path, value in ((rounds_file, the_plan.rounds), (pending_file, len(pending))):
-        if path is not None:
-            path.write_text(str(value))
-    if chunks_file is not None:
-        chunks = pending_chunks(the_plan, chunk_size)
-        chunks_file.write_text(json.dumps(chunks))
-        if chunks:
-            click.echo(f"sweep {name}: {len(pending)} cells to run in {len(chunks)} chunks of up to "
-                       f"{chunk_size} cells", err=True)
-            pending = []
-    click.echo(_plan_items(pending, pod))
+        _plan_outputs(name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size,
+                      pod, round_number=round_number)
+        return
+    inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
+    if not inline and spec is None:
+        fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
+    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
+    found = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size,
+                            keep_all=chunks_file is None)
+    _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size, pod)
 
 
 def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_nodes: bool, on_unplaceable: str,
-                    chunk_size: int, *, keep_all: bool) -> Survey | None:
+                    chunk_size: int, *, keep_all: bool) -> Survey:
     """Plan and survey a sweep one stored chunk at a time (every cell to run kept with `keep_all`,
-    else only while they fit one Workflow); None for a sweep with adaptive repetitions, which is
-    planned whole (its runs are judged together)."""
-    from ccsweep.plan import is_adaptive, set_aside_cells, store_plan, survey
+    else only while they fit one Workflow); one with adaptive repetitions is judged first, also a
+    chunk at a time (see plan.survey)."""
+    from ccsweep.plan import set_aside_cells, store_plan, survey
 
     try:
         manifest = store_plan(sweep, store, revise=revise)
-        if is_adaptive(manifest):
-            return None
         check = _node_check() if check_nodes else None
         found = survey(store, manifest, chunk_size, check=check, keep_all=keep_all)
         if check is not None:
@@ -344,19 +307,24 @@ def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_no
 
 def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: Path | None,
                   rounds_file: Path | None, pending_file: Path | None, chunks_file: Path | None, chunk_size: int,
-                  pod: dict[str, str]) -> None:
-    """What the plan step prints and writes for a surveyed sweep (as for a whole plan, one round)."""
+                  pod: dict[str, str], round_number: int = 1) -> None:
+    """What the plan step prints and writes for a surveyed sweep (round `round_number` of one with
+    adaptive repetitions)."""
     if name_file is not None:
         name_file.write_text(name)
-    click.echo(f"sweep {name}: {found.wanted} cells wanted, {found.cached} already stored, "
-               f"{len(found.missing)} to run", err=True)
+    rounds = f"round {round_number} of at most {found.rounds}: " if found.points else ""
+    settled = sum(p.settled for p in found.points)
+    click.echo(f"sweep {name}: {rounds}{found.wanted} cells wanted"
+               + (f" (of {found.planned} planned; {settled} of {len(found.points)} settings settled)"
+                  if found.points else "")
+               + f", {found.cached} already stored, {len(found.missing)} to run", err=True)
     if pushgateway:
         from ccsweep.metrics import SweepMetrics
 
         metrics = SweepMetrics(pushgateway, name)
         metrics.update(total=found.wanted, cached=found.cached)
         metrics.close()
-    for path, value in ((rounds_file, 1), (pending_file, len(found.missing))):
+    for path, value in ((rounds_file, found.rounds), (pending_file, len(found.missing))):
         if path is not None:
             path.write_text(str(value))
     chunks = found.chunks()
@@ -366,23 +334,6 @@ def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: 
             click.echo(f"sweep {name}: {len(found.missing)} cells to run in {len(chunks)} chunks of up to "
                        f"{chunk_size} cells", err=True)
     click.echo(_plan_items([] if chunks_file is not None and chunks else found.to_run, pod))
-
-
-def _set_aside_unplaceable(the_plan: SweepPlan, store: ResultStore, on_unplaceable: str) -> SweepPlan:
-    """The plan without the cells no node of the cluster can run (recorded as unplaceable), or exit 3
-    when `on_unplaceable` is fail (see _node_check)."""
-    from ccsweep.plan import set_aside
-
-    check = _node_check()
-    if check is None:
-        return the_plan
-    reasons = _refuse_unplaceable(check(the_plan.pending), on_unplaceable)
-    try:
-        the_plan = set_aside(store, the_plan, reasons)
-    except StoreError as exc:
-        fail(exc)
-    _say_unplaceable(the_plan.manifest.name, reasons)
-    return the_plan
 
 
 def _node_check() -> UnplaceableCheck | None:

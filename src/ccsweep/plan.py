@@ -10,8 +10,11 @@ the stored manifest instead of expanding.
 
 The cells are expanded and stored one chunk at a time (ResultStore.put_manifest), and the Argo
 steps read them so (`survey`, `chunk_to_run`, the store's planned_cell): memory stays that of a
-chunk however large the sweep.  The executor, the operator and sweeps with adaptive repetitions
-still hold the whole plan (SweepPlan).
+chunk however large the sweep.  A sweep with adaptive repetitions is judged whole, as its wanted
+runs depend on each other, but the plan step reads it so all the same: a first pass keeps each
+run's id and value and judges the settings (planned.judged_points, as `status` does), a second
+surveys the chunks with the runs no round has asked for left out.  The local executor and the
+operator still hold the whole plan of such a sweep (SweepPlan).
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ccsweep import __version__
-from ccsweep.adaptive import PointRuns, adaptive_points, round_bound, unwanted_ids
+from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
-from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
+from ccsweep.planned import is_adaptive, judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
@@ -87,21 +90,32 @@ def replan(store: ResultStore, sweep: str) -> SweepPlan:
 
 def _split(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> SweepPlan:
     """Stored cells, and the wanted ones still to run (adaptive points judged from what is stored)."""
-    entries = [entry for chunk in store.manifest_chunks(manifest) for entry in chunk.entries]
     distinct: dict[str, Cell] = {}
-    for entry in entries:
-        if entry.id not in distinct:
-            distinct[entry.id] = entry.to_cell(manifest.name)
+    for chunk in store.manifest_chunks(manifest):
+        for entry in chunk.entries:
+            if entry.id not in distinct:
+                distinct[entry.id] = entry.to_cell(manifest.name)
     cells = list(distinct.values())
     cached = [c for c in cells if store.has_result(c.id)]
     done = {c.id for c in cached}
-    rules = [e.adaptive for e in spec.experiments if e.adaptive is not None]
-    points = adaptive_points(spec.experiments, [c.to_cell(manifest.name) for c in entries],
-                             lambda cell_id: store.get_result(cell_id) if cell_id in done else None) if rules else []
+    points = _judged(store, manifest, spec)
     unwanted = unwanted_ids(points)
     return SweepPlan(manifest=manifest, cells=cells, cached=cached,
                      pending=[c for c in cells if c.id not in done and c.id not in unwanted], points=points,
-                     rounds=max((round_bound(r) for r in rules), default=1))
+                     rounds=rounds_of(spec))
+
+
+def _judged(store: ResultStore, manifest: SweepManifest, spec: SweepSpec) -> list[PointRuns]:
+    """The adaptive points of a stored plan ([] without adaptive repetitions), judged from the
+    stored runs' goodput, the plan read a chunk at a time (planned.judged_points)."""
+    if not any(e.adaptive is not None for e in spec.experiments):
+        return []
+    return judged_points(store, manifest, spec.experiments, lambda cell_id: target_value(store.get_result(cell_id)))
+
+
+def rounds_of(spec: SweepSpec) -> int:
+    """Rounds of planning and running the sweep needs at most (1 without adaptive repetitions)."""
+    return max((round_bound(e.adaptive) for e in spec.experiments if e.adaptive is not None), default=1)
 
 
 @dataclass
@@ -114,6 +128,8 @@ class Survey:
     """
 
     size: int
+    #: Distinct cells planned, and those wanted: all but the runs no adaptive round has asked for.
+    planned: int = 0
     wanted: int = 0
     cached: int = 0
     #: Ids of the cells without a result, not set aside as unplaceable, in plan order.
@@ -124,6 +140,9 @@ class Survey:
     chunk_counts: dict[int, int] = field(default_factory=dict)
     #: The cells to run, while they are at most `size` (or kept_all); [] beyond.
     to_run: list[Cell] = field(default_factory=list)
+    #: With adaptive repetitions: every setting judged from the stored runs, and the rounds it needs at most.
+    points: list[PointRuns] = field(default_factory=list)
+    rounds: int = 1
 
     def chunks(self) -> list[dict[str, int]]:
         """As pending_chunks: [] when the cells to run fit one Workflow."""
@@ -140,15 +159,24 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
            check: UnplaceableCheck | None = None, keep_all: bool = False) -> Survey:
     """Count a planned sweep's cells chunk by chunk: stored, set aside (`set_aside`, ids of cells the
     last node check found no node for, and what `check` finds now) and to run, cut in chunks of `size`.
-    With `keep_all` every cell to run is kept, however many (a list asked for whole)."""
-    result = Survey(size=size)
+    With `keep_all` every cell to run is kept, however many (a list asked for whole). A sweep with
+    adaptive repetitions is judged first (a pass over its plan keeping each run's id and value), and
+    the runs no round has asked for are neither wanted nor to run, though they keep their positions."""
+    spec = stored_spec(manifest)
+    result = Survey(size=size, points=_judged(store, manifest, spec), rounds=rounds_of(spec))
+    unwanted = unwanted_ids(result.points)
     for chunk in store.manifest_chunks(manifest):
         todo: list[tuple[int, Cell]] = []
         for cell in chunk.distinct_cells(manifest.name):
-            position, result.wanted = result.wanted, result.wanted + 1
+            position, result.planned = result.planned, result.planned + 1
             if store.has_result(cell.id):
+                result.wanted += 1
                 result.cached += 1
-            elif set_aside and cell.id in set_aside:
+                continue
+            if cell.id in unwanted:
+                continue
+            result.wanted += 1
+            if set_aside and cell.id in set_aside:
                 result.unplaceable[cell.id] = set_aside[cell.id]
             else:
                 todo.append((position, cell))
@@ -183,17 +211,11 @@ class PlanCounts:
 def plan_counts(spec: SweepSpec, store: ResultStore, *, revise: bool = False,
                 check: UnplaceableCheck | None = None) -> PlanCounts:
     """Plan `spec` (store_plan) and count its cells a stored chunk at a time, so the operator's
-    memory does not grow with the sweep; a sweep with adaptive repetitions is judged whole."""
-    manifest = store_plan(spec, store, revise=revise)
-    if is_adaptive(manifest):
-        plan = _split(manifest, spec, store)
-        reasons = check(plan.pending) if check and plan.pending else {}
-        return PlanCounts(wanted=len(plan.wanted), cached=len(plan.cached), pending=len(plan.pending),
-                          rounds=plan.rounds, chunks=len(pending_chunks(plan, CHUNK_SIZE)),
-                          unplaceable=next(iter(reasons.values()), None))
-    found = survey(store, manifest, CHUNK_SIZE, check=check)
+    memory does not grow with the sweep (one with adaptive repetitions too: see survey)."""
+    found = survey(store, store_plan(spec, store, revise=revise), CHUNK_SIZE, check=check)
     return PlanCounts(wanted=found.wanted, cached=found.cached, pending=len(found.missing) + len(found.unplaceable),
-                      rounds=1, chunks=len(found.chunks()), unplaceable=next(iter(found.unplaceable.values()), None))
+                      rounds=found.rounds, chunks=len(found.chunks()),
+                      unplaceable=next(iter(found.unplaceable.values()), None))
 
 
 #: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that

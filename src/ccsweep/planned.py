@@ -6,7 +6,10 @@ imports the other to read one.
 
 from __future__ import annotations
 
-from ccsweep.spec import SpecError, SweepSpec, parse_spec
+from collections.abc import Callable, Iterable
+
+from ccsweep.adaptive import PointRuns, judge_points
+from ccsweep.spec import Experiment, SpecError, SweepSpec, parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
 
@@ -19,7 +22,7 @@ def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
 
 
 def is_adaptive(manifest: SweepManifest) -> bool:
-    """Whether a stored plan has adaptive repetitions (judged from all its runs: planned whole)."""
+    """Whether a stored plan has adaptive repetitions (a setting's runs are judged together)."""
     return any(e.adaptive is not None for e in stored_spec(manifest).experiments)
 
 
@@ -29,3 +32,15 @@ def stored_spec(manifest: SweepManifest) -> SweepSpec:
         return parse_spec(manifest.spec, origin=f"sweep {manifest.name} manifest")
     except SpecError as exc:
         raise StoreError(str(exc)) from None
+
+
+def judged_points(store: ResultStore, manifest: SweepManifest, experiments: Iterable[Experiment],
+                  value_of: Callable[[str], float | None]) -> list[PointRuns]:
+    """Every point of a stored plan's adaptive experiments, judged from each run's value
+    (`value_of(id)`), the plan read a stored chunk at a time: what is held per run is its id and
+    value, never the plan whole (plan.py's plan step and sweep_status.py's judged_whole share it)."""
+    experiments = list(experiments)
+    rules = {e.name for e in experiments if e.adaptive is not None}
+    runs = (entry.to_cell(manifest.name) for chunk in store.manifest_chunks(manifest) for entry in chunk.entries
+            if entry.experiment in rules)
+    return judge_points(experiments, runs, value_of)

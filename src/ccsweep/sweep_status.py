@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ccsweep.adaptive import PointRuns, judge_points, target_value, unwanted_ids
+from ccsweep.adaptive import PointRuns, target_value, unwanted_ids
 from ccsweep.cell import Cell
-from ccsweep.planned import is_adaptive, stored_manifest, stored_spec
+from ccsweep.planned import is_adaptive, judged_points, stored_manifest, stored_spec
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
 from ccsweep.store import ResultStore, SweepManifest
@@ -147,11 +147,7 @@ def judged_whole(store: ResultStore, manifest: SweepManifest, unplaceable: dict[
     counted values (a number a run is held, not its record), then each chunk's distinct cells
     come with their states, as `chunk_statuses` gives them, the runs no round has asked for
     marked unwanted. Returns the adaptive points and those chunks (read them in order, once)."""
-    experiments = list(experiments)
-    rules = {e.name for e in experiments if e.adaptive is not None}
-    runs = (entry.to_cell(manifest.name) for chunk in store.manifest_chunks(manifest) for entry in chunk.entries
-            if entry.experiment in rules)
-    points = judge_points(experiments, runs, lambda cell_id: _counted_value(store, cell_id))
+    points = judged_points(store, manifest, experiments, lambda cell_id: _counted_value(store, cell_id))
     unwanted = unwanted_ids(points)
 
     def marked(statuses: Iterator[CellStatus]) -> Iterator[CellStatus]:

@@ -62,9 +62,8 @@ def test_a_plan_past_its_time_fails_that_sweep_and_the_next_sweep_is_planned(sto
 
 
 def test_a_plan_past_its_memory_fails_that_sweep_and_the_next_sweep_is_planned(store_env: Path):
-    """A sweep with adaptive repetitions is planned whole, with scipy: even 1,000 runs need more than
-    300 MiB of address space, past a bound of 128 MiB; two cells without adaptive runs need about 45 MiB.
-    (Planning 100,000 adaptive runs took 1 GiB and 2 minutes: too slow to run here.)"""
+    """A sweep with adaptive repetitions is judged with scipy: even 1,000 runs need more than 300 MiB
+    of address space, past a bound of 128 MiB; two cells without adaptive runs need about 45 MiB."""
     bounds = PlanBounds(memory_mib=128, timeout_s=600)
     huge = decide_bounded(sweep_object("huge", cells=1_000, adaptive=True), None, bounds)
     assert huge.workflow is None and not huge.retry

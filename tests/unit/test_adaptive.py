@@ -8,6 +8,7 @@ runs sit near 43 Mbit/s or below 5.
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.stats import median_ci
-from ccsweep.plan import plan_sweep, replan
+from ccsweep.plan import pending_chunks, plan_counts, plan_sweep, replan
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
 from ccsweep.store import open_store
@@ -212,3 +213,46 @@ def test_an_adaptive_sweep_is_judged_a_chunk_of_its_plan_at_a_time(tmp_path: Pat
     assert all(isinstance(p.setting, bytes) and p.params == firsts[p.ids[0]] for p in points)  # JSON a setting
     assert sweep_status(store, "adaptive").by_state == {"stored": 10, "unwanted": len(unwanted),
                                                         "missing": 30 - len(unwanted)}
+
+
+@pytest.mark.parametrize("stored_upto", [None, 5])  # the first round (nothing stored), a later one
+@pytest.mark.parametrize("chunk_size", [4, 500])  # the cells to run cut in chunks, or one Workflow
+def test_the_plan_step_judges_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_upto: int | None, chunk_size: int):
+    """`ccsweep plan` (first round and --round) and the operator's plan counts never read an adaptive
+    sweep's plan whole, yet add exactly the runs judging the whole plan at once adds."""
+    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    store = open_store(str(tmp_path / "store"))
+    first = plan_sweep(parse_spec(spec(RULE)), store)
+    if stored_upto is not None:
+        store_runs(store, first.cells, upto=stored_upto)
+    whole = replan(store, "adaptive")  # judged with the whole plan in memory
+    manifest = store.get_manifest("adaptive")
+    assert manifest is not None and manifest.layout is not None and manifest.layout.chunks == 6
+    assert whole.pending and len(whole.pending) < len(whole.cells) - len(whole.cached)  # some runs unwanted
+    expected_chunks = pending_chunks(whole, chunk_size)
+    assert bool(expected_chunks) is (chunk_size == 4)
+
+    def not_whole(*_args: object) -> None:
+        raise AssertionError("the whole plan was read at once")
+
+    monkeypatch.setattr(type(store), "with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.plan._split", not_whole)
+    spec_path = tmp_path / "adaptive.yaml"
+    spec_path.write_text(json.dumps(spec(RULE)))
+    for args in ([str(spec_path)], ["--sweep", "adaptive", "--round", "2"]):
+        files = {name: tmp_path / name for name in ("chunks", "rounds", "pending")}
+        result = CliRunner().invoke(main, ["plan", *args, "--store", str(tmp_path / "store"), "--chunk-size",
+                                           str(chunk_size), *(f"--{n}-file={p}" for n, p in files.items())])
+        assert result.exit_code == 0, result.output
+        items = json.loads(result.stdout)
+        assert [i["id"] for i in items] == ([] if expected_chunks else [c.id for c in whole.pending])
+        assert json.loads(files["chunks"].read_text()) == expected_chunks
+        assert (files["rounds"].read_text(), files["pending"].read_text()) == (str(whole.rounds),
+                                                                               str(len(whole.pending)))
+        assert (f"{len(whole.wanted)} cells wanted (of {len(whole.cells)} planned; "
+                f"{sum(p.settled for p in whole.points)} of 2 settings settled), {len(whole.cached)} already "
+                f"stored, {len(whole.pending)} to run") in result.stderr
+    counts = plan_counts(parse_spec(spec(RULE)), store)
+    assert (counts.wanted, counts.cached, counts.pending, counts.rounds, counts.chunks) == (
+        len(whole.wanted), len(whole.cached), len(whole.pending), whole.rounds, len(pending_chunks(whole, 500)))
