@@ -232,14 +232,6 @@ def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
 
 
-def set_aside(store: ResultStore, plan: SweepPlan, unplaceable: dict[str, str]) -> SweepPlan:
-    """The plan without the cells no node can run (`unplaceable`: id -> why, from
-    placement.unplaceable_cells), which are recorded in the store so the verdict and the report
-    count them apart; the record replaces the last check's, as the nodes may have changed."""
-    set_aside_cells(store, plan.manifest.name, unplaceable)
-    return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable])
-
-
 def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str]) -> None:
     """Record the cells no node can run (id -> why), replacing the last check's record."""
     store.put_unplaceable(UnplaceableCells(sweep=sweep, cells=unplaceable,

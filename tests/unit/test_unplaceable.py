@@ -17,7 +17,7 @@ from ccsweep.cli import main
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.report import render_report
 from ccsweep.placement import Node, unplaceable_cells
-from ccsweep.plan import plan_chunk, plan_sweep, set_aside
+from ccsweep.plan import plan_chunk, plan_sweep, set_aside_cells, without_unplaceable
 from ccsweep.result import CellResult
 from ccsweep.spec import load_spec
 from ccsweep.store import open_store
@@ -48,7 +48,8 @@ def test_the_algorithms_preset_on_a_node_without_bic_vegas_and_westwood_has_39_u
 def test_set_aside_cells_are_not_run_and_the_verdict_counts_them_apart(tmp_path: Path):
     store, plan = planned(tmp_path)
     reasons = unplaceable_cells(plan.pending, [NODE])
-    runnable = set_aside(store, plan, reasons)
+    set_aside_cells(store, "algorithms", reasons)
+    runnable = without_unplaceable(store, plan)
     assert len(runnable.pending) == 39 and not {c.id for c in runnable.pending} & set(reasons)
     assert store.get_unplaceable("algorithms") == reasons
     assert not {c.id for c in plan_chunk(store, "algorithms", 0, 500)} & set(reasons)
@@ -68,13 +69,14 @@ def test_set_aside_cells_are_not_run_and_the_verdict_counts_them_apart(tmp_path:
     assert out.strip() == ("sweep algorithms: 78 cells, 39 stored, 0 without a result (0 late: measured only with "
                            "the emulator late); 39 unplaceable: no node could run them (see the report)")
     # A later check that finds a node for them replaces the record: they are the verdict's again.
-    set_aside(store, plan, {})
+    set_aside_cells(store, "algorithms", {})
     assert status()[0] == 1
 
 
 def test_the_report_lists_them_apart_with_why(tmp_path: Path):
     store, plan = planned(tmp_path)
-    runnable = set_aside(store, plan, unplaceable_cells(plan.pending, [NODE]))
+    set_aside_cells(store, "algorithms", unplaceable_cells(plan.pending, [NODE]))
+    runnable = without_unplaceable(store, plan)
     for cell in runnable.pending:
         store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV))
     data = load_sweep(store, "algorithms")
