@@ -36,11 +36,12 @@ VERIZON = {"name": "verizon-lte", "uplink": "Verizon-LTE-short.up", "downlink": 
 
 
 def grid_spec(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT,
-              bandwidth_mbps: float = 100.0) -> dict[str, Any]:
+              bandwidth_mbps: float = 100.0, message_bytes: int = 1024) -> dict[str, Any]:
     """The cross-check's cells on both backends (one experiment per bottleneck and backend); the
-    constant-rate bottleneck is 100 Mbit/s unless the CPU bench asks for another rate."""
+    constant-rate bottleneck is 100 Mbit/s and the sender writes ReBBR's 1 KB messages unless a
+    bench asks for others."""
     common = {"cc": ["bbr", "cubic"], "rtt_ms": [100], "queue": [{"kind": "infinite"}], "duration_s": duration_s,
-              "warmup_s": min(5.0, duration_s / 4), "repetitions": repetitions}
+              "warmup_s": min(5.0, duration_s / 4), "repetitions": repetitions, "message_bytes": message_bytes}
     experiments = []
     for link in BACKENDS:
         experiments.append({**common, "name": f"rate-{link}", "link": link, "loss_percent": loss_percent,
@@ -50,8 +51,9 @@ def grid_spec(duration_s: float, repetitions: int, loss_percent: list[float] = L
 
 
 def grid(duration_s: float, repetitions: int, loss_percent: list[float] = LOSS_PERCENT,
-         bandwidth_mbps: float = 100.0) -> list[Cell]:
-    return expand(parse_spec(grid_spec(duration_s, repetitions, loss_percent, bandwidth_mbps), origin="crosscheck"))
+         bandwidth_mbps: float = 100.0, message_bytes: int = 1024) -> list[Cell]:
+    spec = grid_spec(duration_s, repetitions, loss_percent, bandwidth_mbps, message_bytes)
+    return expand(parse_spec(spec, origin="crosscheck"))
 
 
 def pair_key(cell: Cell) -> tuple[str, float, str]:

@@ -48,6 +48,8 @@ def arguments() -> argparse.Namespace:
                         help="the constant-rate cells' bottleneck in Mbit/s (default 100, the test's)")
     parser.add_argument("--loss", type=loss_list, default=None, metavar="PCT[,PCT...]",
                         help="loss rates of the constant-rate cells in percent, each 0-50 (default 0,1,5)")
+    parser.add_argument("--message-bytes", type=int, default=1024, choices=range(1, (1 << 20) + 1),
+                        metavar="1-1048576", help="the sender's write size (default 1024, ReBBR's)")
     parser.add_argument("--without-traces", action="store_true", help="leave out the Verizon LTE cells")
     parser.add_argument("--out", type=Path, default=None,
                         help="the results file (default benchmarks/results/<date>-crosscheck.md; '-' prints only)")
@@ -75,7 +77,7 @@ def main() -> None:
     if missing:
         sys.exit(f"bench-crosscheck: {missing}")
     cells = grid(args.seconds, args.repetitions, args.loss if args.loss is not None else LOSS_PERCENT,
-                 args.bandwidth)
+                 args.bandwidth, args.message_bytes)
     if args.without_traces:
         cells = [c for c in cells if c.params.uplink.trace is None]
     started = time.monotonic()
