@@ -22,22 +22,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.options import number_list
 from ccsweep.result import CellResult
 from support.crosscheck import LOSS_PERCENT, compare, grid, run_grid
 from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def loss_list(text: str) -> list[float]:
-    """A comma-separated list of loss rates in percent, each 0-50."""
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected loss rates in percent, e.g. 0,1") from None
-    if any(not 0 <= v <= 50 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: each loss rate must be 0-50 %")
-    return values
 
 
 def arguments() -> argparse.Namespace:
@@ -46,7 +36,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=3, help="runs of each cell per backend (default 3)")
     parser.add_argument("--bandwidth", type=float, default=100.0, metavar="10-1000",
                         help="the constant-rate cells' bottleneck in Mbit/s (default 100, the test's)")
-    parser.add_argument("--loss", type=loss_list, default=None, metavar="PCT[,PCT...]",
+    parser.add_argument("--loss", type=number_list("loss rate", "%", 0, 50, "0,1"), default=None,
+                        metavar="PCT[,PCT...]",
                         help="loss rates of the constant-rate cells in percent, each 0-50 (default 0,1,5)")
     parser.add_argument("--message-bytes", type=int, default=1024, choices=range(1, (1 << 20) + 1),
                         metavar="1-1048576", help="the sender's write size (default 1024, ReBBR's)")

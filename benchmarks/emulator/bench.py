@@ -43,6 +43,7 @@ from rich.table import Table
 
 from benchmarks.density.bench import cells_per_core, cells_per_core_rows
 from benchmarks.emulator import kernel_share
+from benchmarks.options import number_list
 from ccsweep.result import CellResult
 from ccsweep.runner.mahimahi_run import ShellsCpu
 from support.crosscheck import grid, run_grid
@@ -349,7 +350,7 @@ def backend_rows(table: Table, console: Console, seconds: int, reps: int, rate_m
     shares: dict[str, list[float]] = {"ccsweep-link": [], "mahimahi": []}
     late = {link: sum(r.status == "late" for r in results if r.cell.params.link == link) for link in shares}
     pairs: dict[int, dict[str, float]] = {}
-    measured: list[tuple[CellResult, dict[str, float]]] = []
+    measured: list[tuple[CellResult, float]] = []
     for result in results:
         share = backend_share(result, cpu)
         if share is None:
@@ -357,7 +358,7 @@ def backend_rows(table: Table, console: Console, seconds: int, reps: int, rate_m
                           f"repetition not measured: {result.status} {result.error or ''}", "", "no")
             continue
         shares[result.cell.params.link].append(share)
-        measured.append((result, {result.cell.params.link: share}))
+        measured.append((result, share))
         pairs.setdefault(result.cell.params.repetition, {})[result.cell.params.link] = share
     ours, theirs = shares["ccsweep-link"], shares["mahimahi"]
     if ours:
@@ -378,8 +379,8 @@ def backend_rows(table: Table, console: Console, seconds: int, reps: int, rate_m
              f"ccsweep-link {median_range(ours)}, Mahimahi {median_range(theirs)} of a core; Mahimahi / "
              f"ccsweep-link = {ratio:.2f}"]
     notes += [f"  {link} at {setting}, run by run: " + ", ".join(
-        f"{shares_of[link]:.1%} at {result.bottleneck_throughput_mbps:.0f} Mbit/s"
-        for result, shares_of in measured if link in shares_of) for link in shares]
+        f"{share:.1%} at {result.bottleneck_throughput_mbps:.0f} Mbit/s"
+        for result, share in measured if result.cell.params.link == link) for link in shares]
     if tcp is not None:
         own = {link: [v * (1 - tcp[link][1]) for v in values] for link, values in shares.items()}
         for link in shares:
@@ -408,17 +409,6 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
             for s in steps]
 
 
-def rates(text: str) -> list[float]:
-    """A comma-separated list of bottleneck rates, each 10-1000 Mbit/s."""
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected rates in Mbit/s, e.g. 100,400") from None
-    if not values or any(not 10 <= v <= 1000 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: each rate must be 10-1000 Mbit/s")
-    return values
-
-
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
     parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
@@ -430,7 +420,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--density-max-cells", type=int, default=16, help="most cells at once in the density rows")
     parser.add_argument("--backend-reps", type=int, default=5, choices=range(1, 21), metavar="1-20",
                         help="runs of each link backend on the same cell, alternating (default 5)")
-    parser.add_argument("--backend-rates", type=rates, default=[100.0], metavar="MBPS[,MBPS...]",
+    parser.add_argument("--backend-rates", type=number_list("rate", "Mbit/s", 10, 1000, "100,400"), default=[100.0],
+                        metavar="MBPS[,MBPS...]",
                         help="bottleneck rates of the backend comparison, each 10-1000 Mbit/s (default 100)")
     parser.add_argument("--backend-split", action="store_true",
                         help="also profile the backend comparison (perf, every CPU) and give each link's CPU "
