@@ -117,12 +117,6 @@ def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str
     return next_count(len(values), relative, target.ci_relative, rule.max), "needs more runs", numbers
 
 
-def adaptive_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
-                    stored: Callable[[str], CellResult | None]) -> list[PointRuns]:
-    """Every point of the adaptive experiments, judged from the stored results (`stored(id)`)."""
-    return judge_points(experiments, cells, lambda cell_id: target_value(stored(cell_id)))
-
-
 def judge_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
                  value_of: Callable[[str], float | None]) -> list[PointRuns]:
     """Every point of the adaptive experiments, judged from each run's value (`value_of(id)`, asked

@@ -150,8 +150,9 @@ def small_writes_note(cells: Iterable[Cell]) -> str | None:
     240 Mbit/s where Mahimahi reads 303, and nothing in tcp_info marks it
     (benchmarks/results/2026-11-26-link-cost-by-rate.md, section 4). A note, not a refusal: the
     flow may settle in the fast state too, and the spec may mean the small writes."""
-    rates = [c.params.uplink.rate_mbps or 0.0 for c in cells
-             if (c.params.uplink.rate_mbps or 0.0) >= SMALL_WRITES_MBPS and c.params.message_bytes < BULK_MESSAGE_BYTES]
+    rates = [rate for c in cells
+             if (rate := c.params.uplink.rate_mbps or 0.0) >= SMALL_WRITES_MBPS
+             and c.params.message_bytes < BULK_MESSAGE_BYTES]
     if not rates:
         return None
     listed = ", ".join(f"{r:g}" for r in sorted(set(rates)))
@@ -159,4 +160,3 @@ def small_writes_note(cells: Iterable[Cell]) -> str | None:
             f"{BULK_MESSAGE_BYTES} bytes: their sender may set their rate rather than the link "
             f"(docs/spec.md, message_bytes); set message_bytes: {BULK_MESSAGE_BYTES} unless small writes are "
             "the point")
-

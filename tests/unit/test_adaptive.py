@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ccsweep.adaptive import adaptive_points, next_count, round_bound, target_met, unwanted_ids
+from ccsweep.adaptive import judge_points, next_count, round_bound, target_met, target_value, unwanted_ids
 from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.figures.data import load_sweep
@@ -184,8 +184,9 @@ def test_an_adaptive_sweep_is_judged_a_chunk_of_its_plan_at_a_time(tmp_path: Pat
     manifest = store.get_manifest("adaptive")
     assert manifest is not None and manifest.layout is not None and manifest.layout.chunks == 6
     whole = store.with_cells(manifest)
-    expected = adaptive_points(parse_spec(manifest.spec).experiments,
-                               [entry.to_cell("adaptive") for entry in whole.cells], store.get_result)
+    expected = judge_points(parse_spec(manifest.spec).experiments,
+                            [entry.to_cell("adaptive") for entry in whole.cells],
+                            lambda cell_id: target_value(store.get_result(cell_id)))
 
     def not_whole(_manifest: object) -> None:
         raise AssertionError("the whole plan was read at once")
