@@ -14,8 +14,15 @@ is measured at a real record's size; no time series is stored, so no per-cell se
 - plan --chunk: `ccsweep plan --sweep NAME --chunk LAST` (a chunk Workflow's first step)
 - status: `ccsweep status --sweep NAME` (the verdict)
 - figures: `ccsweep figures --sweep NAME` (figures, report and CSV from the stored results)
-- plan, status and figures again for the same cells planned with adaptive repetitions (min 3, max
-  20 runs a setting), which status and the figures judge whole: every setting from its runs' values
+- plan, plan --chunk, status and figures again for the same cells planned with adaptive repetitions
+  (min 3, max 20 runs a setting), which every step judges whole: every setting from its runs' values
+- run, adaptive: `ccsweep run SPEC --cpu-budget 0.1 --no-figures`, the local executor over the
+  adaptive sweep: it judges and counts the cells to run, then refuses each as needing more than
+  0.1 cores (a cell of this grid is priced at 0.11), so no flow starts
+
+With --repetitions N the grid has N runs a setting (cells / N settings), so a sweep's cells can grow
+with its settings fixed; --step measures some of the steps only (plan is always run, to make the
+store).
 
 With --before SRC (a source tree of an earlier ccsweep, e.g. `git worktree add /tmp/old 5234046`)
 the same steps run with that code too, in stores of its own, side by side in the report.
@@ -46,30 +53,35 @@ from ccsweep.store import open_store
 from support.procstat import machine
 
 REPO = Path(__file__).resolve().parents[2]
-#: Repetitions of every loss setting: 20, so 400 cells are 10 loss rates x 2 algorithms.
+#: Repetitions of every loss setting: 20, so 400 cells are 10 loss rates x 2 algorithms (--repetitions).
 REPETITIONS = 20
 #: Figure 8's flow time: each fake record carries a flow's per-second throughput for it, as a real one does.
 DURATION_S = 60
 STEPS = ("plan", "cell start", "plan --chunk", "status", "figures")
-#: The same sweep with adaptive repetitions (min 3, max 20): judged whole by status and the figures.
-ADAPTIVE_STEPS = ("plan, adaptive", "status, adaptive", "figures, adaptive")
-#: Adaptive repetitions planning as many runs a setting as REPETITIONS: the same cells, judged whole.
-ADAPTIVE = {"min": 3, "max": REPETITIONS, "target": {"ci_relative": 0.05}}
+#: The same sweep with adaptive repetitions (min 3, max the repetitions): judged whole by every step.
+ADAPTIVE_STEPS = ("plan, adaptive", "plan --chunk, adaptive", "status, adaptive", "figures, adaptive",
+                  "run, adaptive")
+#: The fewest runs an adaptive setting has: its rule's min.
+ADAPTIVE_MIN = 3
+#: `ccsweep run --cpu-budget`: the least it takes, below what a cell of the grid is priced at, so the
+#: local executor refuses every cell to run and no flow starts.
+REFUSING_CPU_BUDGET = 0.1
 
 
 def sweep_name(cells: int, adaptive: bool = False) -> str:
     return f"mem-{'adaptive-' if adaptive else ''}{cells}"
 
 
-def spec_of(cells: int, adaptive: bool = False) -> dict:
-    """A Figure-8-like sweep of `cells` cells: CUBIC and BBR at cells/40 loss rates, 20 runs each
-    (with `adaptive`, up to 20 by an adaptive rule: the same cells planned)."""
-    losses = [round(0.01 * (i + 1), 4) for i in range(cells // (2 * REPETITIONS))]
+def spec_of(cells: int, adaptive: bool = False, repetitions: int = REPETITIONS) -> dict:
+    """A Figure-8-like sweep of `cells` cells: CUBIC and BBR at cells/(2 x repetitions) loss rates,
+    `repetitions` runs each (with `adaptive`, up to as many by an adaptive rule: the same cells planned)."""
+    losses = [round(0.01 * (i + 1), 4) for i in range(cells // (2 * repetitions))]
+    rule = {"min": ADAPTIVE_MIN, "max": repetitions, "target": {"ci_relative": 0.05}}
     return {"name": sweep_name(cells, adaptive), "description": "memory bench: planned, never run",
             "experiments": [{"name": "loss", "title": "Goodput vs loss (memory bench, fake results)",
                              "figure": "goodput-vs-loss", "cc": ["cubic", "bbr"], "loss_percent": losses,
                              "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": DURATION_S, "warmup_s": 5,
-                             "repetitions": ADAPTIVE if adaptive else REPETITIONS}]}
+                             "repetitions": rule if adaptive else repetitions}]}
 
 
 @dataclass
@@ -108,7 +120,8 @@ def measured(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,), s
         code = subprocess.run([sys.executable, "-c", PEAK_OF_CCSWEEP, *args], stdout=out, stderr=err,
                               env={**env, "BENCH_PEAK_FILE": peak_file.name}, timeout=3600).returncode
         out.seek(0)
-        if code not in ok or says.encode() not in out.read():
+        err.seek(0)
+        if code not in ok or says.encode() not in out.read() + err.read():
             err.seek(0)
             raise SystemExit(f"ccsweep {' '.join(args[:3])}...: exit {code}: {err.read().decode()[-2000:]}")
         peak_kb = int(peak_file.read())
@@ -164,11 +177,11 @@ def fake_results(store_url: str, sweep: str) -> int:
 
 
 def planned(cells: int, reps: int, work: Path, code: str, env: dict[str, str], step: Step,
-            adaptive: bool = False) -> str:
+            adaptive: bool = False, repetitions: int = REPETITIONS) -> str:
     """Plan the sweep `reps` times into empty stores, measuring each; returns the first store."""
     sweep = sweep_name(cells, adaptive)
     spec_path = work / f"{sweep}.yaml"
-    spec_path.write_text(yaml.safe_dump(spec_of(cells, adaptive), sort_keys=False))
+    spec_path.write_text(yaml.safe_dump(spec_of(cells, adaptive, repetitions), sort_keys=False))
     for rep in range(reps):
         store = str(work / f"store-{code}-{sweep}-{rep}")
         shutil.rmtree(store, ignore_errors=True)
@@ -181,38 +194,48 @@ def planned(cells: int, reps: int, work: Path, code: str, env: dict[str, str], s
     return str(work / f"store-{code}-{sweep}-0")
 
 
-def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], log) -> dict[str, Step]:
-    """Every step at one sweep size with one code tree; `reps` runs of each."""
+def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], log,
+             steps_wanted: tuple[str, ...] = (*STEPS, *ADAPTIVE_STEPS),
+             repetitions: int = REPETITIONS) -> dict[str, Step]:
+    """The steps `steps_wanted` at one sweep size with one code tree; `reps` runs of each."""
     steps = {name: Step() for name in (*STEPS, *ADAPTIVE_STEPS)}
-    store = planned(cells, reps, work, code, env, steps["plan"])
-    sweep = sweep_name(cells)
-    log(f"  {code} {cells} cells: planned; storing fake results")
-    stored = fake_results(store, sweep)
-    last_stored = planned_cells(open_store(store), sweep)[stored - 1].id
-    last_chunk = (cells - 1) // CHUNK_SIZE
-    commands: Commands = {
-        # a stored cell: it stops where it would start flows ("cached"); a flow never runs here
-        "cell start": (["cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
-        "plan --chunk": (["plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
-                          "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
-        # the last cells are not stored, so the verdict says 1 and lists them
-        "status": (["status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
-        "figures": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
-    }
-    measure_each(commands, reps, env, steps,
-                 lambda rep: log(f"  {code} {cells} cells: repetition {rep} of {reps} done"))
-    shutil.rmtree(store)
-    # The same cells with adaptive repetitions: status and the figures judge every setting first.
-    store = planned(cells, reps, work, code, env, steps["plan, adaptive"], adaptive=True)
-    sweep = sweep_name(cells, adaptive=True)
-    fake_results(store, sweep)
-    adaptive: Commands = {
-        "status, adaptive": (["status", "--store", store, "--sweep", sweep], (0, 1), "stored"),
-        "figures, adaptive": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
-    }
-    measure_each(adaptive, reps, env, steps,
-                 lambda rep: log(f"  {code} {cells} cells, adaptive: repetition {rep} of {reps} done"))
-    shutil.rmtree(store)
+    if any(name in steps_wanted for name in STEPS):
+        store = planned(cells, reps, work, code, env, steps["plan"], repetitions=repetitions)
+        sweep = sweep_name(cells)
+        log(f"  {code} {cells} cells: planned; storing fake results")
+        stored = fake_results(store, sweep)
+        last_stored = planned_cells(open_store(store), sweep)[stored - 1].id
+        last_chunk = (cells - 1) // CHUNK_SIZE
+        commands: Commands = {
+            # a stored cell: it stops where it would start flows ("cached"); a flow never runs here
+            "cell start": (["cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
+            "plan --chunk": (["plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
+                              "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
+            # the last cells are not stored, so the verdict says 1 and lists them
+            "status": (["status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
+            "figures": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
+        }
+        measure_each({k: v for k, v in commands.items() if k in steps_wanted}, reps, env, steps,
+                     lambda rep: log(f"  {code} {cells} cells: repetition {rep} of {reps} done"))
+        shutil.rmtree(store)
+    if any(name in steps_wanted for name in ADAPTIVE_STEPS):
+        # The same cells with adaptive repetitions: every step judges every setting first.
+        store = planned(cells, reps, work, code, env, steps["plan, adaptive"], adaptive=True, repetitions=repetitions)
+        sweep = sweep_name(cells, adaptive=True)
+        fake_results(store, sweep)
+        adaptive: Commands = {
+            "plan --chunk, adaptive": (["plan", "--store", store, "--sweep", sweep, "--chunk",
+                                        str((cells - 1) // CHUNK_SIZE), "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
+            "status, adaptive": (["status", "--store", store, "--sweep", sweep], (0, 1), "stored"),
+            "figures, adaptive": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
+            # every cell to run refused, so none starts; says how many it judged and counted
+            "run, adaptive": (["run", str(work / f"{sweep}.yaml"), "--store", store, "--cpu-budget",
+                               str(REFUSING_CPU_BUDGET), "--no-figures", "--workdir", str(work / "run")], (0,),
+                              " 0 to run"),
+        }
+        measure_each({k: v for k, v in adaptive.items() if k in steps_wanted}, reps, env, steps,
+                     lambda rep: log(f"  {code} {cells} cells, adaptive: repetition {rep} of {reps} done"))
+        shutil.rmtree(store)
     return steps
 
 
@@ -231,7 +254,8 @@ def measure_each(commands: Commands, reps: int, env: dict[str, str], steps: dict
 
 
 def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], reps: int, command: str,
-           before: str | None, started: str) -> str:
+           before: str | None, started: str, steps: tuple[str, ...] = (*STEPS, *ADAPTIVE_STEPS),
+           repetitions: int = REPETITIONS) -> str:
     lines = [f"# Peak memory of a sweep's steps at {', '.join(f'{n:,}' for n in sizes)} cells", "",
              f"Run {started} UTC on {machine()}.", "",
              f"Command: `{command}`", "",
@@ -240,14 +264,16 @@ def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], rep
              f"{reps} runs (range in brackets), then its median wall time. Sweeps are planned for real; "
              "results are fake records stored for every cell but the last chunk's (a quarter of a one-chunk "
              "sweep); no flow runs. The store "
-             "is a file store on tmpfs, so disk speed does not enter the times. The adaptive rows plan the same "
-             f"cells with adaptive repetitions (min 3, max {REPETITIONS} a setting), which status and the figures "
-             "judge whole before anything else.", ""]
+             f"is a file store on tmpfs, so disk speed does not enter the times. Each setting has {repetitions} "
+             "runs. The adaptive rows plan the same "
+             f"cells with adaptive repetitions (min {ADAPTIVE_MIN}, max {repetitions} a setting), which every step "
+             "judges whole before anything else; `run, adaptive` is the local executor refusing every cell to run "
+             f"(--cpu-budget {REFUSING_CPU_BUDGET}), so it judges and counts and starts no flow.", ""]
     for code, by_size in results.items():
         title = "this ccsweep" if code == "now" else f"the code before ({before})"
         lines += [f"## {title}", "", "| step | " + " | ".join(f"{n:,} cells" for n in sizes) + " |",
                   "|---|" + "---|" * len(sizes)]
-        for step in (*STEPS, *ADAPTIVE_STEPS):
+        for step in steps:
             lines.append(f"| {step} | " + " | ".join(by_size[n][step].text() for n in sizes) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -257,14 +283,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="400,4000,40000", help="sweep sizes in cells (multiples of 40)")
     parser.add_argument("--reps", type=int, default=3, help="runs of every step at every size")
+    parser.add_argument("--repetitions", type=int, default=REPETITIONS,
+                        help="runs a setting in the sweeps' grid (the cells are sizes / this many settings)")
+    parser.add_argument("--step", action="append", choices=(*STEPS, *ADAPTIVE_STEPS), metavar="STEP",
+                        help="a step to measure, e.g. --step figures (repeat for more; default: every one)")
     parser.add_argument("--before", type=Path, help="a source tree of an earlier ccsweep to run the same steps with")
     parser.add_argument("--workdir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
                         help="where the stores go (default: /dev/shm)")
     parser.add_argument("--out", type=Path, help="write the report here (else print it)")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
-    if any(n % (2 * REPETITIONS) or n < 2 * REPETITIONS for n in sizes):
-        parser.error(f"--sizes: each a multiple of {2 * REPETITIONS} (2 algorithms x {REPETITIONS} runs)")
+    repetitions = args.repetitions
+    if not 1 <= repetitions <= 100:
+        parser.error(f"--repetitions: from 1 to 100 (a spec's bound); got {repetitions}")
+    if any(n % (2 * repetitions) or n < 2 * repetitions for n in sizes):
+        parser.error(f"--sizes: each a multiple of {2 * repetitions} (2 algorithms x {repetitions} runs)")
+    steps = tuple(args.step or (*STEPS, *ADAPTIVE_STEPS))
+    if repetitions < ADAPTIVE_MIN and any(step in ADAPTIVE_STEPS for step in steps):
+        parser.error(f"--repetitions: the adaptive steps need at least {ADAPTIVE_MIN} (the rule's min)")
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     codes = {"now": str(REPO / "src")} | ({"before": str(args.before.resolve() / "src")} if args.before else {})
     results: dict[str, dict[int, dict[str, Step]]] = {code: {} for code in codes}
@@ -274,11 +310,15 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": src, "MPLBACKEND": "Agg"}
                 print(f"{cells:,} cells with {code}'s code", file=sys.stderr, flush=True)
                 results[code][cells] = run_size(cells, args.reps, Path(scratch), code, env,
-                                                lambda line: print(line, file=sys.stderr, flush=True))
+                                                lambda line: print(line, file=sys.stderr, flush=True), steps,
+                                                repetitions)
     command = "python -m benchmarks.memory.bench" + (f" --sizes {args.sizes}" if args.sizes != "400,4000,40000"
                                                       else "") + (f" --reps {args.reps}" if args.reps != 3 else "") + (
+        f" --repetitions {repetitions}" if repetitions != REPETITIONS else "") + (
+        "".join(f" --step '{step}'" for step in args.step or ())) + (
         " --before OLD" if args.before else "")
-    text = report(results, sizes, args.reps, command, str(args.before) if args.before else None, started)
+    text = report(results, sizes, args.reps, command, str(args.before) if args.before else None, started,
+                  ("plan", *(step for step in steps if step != "plan")), repetitions)
     if args.out:
         args.out.write_text(text + "\n")
     print(text)

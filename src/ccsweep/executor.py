@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, cast
@@ -30,13 +31,13 @@ from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
 from ccsweep.linkrules import small_writes_note
 from ccsweep.metrics import SweepMetrics, publish_stored
-from ccsweep.plan import SweepPlan, plan_sweep
+from ccsweep.plan import CHUNK_SIZE, Survey, cells_to_run, store_plan, survey
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.runner.api import CellUnavailable, check_runnable
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.spec import SweepSpec
-from ccsweep.store import ResultStore, StoreError
+from ccsweep.store import ResultStore, StoreError, SweepManifest
 from ccsweep.store.spool import FlushReport, Spool
 
 
@@ -55,7 +56,10 @@ CELL_STOP_TIMEOUT_S = 30.0
 class SweepSummary:
     sweep: str
     store_url: str
+    #: The cells this run ran, tried or could not run; those already stored are only counted (`cached`).
     outcomes: list[CellOutcome] = field(default_factory=list)
+    #: Cells stored before this run, by experiment: counts, as a stored sweep may have 100,000.
+    cached: Counter[str] = field(default_factory=Counter)
     interrupted: bool = False
     #: Why cells were left unrun (the failure budget was spent), in one line; None when none were.
     stopped: str | None = None
@@ -63,7 +67,7 @@ class SweepSummary:
     rounds: int = 0
 
     def counts(self) -> Counter[str]:
-        return Counter(o.status for o in self.outcomes)
+        return Counter(o.status for o in self.outcomes) + Counter(cached=self.cached.total())
 
     @property
     def reruns(self) -> int:
@@ -100,6 +104,25 @@ class _Queued:
     attempt: int = 1
 
 
+class _Queue(list[_Queued]):
+    """The cells waiting to start, in plan order, re-runs first: filled a chunk at a time from
+    `chunks` whenever it runs dry, so a sweep's cells to run are never all held."""
+
+    def __init__(self, chunks: Iterator[list[Cell]]):
+        super().__init__()
+        self.more = chunks
+        self.refill()
+
+    def refill(self) -> None:
+        if not self:
+            self.extend(_Queued(c) for c in next(self.more, []))
+
+    def pop_first(self) -> _Queued:
+        item = self.pop(0)
+        self.refill()
+        return item
+
+
 @dataclass
 class _Running:
     cell: Cell
@@ -114,21 +137,26 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None,
               max_attempts: int = DEFAULT_MAX_ATTEMPTS, revise: bool = False,
               max_failed_cells: int | None = None) -> SweepSummary:
-    """Run every cell of `spec` not yet in `store`; return what happened to each."""
+    """Run every cell of `spec` not yet in `store`; return what happened to each.
+
+    The stored plan is read a chunk at a time, as the Argo steps read it (plan.survey, then
+    plan.cells_to_run for each pass): what is held is the ids of the cells to run and one chunk's
+    cells, however large the sweep; a sweep with adaptive repetitions is judged by a first pass
+    keeping each run's id and value.
+    """
     console = console or Console(stderr=True)
     for name in remove_leftovers():
         notice(console, f"removed namespace {name} left by a dead cell")
     _flush_spool(store, console)
-    plan = plan_sweep(spec, store, revise=revise)
-    summary = SweepSummary(sweep=spec.name, store_url=store.url,
-                           outcomes=[CellOutcome(c, "cached") for c in plan.cached])
+    manifest = store_plan(spec, store, revise=revise)
+    found = survey(store, manifest, CHUNK_SIZE)
+    summary = SweepSummary(sweep=spec.name, store_url=store.url, cached=found.stored)
     cores_for_cells = cpu_budget if cpu_budget is not None else default_cpu_budget()
-    runnable = _runnable(plan.pending, summary, console, cores_for_cells)
-    console.print(f"sweep [bold]{spec.name}[/bold]: {len(plan.wanted)} cells, {len(plan.cached)} already stored, "
-                  f"{len(runnable)} to run, store {store.url}" + _rounds_note(plan), soft_wrap=True)
-    small_writes = small_writes_note(runnable)
-    if small_writes:
-        notice(console, small_writes)
+    todo = _Round.counted(store, manifest, found, set(), _Machine(cores_for_cells), summary, console)
+    console.print(f"sweep [bold]{spec.name}[/bold]: {found.wanted} cells, {found.cached} already stored, "
+                  f"{todo.cells} to run, store {store.url}" + _rounds_note(found), soft_wrap=True)
+    if todo.small_writes:
+        notice(console, todo.small_writes)
     warning_log = WarningLog(console)
     warnings = cast(TextIO, warning_log)  # a text stream to the metrics pushers, like stderr
     metrics = SweepMetrics(pushgateway, spec.name, err=warnings) if pushgateway else None
@@ -136,23 +164,23 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     budget = FailureBudget(max_failed_cells)
     try:
         if metrics:
-            metrics.update(total=len(plan.wanted), **_progress(summary))
-        for round_number in range(1, plan.rounds + 1):
-            if not runnable:
+            metrics.update(total=found.wanted, **_progress(summary))
+        for round_number in range(1, found.rounds + 1):
+            if not todo.cells:
                 break
-            summary.interrupted = _run_cells(runnable, store, workdir, admission, max_attempts, pushgateway, summary,
+            summary.interrupted = _run_cells(todo, store, workdir, admission, max_attempts, pushgateway, summary,
                                              console, warning_log, metrics, budget)
             summary.rounds = round_number
-            if summary.interrupted or summary.stopped or round_number == plan.rounds:
+            if summary.interrupted or summary.stopped or round_number == found.rounds:
                 break
             # Adaptive repetitions: judge every setting from what is stored now, and run what it wants next.
             # A cell that ended this run (failed, late) waits for the next `ccsweep run`, as without rounds.
-            plan = plan_sweep(spec, store)
-            tried = {o.cell.id for o in summary.outcomes}
-            runnable = _runnable([c for c in plan.pending if c.id not in tried], summary, console, cores_for_cells)
-            if runnable:
-                console.print(f"round {round_number + 1} of at most {plan.rounds}: {len(runnable)} more runs for "
-                              f"{sum(p.state == 'needs more runs' for p in plan.points)} settings whose interval is "
+            found = survey(store, manifest, CHUNK_SIZE)
+            todo = _Round.counted(store, manifest, found, {o.cell.id for o in summary.outcomes}, todo.machine,
+                                  summary, console)
+            if todo.cells:
+                console.print(f"round {round_number + 1} of at most {found.rounds}: {todo.cells} more runs for "
+                              f"{sum(p.state == 'needs more runs' for p in found.points)} settings whose interval is "
                               "wider than the target", soft_wrap=True)
     finally:
         if metrics:
@@ -170,36 +198,81 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     return summary
 
 
-def _runnable(cells: list[Cell], summary: SweepSummary, console: Console, cpu_budget: float) -> list[Cell]:
-    """The cells this machine can run; the others are counted `unavailable` in `summary`, saying why:
-    an algorithm or kernel it lacks, or more CPU than the `cpu_budget` it gives cells (a cell that
-    would run late even alone)."""
-    available = available_congestion_controls()
-    runnable: list[Cell] = []
-    skipped: list[CellOutcome] = []
-    for cell in cells:
+@dataclass
+class _Machine:
+    """What this machine can run: the algorithms its kernel offers, and cells that keep time within
+    the `cpu_budget` it gives cells (admission.refusal)."""
+
+    cpu_budget: float
+    available: list[str] = field(default_factory=available_congestion_controls)
+
+    def refusal(self, cell: Cell) -> str | None:
+        """Why this machine cannot run `cell` (an algorithm or kernel it lacks, more CPU than its
+        budget); None if it can."""
         try:
-            check_runnable(cell, available)
+            check_runnable(cell, self.available)
         except CellUnavailable as exc:
-            skipped.append(CellOutcome(cell, "unavailable", error=str(exc)))
-            continue
-        too_big = refusal(cell, cpu_budget)
-        if too_big:
-            skipped.append(CellOutcome(cell, "unavailable", error=too_big))
-        else:
-            runnable.append(cell)
-    for reason in sorted({o.error or "" for o in skipped}):
-        console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
-    summary.outcomes += skipped
-    return runnable
+            return str(exc)
+        return refusal(cell, self.cpu_budget)
 
 
-def _rounds_note(plan: SweepPlan) -> str:
+@dataclass
+class _Round:
+    """A round's cells to run on this machine, counted by a first pass over the plan's chunks and read
+    again chunk by chunk as they start (`chunks`): never all held at once."""
+
+    store: ResultStore
+    manifest: SweepManifest
+    found: Survey
+    #: Cells this run already ran or could not run: a cell that failed waits for the next `ccsweep run`.
+    tried: set[str]
+    machine: _Machine
+    cells: int = 0
+    #: Seconds of flows the cells to run take, for the progress bar.
+    work_s: float = 0.0
+    small_writes: str | None = None
+
+    @classmethod
+    def counted(cls, store: ResultStore, manifest: SweepManifest, found: Survey, tried: set[str], machine: _Machine,
+                summary: SweepSummary, console: Console) -> _Round:
+        """The round's cells to run, counted; those this machine cannot run are counted `unavailable` in
+        `summary`, each distinct reason said once."""
+        todo = cls(store, manifest, found, tried, machine)
+        skipped: list[CellOutcome] = []
+
+        def runnable() -> Iterator[Cell]:
+            for chunk in cells_to_run(store, manifest, found):
+                for cell in chunk:
+                    if cell.id in tried:
+                        continue
+                    why = machine.refusal(cell)
+                    if why is not None:
+                        skipped.append(CellOutcome(cell, "unavailable", error=why))
+                        continue
+                    todo.cells += 1
+                    todo.work_s += cell.params.duration_s
+                    yield cell
+
+        todo.small_writes = small_writes_note(runnable())  # reads every chunk once, counting as it goes
+        for reason in sorted({o.error or "" for o in skipped}):
+            console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
+        summary.outcomes += skipped
+        return todo
+
+    def chunks(self) -> Iterator[list[Cell]]:
+        """The cells `counted` counted, read again a stored chunk at a time, in plan order."""
+        for chunk in cells_to_run(self.store, self.manifest, self.found):
+            cells = [c for c in chunk if c.id not in self.tried and self.machine.refusal(c) is None]
+            if cells:
+                yield cells
+
+
+def _rounds_note(found: Survey) -> str:
     """', adaptive repetitions: ...' for a sweep with them, else ''."""
-    if not plan.points:
+    if not found.points:
         return ""
-    return (f"; adaptive repetitions: {sum(p.settled for p in plan.points)} of {len(plan.points)} settings settled, "
-            f"up to {plan.rounds} rounds")
+    return (f"; adaptive repetitions: {sum(p.settled for p in found.points)} of {len(found.points)} settings settled, "
+            f"up to {found.rounds} rounds")
 
 
 def _progress(summary: SweepSummary, running: int = 0) -> dict[str, int]:
@@ -267,18 +340,19 @@ def _log_lines(log: Path) -> list[str]:
         return []
 
 
-def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
+def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
                pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
                metrics: SweepMetrics | None = None, budget: FailureBudget | None = None) -> bool:
     """Start cells as admission allows; run late and starved ones again, alone; returns True if interrupted.
 
-    Once the failure budget is spent no cell starts; running ones finish and are counted, and
-    `summary.stopped` says why the rest did not run.
+    The cells join the queue a chunk at a time, the next chunk when the queue runs dry, so what
+    is held is a chunk's cells and those running. Once the failure budget is spent no cell
+    starts; running ones finish and are counted, and `summary.stopped` says why the rest did not run.
     """
     budget = budget or FailureBudget(None)
-    queue = [_Queued(c) for c in cells]
+    queue = _Queue(todo.chunks())
     running: list[_Running] = []
-    work_total = sum(c.params.duration_s for c in cells)
+    work_total = todo.work_s
     done_work = 0.0
     finished = 0
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -286,12 +360,12 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=False) as progress:
-            task = progress.add_task("cells", total=work_total, cells=f"0/{len(cells)}")
+            task = progress.add_task("cells", total=work_total, cells=f"0/{todo.cells}")
             while (queue and not budget.spent) or running:
                 now = time.monotonic()
                 if queue and not budget.spent and admission.may_start(
                         queue[0].cell, [(r.cell, r.alone) for r in running], now, alone=queue[0].attempt > 1):
-                    running.append(_start(queue.pop(0), store, workdir, pushgateway))
+                    running.append(_start(queue.pop_first(), store, workdir, pushgateway))
                     admission.started(now)
                 time.sleep(0.2)
                 for ended, cpu_s in _reap(running):
@@ -322,11 +396,11 @@ def _run_cells(cells: list[Cell], store: ResultStore, workdir: Path, admission: 
                                                f"attempts ({_spoiled_by(outcome)}); no result counted[/red]",
                                                soft_wrap=True)
                 in_flight = sum(min(time.monotonic() - r.started, r.cell.params.duration_s) for r in running)
-                progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{len(cells)}")
+                progress.update(task, completed=done_work + in_flight, cells=f"{finished}/{todo.cells}")
                 if metrics:
                     metrics.update(**_progress(summary, len(running)))
         if queue:
-            summary.stopped = budget.reason(len({q.cell.id for q in queue}))
+            summary.stopped = budget.reason(todo.cells - finished)
         return False
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted: stopping {len(running)} running cell(s); "
@@ -428,7 +502,7 @@ def summary_table(summary: SweepSummary) -> Table:
         table.add_column(status, justify="right")
     table.add_column("re-runs", justify="right")
     table.add_column("spooled", justify="right")
-    per_exp: dict[str, Counter[str]] = {}
+    per_exp: dict[str, Counter[str]] = {experiment: Counter(cached=n) for experiment, n in summary.cached.items()}
     for outcome in summary.outcomes:
         counts = per_exp.setdefault(outcome.cell.experiment, Counter())
         counts[outcome.status] += 1

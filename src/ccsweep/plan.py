@@ -9,66 +9,38 @@ trace edited after planning cannot change a planned sweep.  Planning the same sp
 the stored manifest instead of expanding.
 
 The cells are expanded and stored one chunk at a time (ResultStore.put_manifest), and the Argo
-steps read them so (`survey`, `chunk_to_run`, the store's planned_cell): memory stays that of a
-chunk however large the sweep.  A sweep with adaptive repetitions is judged whole, as its wanted
-runs depend on each other, but the plan step reads it so all the same: a first pass keeps each
-run's id and value and judges the settings (planned.judged_points, as `status` does), a second
-surveys the chunks with the runs no round has asked for left out.  The local executor and the
-operator still hold the whole plan of such a sweep (SweepPlan).
+steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run`, the store's
+planned_cell): memory stays that of a chunk however large the sweep.  A sweep with adaptive
+repetitions is judged whole, as its wanted runs depend on each other, but every step reads it so
+all the same: a first pass keeps each run's id and value and judges the settings
+(planned.judged_points, as `status` does), a second reads the chunks with the runs no round has
+asked for left out.  No step holds a sweep's whole plan.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
-from ccsweep.planned import is_adaptive, judged_points, stored_manifest, stored_spec
+from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
 
 
-@dataclass
-class SweepPlan:
-    """A sweep's distinct cells (first occurrence wins), split into stored ones and ones to run.
-
-    With adaptive repetitions the manifest plans every run up to each experiment's `max`; `points`
-    says per setting how many are wanted after the rounds so far, and `pending` holds only wanted
-    cells (a run the rule has not asked for is neither run nor missing).
-    """
-
-    manifest: SweepManifest
-    cells: list[Cell]
-    cached: list[Cell]
-    pending: list[Cell]
-    points: list[PointRuns] = field(default_factory=list)
-    #: Rounds of planning and running the sweep needs at most (1 without adaptive repetitions).
-    rounds: int = 1
-
-    @property
-    def wanted(self) -> list[Cell]:
-        """The cells wanted so far: stored ones and those to run."""
-        unwanted, stored = unwanted_ids(self.points), {c.id for c in self.cached}
-        return [c for c in self.cells if c.id not in unwanted or c.id in stored]
-
-
-def plan_sweep(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepPlan:
-    """The sweep's stored plan (made and stored now if there is none), and the cells not stored yet.
+def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepManifest:
+    """The sweep's stored manifest, made and stored now (one chunk at a time) if there is none.
 
     A different spec under a stored sweep's name is refused, unless `revise` says the change is
     meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
     """
-    return _split(store_plan(spec, store, revise=revise), spec, store)
-
-
-def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepManifest:
-    """The sweep's stored manifest, made and stored now (one chunk at a time) if there is none."""
     manifest = store.get_manifest(spec.name)
     wanted = spec.model_dump(mode="json")
     # Compared as today's model reads it: a default added since it was stored is not a difference.
@@ -80,29 +52,6 @@ def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     elif stored != wanted:
         raise store.spec_conflict(spec.name)
     return manifest
-
-
-def replan(store: ResultStore, sweep: str) -> SweepPlan:
-    """The plan of a planned sweep from its stored manifest alone: a later round of an adaptive sweep."""
-    manifest = stored_manifest(store, sweep)
-    return _split(manifest, stored_spec(manifest), store)
-
-
-def _split(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> SweepPlan:
-    """Stored cells, and the wanted ones still to run (adaptive points judged from what is stored)."""
-    distinct: dict[str, Cell] = {}
-    for chunk in store.manifest_chunks(manifest):
-        for entry in chunk.entries:
-            if entry.id not in distinct:
-                distinct[entry.id] = entry.to_cell(manifest.name)
-    cells = list(distinct.values())
-    cached = [c for c in cells if store.has_result(c.id)]
-    done = {c.id for c in cached}
-    points = _judged(store, manifest, spec)
-    unwanted = unwanted_ids(points)
-    return SweepPlan(manifest=manifest, cells=cells, cached=cached,
-                     pending=[c for c in cells if c.id not in done and c.id not in unwanted], points=points,
-                     rounds=rounds_of(spec))
 
 
 def _judged(store: ResultStore, manifest: SweepManifest, spec: SweepSpec) -> list[PointRuns]:
@@ -131,7 +80,8 @@ class Survey:
     #: Distinct cells planned, and those wanted: all but the runs no adaptive round has asked for.
     planned: int = 0
     wanted: int = 0
-    cached: int = 0
+    #: Distinct cells with a stored result, by experiment.
+    stored: Counter[str] = field(default_factory=Counter)
     #: Ids of the cells without a result, not set aside as unplaceable, in plan order.
     missing: list[str] = field(default_factory=list)
     #: Cells without a result set aside as unplaceable (by the last check, or by this one).
@@ -144,8 +94,14 @@ class Survey:
     points: list[PointRuns] = field(default_factory=list)
     rounds: int = 1
 
+    @property
+    def cached(self) -> int:
+        """Distinct cells with a stored result."""
+        return self.stored.total()
+
     def chunks(self) -> list[dict[str, int]]:
-        """As pending_chunks: [] when the cells to run fit one Workflow."""
+        """The chunks with cells to run: [{chunk, cells}], `cells` counting those to run; [] when
+        the cells to run fit one Workflow."""
         if len(self.missing) <= self.size:
             return []
         return [{"chunk": i, "cells": n} for i, n in sorted(self.chunk_counts.items())]
@@ -171,7 +127,7 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
             position, result.planned = result.planned, result.planned + 1
             if store.has_result(cell.id):
                 result.wanted += 1
-                result.cached += 1
+                result.stored[cell.experiment] += 1
                 continue
             if cell.id in unwanted:
                 continue
@@ -236,13 +192,6 @@ def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str])
     """Record the cells no node can run (id -> why), replacing the last check's record."""
     store.put_unplaceable(UnplaceableCells(sweep=sweep, cells=unplaceable,
                                            checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
-
-
-def without_unplaceable(store: ResultStore, plan: SweepPlan) -> SweepPlan:
-    """The plan without the cells its sweep's last node check set aside (a chunk's or a later
-    round's plan, which does not look at the nodes again)."""
-    unplaceable = store.get_unplaceable(plan.manifest.name)
-    return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable]) if unplaceable else plan
 
 
 def _new_manifest(spec: SweepSpec) -> SweepManifest:
@@ -339,30 +288,6 @@ def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
 CHUNK_SIZE = PLAN_CHUNK_CELLS
 
 
-def chunk_cells(cells: list[Cell], index: int, size: int) -> list[Cell]:
-    """Chunk `index` of a plan's distinct cells: positions index*size up to (index+1)*size.
-
-    Chunks are cut from the manifest's cells, all of them in plan order, not from the cells still
-    to run: a chunk names the same cells whenever it is read, however many are stored meanwhile.
-    """
-    if size < 1 or index < 0:
-        raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
-    return cells[index * size:(index + 1) * size]
-
-
-def pending_chunks(plan: SweepPlan, size: int) -> list[dict[str, int]]:
-    """The chunks of `plan` with cells still to run: [{chunk, cells}], `cells` counting those to run.
-
-    [] when the cells to run fit one Workflow (at most `size`): the sweep then fans out directly.
-    """
-    if len(plan.pending) <= size:
-        return []
-    todo = {c.id for c in plan.pending}
-    counts = [sum(c.id in todo for c in chunk_cells(plan.cells, i, size))
-              for i in range(-(-len(plan.cells) // size))]
-    return [{"chunk": i, "cells": n} for i, n in enumerate(counts) if n]
-
-
 def chunk_parallelism(parallelism: int, chunks: int) -> int:
     """Each chunk Workflow's share of a sweep's cell pods at once (at least 1), chunks all running."""
     return max(1, -(-parallelism // max(chunks, 1)))
@@ -370,18 +295,27 @@ def chunk_parallelism(parallelism: int, chunks: int) -> int:
 
 def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Cell]:
     """The cells of chunk `index` of a planned sweep still to run (wanted, not stored, nor set aside
-    as unplaceable), from its stored plan: only the stored chunks that the slice spans are read
-    (a sweep with adaptive repetitions is judged whole, see replan)."""
-    manifest = stored_manifest(store, sweep)
-    if is_adaptive(manifest):
-        plan = without_unplaceable(store, replan(store, sweep))
-        todo = {c.id for c in plan.pending}
-        return [c for c in chunk_cells(plan.cells, index, size) if c.id in todo]
+    as unplaceable), from its stored plan: only the stored chunks that the slice spans are read. A
+    chunk is cut from the plan's distinct cells in plan order (positions index*size up to
+    (index+1)*size), not from the cells still to run, so it names the same cells whenever it is read.
+    A sweep with adaptive repetitions is judged first, a pass over its plan keeping each run's id and
+    value (as survey does): the runs no round has asked for are not to run."""
     if size < 1 or index < 0:
         raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
+    manifest = stored_manifest(store, sweep)
+    unwanted = unwanted_ids(_judged(store, manifest, stored_spec(manifest)))
     unplaceable = store.get_unplaceable(sweep)
     return [c for c in _distinct_slice(store, manifest, index * size, (index + 1) * size)
-            if c.id not in unplaceable and not store.has_result(c.id)]
+            if c.id not in unplaceable and c.id not in unwanted and not store.has_result(c.id)]
+
+
+def cells_to_run(store: ResultStore, manifest: SweepManifest, found: Survey) -> Iterator[list[Cell]]:
+    """The cells a survey found to run (`found.missing`), a chunk of `found.size` at a time in plan
+    order, read again from the stored plan: what is held is a chunk's cells and the ids to run."""
+    missing = set(found.missing)
+    for index in sorted(found.chunk_counts):
+        yield [c for c in _distinct_slice(store, manifest, index * found.size, (index + 1) * found.size)
+               if c.id in missing]
 
 
 def _distinct_slice(store: ResultStore, manifest: SweepManifest, start: int, stop: int) -> list[Cell]:

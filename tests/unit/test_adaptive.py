@@ -7,25 +7,31 @@ runs sit near 43 Mbit/s or below 5.
 
 from __future__ import annotations
 
+import functools
 import html
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from ccsweep.adaptive import judge_points, next_count, round_bound, target_met, target_value, unwanted_ids
+from ccsweep.admission import Admission
 from ccsweep.cli import main
+from ccsweep.executor import run_sweep
 from ccsweep.expand import expand
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.stats import median_ci
-from ccsweep.plan import pending_chunks, plan_counts, plan_sweep, replan
+from ccsweep.plan import cells_to_run, plan_counts
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
 from ccsweep.store import open_store
 from ccsweep.sweep_status import judged_whole, sweep_status
 from synthetic import ENV
+from wholeplan import chunk_cells, pending_chunks, plan_sweep, replan
 
 RULE = {"min": 3, "max": 20, "target": {"ci_relative": 0.05}}
 CALM = [94.8, 95.1, 94.9, 95.0, 95.2, 94.7, 95.0, 94.9, 95.1, 95.0]
@@ -238,7 +244,6 @@ def test_the_plan_step_judges_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
         raise AssertionError("the whole plan was read at once")
 
     monkeypatch.setattr(type(store), "with_cells", not_whole)
-    monkeypatch.setattr("ccsweep.plan._split", not_whole)
     spec_path = tmp_path / "adaptive.yaml"
     spec_path.write_text(json.dumps(spec(RULE)))
     for args in ([str(spec_path)], ["--sweep", "adaptive", "--round", "2"]):
@@ -257,3 +262,91 @@ def test_the_plan_step_judges_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
     counts = plan_counts(parse_spec(spec(RULE)), store)
     assert (counts.wanted, counts.cached, counts.pending, counts.rounds, counts.chunks) == (
         len(whole.wanted), len(whole.cached), len(whole.pending), whole.rounds, len(pending_chunks(whole, 500)))
+    # Each chunk Workflow's first step (`plan --chunk`) prints the runs of its slice of the plan the
+    # whole plan would, and every run to run is in one chunk.
+    todo = {c.id for c in whole.pending}
+    printed = []
+    for index in range(-(-len(whole.cells) // chunk_size)):
+        result = CliRunner().invoke(main, ["plan", "--sweep", "adaptive", "--store", str(tmp_path / "store"),
+                                           "--chunk", str(index), "--chunk-size", str(chunk_size)])
+        assert result.exit_code == 0, result.output
+        items = [i["id"] for i in json.loads(result.stdout)]
+        assert items == [c.id for c in chunk_cells(whole.cells, index, chunk_size) if c.id in todo]
+        printed += items
+    assert printed == [c.id for c in whole.pending]
+
+
+def executor_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: dict, stored_upto: int | None):
+    """A six-chunk adaptive plan (7 entries a stored chunk), its whole plan as the oracle, then the
+    store closed to reading the plan whole; returns (store, whole plan, the cells the executor reads
+    as it reads them)."""
+    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    monkeypatch.setattr("ccsweep.executor.CHUNK_SIZE", 4)  # the cells to run read 4 at a time
+    store = open_store(str(tmp_path / "store"))
+    first = plan_sweep(parse_spec(sweep), store)
+    if stored_upto is not None:
+        store_runs(store, first.cells, upto=stored_upto)
+    whole = replan(store, "adaptive")
+    assert len(whole.pending) > 4 and len(whole.pending) < len(whole.cells) - len(whole.cached)
+
+    def not_whole(*_args: object) -> None:
+        raise AssertionError("the whole plan was read at once")
+
+    monkeypatch.setattr(type(store), "with_cells", not_whole)
+    read_chunks: list[list[str]] = []
+
+    def by_chunks(*args):
+        for chunk in cells_to_run(*args):
+            read_chunks.append([c.id for c in chunk])
+            yield chunk
+
+    monkeypatch.setattr("ccsweep.executor.cells_to_run", by_chunks)
+    return store, whole, read_chunks
+
+
+@pytest.mark.parametrize("stored_upto", [None, 5])
+def test_the_local_executor_counts_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_upto: int | None):
+    """`ccsweep run` judges and counts an adaptive sweep without reading its plan whole, and meets
+    the runs to run in the order and number the whole plan gives. No flow runs: a CPU budget no
+    cell fits in makes every run to run `unavailable`, said once."""
+    store, whole, read_chunks = executor_fixture(tmp_path, monkeypatch, spec(RULE), stored_upto)
+    console = Console(file=io.StringIO(), width=400)
+    summary = run_sweep(parse_spec(spec(RULE)), store, workdir=tmp_path / "work", cpu_budget=0.001,
+                        console=console)
+    assert [(o.cell.id, o.status) for o in summary.outcomes] == [(c.id, "unavailable") for c in whole.pending]
+    assert all(len(ids) <= 4 for ids in read_chunks) and sum(read_chunks, []) == [c.id for c in whole.pending]
+    assert summary.cached == ({"fig8": len(whole.cached)} if whole.cached else {})
+    said = console.file.getvalue()
+    assert (f"{len(whole.wanted)} cells, {len(whole.cached)} already stored, 0 to run" in said
+            and said.count("skipping cells: a 100 Mbit/s cell needs about") == 1)
+
+
+def test_the_local_executor_starts_an_adaptive_sweeps_runs_a_chunk_at_a_time(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """The runs the first round wants start as real `ccsweep cell` processes, a chunk of the plan
+    at a time in plan order; no flow runs, as another run stores each chunk's results just before
+    its cells start (each process finds its result and reports `cached`). Those results are calm,
+    so every setting is settled after the one round. Cells start without the usual 1 s between them."""
+    cubic = spec(RULE)
+    cubic["experiments"][0]["cc"] = ["cubic"]  # every Linux kernel offers it
+    store, whole, read_chunks = executor_fixture(tmp_path, monkeypatch, cubic, None)
+    monkeypatch.setattr("ccsweep.executor.Admission", functools.partial(Admission, stagger_s=0.0))
+    counting = whole.pending  # the first pass counts them; the second starts them
+
+    def stored_meanwhile(*args):
+        for chunk in cells_to_run(*args):
+            read_chunks.append([c.id for c in chunk])
+            if len(sum(read_chunks, [])) > len(counting):
+                for cell in chunk:
+                    assert store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b",
+                                                     environment=ENV, goodput_mbps=95.0, goodput_steady_mbps=95.0))
+            yield chunk
+
+    monkeypatch.setattr("ccsweep.executor.cells_to_run", stored_meanwhile)
+    summary = run_sweep(parse_spec(cubic), store, workdir=tmp_path / "work", cpu_budget=64.0,
+                        console=Console(file=io.StringIO(), width=400))
+    assert [(o.cell.id, o.status) for o in summary.outcomes] == [(c.id, "cached") for c in whole.pending]
+    assert all(len(ids) <= 4 for ids in read_chunks) and len(read_chunks) == 4
+    assert sum(read_chunks, []) == [c.id for c in whole.pending] * 2
+    assert summary.rounds == 1 and plan_counts(parse_spec(cubic), store).pending == 0  # settled

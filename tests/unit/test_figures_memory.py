@@ -19,11 +19,11 @@ from ccsweep.figures.goodput_vs_loss import build
 from ccsweep.figures.links import links_comparison
 from ccsweep.figures.points import Point, group_points
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
-from ccsweep.plan import plan_sweep
 from ccsweep.result import CellResult
 from ccsweep.spec import parse_spec
 from ccsweep.store import SweepManifest, open_store
 from synthetic import ENV, experiment, goodput
+from wholeplan import plan_sweep
 
 
 def dots(ax, count: int) -> PathCollection:

@@ -23,9 +23,9 @@ from ccsweep.figures.checks import run_checks
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.points import cell_summary
 from ccsweep.figures.source_checks import ALL_CLAIMS
-from ccsweep.plan import plan_sweep
 from ccsweep.spec import parse_spec
 from ccsweep.store.file import FileStore
+from wholeplan import plan_sweep
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

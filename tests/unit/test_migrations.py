@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from ccsweep.plan import plan_sweep
 from ccsweep.spec import load_spec, normalised_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.migrations import (
@@ -24,6 +23,7 @@ from ccsweep.store.migrations import (
     ManifestSchemaError,
     migrate,
 )
+from wholeplan import plan_sweep
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "upgrade-3748187"
 STORED, MISSING = "75b91f9f80f3dc79", "3d18b2c568e60620"

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep.plan import cell_from_manifest, plan_sweep
+from ccsweep.plan import cell_from_manifest
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
 from ccsweep.store import StoreError, open_store
+from wholeplan import plan_sweep
 
 SPEC = {"name": "p", "experiments": [
     {"name": "a", "cc": ["bbr", "cubic"], "loss": [0, 0.01], "rtt_ms": [10], "bandwidth_mbps": [10], "duration_s": 5},
@@ -99,7 +100,8 @@ def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: P
     from click.testing import CliRunner
 
     from ccsweep.cli import main
-    from ccsweep.plan import chunk_parallelism, pending_chunks, plan_chunk
+    from ccsweep.plan import chunk_parallelism, plan_chunk
+    from wholeplan import pending_chunks
 
     spec = {**SPEC, "experiments": [SPEC["experiments"][0] | {"loss": [0, 0.01, 0.02, 0.03, 0.04]}]}   # 10 cells
     store = open_store(str(tmp_path / "store"))

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from ccsweep.expand import expand
-from ccsweep.plan import pending_chunks, plan_chunk, plan_sweep, survey
+from ccsweep.plan import plan_chunk, survey
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
 from ccsweep.store import StoreError, SweepManifest, open_store
 from ccsweep.store.base import ManifestCell, manifest_key
+from wholeplan import pending_chunks, plan_sweep
 
 SPEC = {"name": "p", "experiments": [
     {"name": "a", "cc": ["bbr", "cubic"], "loss": [0, 0.01, 0.02, 0.03, 0.04], "rtt_ms": [10],

@@ -19,11 +19,12 @@ from ccsweep.cli import main
 from ccsweep.crd import store_name
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.points import cell_summary
-from ccsweep.plan import cell_from_manifest, plan_sweep
+from ccsweep.plan import cell_from_manifest
 from ccsweep.runner.link import prepare_traces
 from ccsweep.spec import parse_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.base import manifest_key
+from wholeplan import plan_sweep
 
 #: A small Mahimahi trace: 3 opportunities per ms for 10 ms (36 Mbit/s).
 TRACE = "".join(f"{ms}\n" * 3 for ms in range(1, 11))

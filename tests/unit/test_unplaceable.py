@@ -17,11 +17,12 @@ from ccsweep.cli import main
 from ccsweep.figures.data import load_sweep
 from ccsweep.figures.report import render_report
 from ccsweep.placement import Node, unplaceable_cells
-from ccsweep.plan import plan_chunk, plan_sweep, set_aside_cells, without_unplaceable
+from ccsweep.plan import plan_chunk, set_aside_cells
 from ccsweep.result import CellResult
 from ccsweep.spec import load_spec
 from ccsweep.store import open_store
 from synthetic import ENV
+from wholeplan import plan_sweep, without_unplaceable
 
 #: A node of this machine's kind: its kernel offers bbr, cubic and reno, and could load none of the rest.
 NODE = Node("node-1", {"ccsweep.io/kernel": "6.18.44-fc-v657", "ccsweep.io/cc-bbr": "true",
