@@ -54,6 +54,11 @@ TCP_CORES_PER_100MBIT = 0.02
 #: of 100 us (paths up to 40 ms) were not measured with offloads: there the model extrapolates.
 WAKEUP_CPU_S = 21e-6
 LINK_PACKET_CORES_PER_100MBIT = 0.014
+#: The same per-packet work for a cell with `link_offload: none` (a read and a write per packet),
+#: with the same wake-ups: its emulator took 0.110 cores at 100 Mbit/s (0.108-0.111, 5 runs) and
+#: 0.49 at 1 Gbit/s (0.48-0.52, 6 runs) in the same result file, so 0.026 and 0.032 per
+#: 100 Mbit/s; 0.03 gives 0.114 and 0.468.
+LINK_PACKET_CORES_PER_100MBIT_NO_OFFLOAD = 0.03
 #: Packets the emulator releases per second and Mbit/s: 1500-byte data packets and about one
 #: ACK per two of them.
 RELEASES_PER_MBIT = 1e6 / 12_000 * 1.5
@@ -96,7 +101,9 @@ def prior_cost(cell: Cell) -> float:
         link = rate / 100 * MAHIMAHI_CORES_PER_100MBIT
     else:
         wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
-        link = wakeups * WAKEUP_CPU_S + rate / 100 * LINK_PACKET_CORES_PER_100MBIT
+        per_packet = (LINK_PACKET_CORES_PER_100MBIT if cell.params.link_offload == "tso"
+                      else LINK_PACKET_CORES_PER_100MBIT_NO_OFFLOAD)
+        link = wakeups * WAKEUP_CPU_S + rate / 100 * per_packet
     return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link
 
 
@@ -117,9 +124,13 @@ def refusal(cell: Cell, budget: float) -> str | None:
             "or more")
 
 
-def cost_class(cell: Cell) -> tuple[str, float | None, float]:
-    """Cells that cost alike: the same link backend, bottleneck rate and release window."""
-    return (cell.params.link, cell.params.uplink.rate_mbps, release_window(cell))
+#: What makes cells cost alike: link backend, offloads, bottleneck rate and release window.
+CostClass = tuple[str, str, float | None, float]
+
+
+def cost_class(cell: Cell) -> CostClass:
+    """Cells that cost alike: the same link backend and offloads, bottleneck rate and release window."""
+    return (cell.params.link, cell.params.link_offload, cell.params.uplink.rate_mbps, release_window(cell))
 
 
 @dataclass
@@ -134,7 +145,7 @@ class Admission:
     measured: int = 0
     last_start: float = field(default=float("-inf"))
     #: The same, per cost_class: a measured kind of cell is sized by its own measurements.
-    corrections: dict[tuple[str, float | None, float], float] = field(default_factory=dict)
+    corrections: dict[CostClass, float] = field(default_factory=dict)
     #: The same, per link backend: a kind not measured yet is sized by its backend's measurements.
     backend_corrections: dict[str, float] = field(default_factory=dict)
 

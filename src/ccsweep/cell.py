@@ -20,6 +20,13 @@ QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
 LossPosition = Literal["after", "before"]
 #: What emulates the path: ccsweep's own emulator, or upstream Mahimahi's nested shells.
 LinkBackend = Literal["ccsweep-link", "mahimahi"]
+#: How the link hands packets to the hosts. `tso`: ccsweep-link reads whole TCP segments and writes
+#: the packets of one segment that leave together as one frame, which the receiving host takes
+#: whole, as it takes what a NIC's GRO merged. `none`: one packet per read and write, as Mahimahi
+#: moves them; a receiver without GRO.
+LinkOffload = Literal["tso", "none"]
+#: Each link's offloads when a cell does not choose: ccsweep-link's default, and Mahimahi's only way.
+DEFAULT_LINK_OFFLOAD: Final[dict[LinkBackend, LinkOffload]] = {"ccsweep-link": "tso", "mahimahi": "none"}
 
 #: A kernel release as `uname -r` prints it, in the characters a Kubernetes label value allows.
 KERNEL_RELEASE = r"^[0-9][0-9A-Za-z._-]{0,61}[0-9A-Za-z]$"
@@ -154,11 +161,32 @@ class CellParams(Frozen):
                                description="the kernel release the cell must run on (a `kernels` axis); None: any")
     time_scale: float = Field(default=1.0, gt=0, le=1,
                               description="flow times were scaled by this: a shortened run, never a full-length one")
+    link_offload: LinkOffload = Field(default="tso", description="how the link hands packets over (ccsweep-link's "
+                                      "--offload); absent: the link's default, DEFAULT_LINK_OFFLOAD")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _offload_of_the_link(cls, data: object) -> object:
+        """A cell that names no offloads gets its link's default, so a Mahimahi cell stored before
+        the field existed reads `none` (packet by packet), which is what Mahimahi does. (A
+        ccsweep-link cell's record made before 2026-11-26 reads `tso` but ran packet by packet:
+        its `link.offload`, absent, says so.)"""
+        if isinstance(data, dict) and data.get("link_offload") is None:
+            link = data.get("link", "ccsweep-link")
+            known = link if isinstance(link, str) and link in DEFAULT_LINK_OFFLOAD else "ccsweep-link"
+            return {**data, "link_offload": DEFAULT_LINK_OFFLOAD[known]}
+        return data
 
     @model_validator(mode="after")
     def _warmup_fits(self) -> CellParams:
         if self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
+        return self
+
+    @model_validator(mode="after")
+    def _offloads_fit_the_link(self) -> CellParams:
+        if self.link == "mahimahi" and self.link_offload != "none":
+            raise ValueError(f"link_offload {self.link_offload}: Mahimahi moves one packet per read and write")
         return self
 
     # Summary values used by tables, figures and metric labels.
@@ -213,6 +241,8 @@ class Cell(BaseModel):
 
 #: CellParams fields added after schema 1, with the default that keeps a cell as it was before.
 FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
+#: The same for fields whose default depends on the cell's link.
+LINK_FIELDS_AFTER_SCHEMA_1: dict[str, dict[LinkBackend, LinkOffload]] = {"link_offload": DEFAULT_LINK_OFFLOAD}
 
 
 def canonical_json(params: CellParams) -> str:
@@ -221,10 +251,13 @@ def canonical_json(params: CellParams) -> str:
     A field added after schema 1 (FIELDS_AFTER_SCHEMA_1) is hashed only when it differs from its
     default: a cell that does not use it is the same experiment as before the field existed, so it
     keeps its id, and the results already stored under that id stay found. A new field takes a
-    default that means what cells did before it.
+    default that means what cells did before it. Some defaults depend on the cell's link
+    (LINK_FIELDS_AFTER_SCHEMA_1): a Mahimahi cell has no offloads, a ccsweep-link cell has its
+    emulator's default ones.
     """
     data = params.model_dump(mode="json")
-    for name, default in FIELDS_AFTER_SCHEMA_1.items():
+    by_link = {name: defaults[params.link] for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items()}
+    for name, default in {**FIELDS_AFTER_SCHEMA_1, **by_link}.items():
         if data.get(name) == default:
             del data[name]
     return json.dumps(data, sort_keys=True, separators=(",", ":"))

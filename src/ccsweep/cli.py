@@ -245,6 +245,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
     after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
+    from ccsweep.linkrules import small_writes_note
     from ccsweep.plan import plan_chunk, survey
     from ccsweep.planned import stored_manifest
 
@@ -282,6 +283,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
     found = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size,
                             keep_all=chunks_file is None)
+    small_writes = small_writes_note(found.small_writes)
+    if small_writes:
+        click.echo(small_writes, err=True)
     _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size, pod)
 
 
@@ -718,7 +722,8 @@ def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> Non
 @store_option
 @click.option("--store-b", "store_b_url", help="B's store when it is another (two ccsweep versions); default --store.")
 @click.option("--ignore", multiple=True, metavar="PARAM",
-              help="Match cells that differ only in this parameter (link or kernel); repeatable.")
+              help="Match cells that differ only in this parameter (link, link_offload or kernel; link takes "
+                   "its offloads along); repeatable.")
 @click.option("--quantity", help="goodput, goodput-steady or bottleneck-throughput [default: goodput; "
                                  "bottleneck-throughput against a CSV, which is ReBBR's \"goodput\"].")
 @click.option("--tolerance", type=float, default=0.10, show_default=True,
@@ -731,17 +736,19 @@ def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | Non
                 quantity: str | None, tolerance: float, alpha: float, csv_path: Path | None) -> None:
     """Compare two sets of results for the same cells as distributions.
 
-    A and B are each SWEEP, SWEEP/EXPERIMENT, either with @link=VALUE or @kernel=VALUE to keep only
-    those cells, or published:NAME (ReBBR's CSV of a figure, e.g. published:rebbr-figure8), or
-    csv:PATH (any CSV in ReBBR's columns). Cells match on every parameter but the run's seed and
-    repetition and the --ignore'd ones. For each matched cell: n on each side, the medians, the
-    difference of medians with its 95 % bootstrap interval, the Mann-Whitney p-value (and in the CSV
-    the Anderson-Darling one), and a verdict: agree, differ or not settled; then, across six cells
-    or more, the Wilcoxon signed-rank test of the per-cell differences. Examples: the two links of
-    one study, `ccsweep compare full-sweep full-sweep-mahimahi --ignore link`; a kernel axis,
-    `ccsweep compare S@kernel=6.1.0 S@kernel=6.8.0 --ignore kernel`; ReBBR's numbers,
-    `ccsweep compare figure8 published:rebbr-figure8`. Exit status 0 whatever the verdicts; 2 for
-    a side or option that cannot be compared.
+    A and B are each SWEEP, SWEEP/EXPERIMENT, either with @link=VALUE, @link_offload=VALUE or
+    @kernel=VALUE to keep only those cells, or published:NAME (ReBBR's CSV of a figure, e.g.
+    published:rebbr-figure8), or csv:PATH (any CSV in ReBBR's columns). Cells match on every
+    parameter but the run's seed and repetition and the --ignore'd ones. For each matched cell: n on
+    each side, the medians, the difference of medians with its 95 % bootstrap interval, the
+    Mann-Whitney p-value (and in the CSV the Anderson-Darling one), and a verdict: agree, differ or
+    not settled; then, across six cells or more, the Wilcoxon signed-rank test of the per-cell
+    differences. Examples: the two links of one study, `ccsweep compare full-sweep
+    full-sweep-mahimahi --ignore link`; a kernel axis, `ccsweep compare S@kernel=6.1.0
+    S@kernel=6.8.0 --ignore kernel`; ccsweep-link's offloads on and off, `ccsweep compare
+    S@link_offload=tso S@link_offload=none --ignore link_offload`; ReBBR's numbers, `ccsweep compare
+    figure8 published:rebbr-figure8`. Exit status 0 whatever the verdicts; 2 for a side or option
+    that cannot be compared.
     """
     from ccsweep import compare as cmp
 

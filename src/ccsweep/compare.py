@@ -3,8 +3,9 @@
 A side is a sweep in a store (optionally one experiment of it, optionally only cells with a given
 link or kernel), ReBBR's published CSV of a figure, or any CSV in ReBBR's columns.  Cells of the
 two sides are matched on their parameters with the repetition and seed left out (runs of one cell
-are its distribution) and with the parameters named in `ignore` left out too (link, kernel: what
-the comparison is about).  A side that is a CSV has only algorithm, loss, RTT and bottleneck rate,
+are its distribution) and with the parameters named in `ignore` left out too (link, link_offload,
+kernel: what the comparison is about; leaving out the link leaves out its offloads, which follow
+it: a Mahimahi cell has none).  A side that is a CSV has only algorithm, loss, RTT and bottleneck rate,
 so matching with one is on those four.
 
 Per matched cell: n on each side, the medians, median(A) - median(B) with its percentile-bootstrap
@@ -51,7 +52,7 @@ from ccsweep.store import ResultStore
 
 Verdict = Literal["agree", "differ", "not settled"]
 #: Parameters a comparison may leave out of the match, and how a side may be filtered by them.
-IGNORABLE = ("link", "kernel")
+IGNORABLE = ("link", "link_offload", "kernel")
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_ALPHA = 0.05
 MAX_CSV_BYTES = 16 << 20
@@ -173,7 +174,8 @@ def parse_side(text: str, field_name: str) -> SideRef:
     for item in filters:
         key, sep, value = item.partition("=")
         if not sep or key not in IGNORABLE or not re.fullmatch(r"[0-9A-Za-z._-]{1,63}", value):
-            raise CompareError(f"{field_name}: @{item[:64]!r}: a filter is @link=VALUE or @kernel=VALUE")
+            raise CompareError(f"{field_name}: @{item[:64]!r}: a filter is @link=VALUE, @link_offload=VALUE or "
+                               "@kernel=VALUE")
         where.append((key, value))
     return SideRef("sweep", sweep, experiment or None, tuple(where))
 
@@ -191,6 +193,8 @@ def match_key(params: CellParams, ignore: Iterable[str]) -> str:
     data["seed"] = data["repetition"] = 0
     for name in ignore:
         data[name] = None
+        if name == "link":
+            data["link_offload"] = None
     return json.dumps(data, sort_keys=True)
 
 

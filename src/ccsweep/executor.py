@@ -29,7 +29,7 @@ from rich.table import Table
 from ccsweep.admission import Admission, refusal
 from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
-from ccsweep.linkrules import small_writes_note
+from ccsweep.linkrules import small_writes_note, small_writes_rates
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import CHUNK_SIZE, Survey, cells_to_run, store_plan, survey
 from ccsweep.result import RERUN_STATUSES
@@ -253,7 +253,8 @@ class _Round:
                     todo.work_s += cell.params.duration_s
                     yield cell
 
-        todo.small_writes = small_writes_note(runnable())  # reads every chunk once, counting as it goes
+        # Reads every chunk once, counting as it goes.
+        todo.small_writes = small_writes_note(small_writes_rates(runnable()))
         for reason in sorted({o.error or "" for o in skipped}):
             console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
         summary.outcomes += skipped

@@ -158,6 +158,9 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     def scaled(seconds: float) -> float:
         return round(seconds * time_scale, 6)
 
+    if exp.link == "mahimahi" and exp.link_offload not in (None, "none"):
+        raise SpecError(f"experiments[{exp.name}].link_offload: {exp.link_offload} needs link ccsweep-link; "
+                        "mahimahi moves one packet at a time (give none, or leave it unset)")
     if time_scale < 1 and scaled(exp.duration_s) < MIN_SCALED_DURATION_S:
         raise SpecError(f"time_scale {time_scale:g} makes experiments[{exp.name}].duration_s "
                         f"{scaled(exp.duration_s):g} s, below {MIN_SCALED_DURATION_S:g} s: raise time_scale")
@@ -192,6 +195,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             link=exp.link,
             kernel=kernel,
             time_scale=time_scale,
+            link_offload=exp.link_offload,
         )
         if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
             raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
 
@@ -141,22 +142,29 @@ SMALL_WRITES_MBPS = 200.0
 BULK_MESSAGE_BYTES = 65_536
 
 
-def small_writes_note(cells: Iterable[Cell]) -> str | None:
-    """One line on the cells whose sender may be what limits them, or None.
+def small_writes_rates(cells: Iterable[Cell]) -> Counter[float]:
+    """How many of `cells` at each bottleneck rate may have their rate set by their sender.
 
     The cell's sender is a Python loop writing `message_bytes` at a time, as ReBBR's was. When the
     receive window stops holding a fast flow back, each small write leaves at once as a packet of
     its own, and the loop cannot keep up: at 400 Mbit/s with 1 KB writes BBR then reads about
     240 Mbit/s where Mahimahi reads 303, and nothing in tcp_info marks it
-    (benchmarks/results/2026-11-26-link-cost-by-rate.md, section 4). A note, not a refusal: the
-    flow may settle in the fast state too, and the spec may mean the small writes."""
-    rates = [rate for c in cells
-             if (rate := c.params.uplink.rate_mbps or 0.0) >= SMALL_WRITES_MBPS
-             and c.params.message_bytes < BULK_MESSAGE_BYTES]
+    (benchmarks/results/2026-11-26-link-cost-by-rate.md, section 4). Counted per rate, so a
+    sweep's plan can be read a chunk at a time (plan.survey) and keep one number per rate."""
+    return Counter(rate for c in cells
+                   if (rate := c.params.uplink.rate_mbps or 0.0) >= SMALL_WRITES_MBPS
+                   and c.params.message_bytes < BULK_MESSAGE_BYTES)
+
+
+def small_writes_note(rates: Counter[float]) -> str | None:
+    """One line on the cells small_writes_rates counted, or None when there are none.
+
+    A note, not a refusal: the flow may settle in the fast state too, and the spec may mean the
+    small writes."""
     if not rates:
         return None
-    listed = ", ".join(f"{r:g}" for r in sorted(set(rates)))
-    return (f"note: {len(rates)} cell(s) at {listed} Mbit/s write messages of under "
+    listed = ", ".join(f"{r:g}" for r in sorted(rates))
+    return (f"note: {rates.total()} cell(s) at {listed} Mbit/s write messages of under "
             f"{BULK_MESSAGE_BYTES} bytes: their sender may set their rate rather than the link "
             f"(docs/spec.md, message_bytes); set message_bytes: {BULK_MESSAGE_BYTES} unless small writes are "
             "the point")

@@ -28,7 +28,8 @@ from typing import Any
 
 from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
-from ccsweep.cell import Cell, LinkBackend
+from ccsweep.cell import DEFAULT_LINK_OFFLOAD, Cell, LinkBackend
+from ccsweep.linkrules import small_writes_rates
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
@@ -93,6 +94,8 @@ class Survey:
     #: With adaptive repetitions: every setting judged from the stored runs, and the rounds it needs at most.
     points: list[PointRuns] = field(default_factory=list)
     rounds: int = 1
+    #: Cells to run whose sender may set their rate, per bottleneck rate (linkrules.small_writes_rates).
+    small_writes: Counter[float] = field(default_factory=Counter)
 
     @property
     def cached(self) -> int:
@@ -138,6 +141,7 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
                 todo.append((position, cell))
         found = check([cell for _, cell in todo]) if check and todo else {}
         result.unplaceable |= found
+        result.small_writes.update(small_writes_rates(cell for _, cell in todo if cell.id not in found))
         for position, cell in todo:
             if cell.id in found:
                 continue
@@ -241,16 +245,18 @@ MAX_CELL_CPU_MILLI = 64_000
 
 
 def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
-    """A cell pod's CPU request: `link_cpu` (the sweep's, e.g. "1" or "500m") for a ccsweep-link cell,
-    scaled for another backend by what its cells measurably cost against ccsweep-link's on the same
-    path (admission.prior_cost, fitted to measured cells: a Mahimahi cell at 100 Mbit/s, 100 ms,
-    about 2.2 times as much), so one backend's pods are not packed as tightly as the cheaper one's.
+    """A cell pod's CPU request: `link_cpu` (the sweep's, e.g. "1" or "500m") for a ccsweep-link cell
+    with its default offloads, scaled for another backend or for `link_offload: none` by what such
+    cells measurably cost against those on the same path (admission.prior_cost, fitted to measured
+    cells: a Mahimahi cell at 100 Mbit/s, 100 ms, about 2.2 times as much), so one kind's pods are
+    not packed as tightly as the cheaper one's.
     """
-    if cell.params.link == "ccsweep-link":
+    default = {"link": "ccsweep-link", "link_offload": DEFAULT_LINK_OFFLOAD["ccsweep-link"]}
+    if (cell.params.link, cell.params.link_offload) == tuple(default.values()):
         return link_cpu
     from ccsweep.admission import prior_cost
 
-    as_link = cell.model_copy(update={"params": cell.params.model_copy(update={"link": "ccsweep-link"})})
+    as_link = cell.model_copy(update={"params": cell.params.model_copy(update=default)})
     milli = float(link_cpu[:-1]) if link_cpu.endswith("m") else float(link_cpu) * 1000
     scaled = math.ceil(milli * prior_cost(cell) / prior_cost(as_link))
     return f"{min(scaled, MAX_CELL_CPU_MILLI)}m"

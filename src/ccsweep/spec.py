@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
-from ccsweep.cell import KERNEL_RELEASE, LinkBackend, LossPosition, QueueKind
+from ccsweep.cell import KERNEL_RELEASE, LinkBackend, LinkOffload, LossPosition, QueueKind
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
@@ -371,6 +371,10 @@ class Experiment(SpecModel):
                     "kernels are different results; without it a cell runs on any kernel")
     link: LinkBackend = Field(default="ccsweep-link",
                               description="the link emulator: ccsweep-link, or upstream Mahimahi's nested shells")
+    link_offload: LinkOffload | None = Field(
+        default=None, description="how ccsweep-link hands packets to the receiver: tso, whole segments in and the "
+                                  "packets that leave together as one frame (a receiver with GRO), or none, one "
+                                  "packet at a time as Mahimahi does; unset: tso on ccsweep-link, none on mahimahi")
     published: list[PublishedName] = Field(
         default_factory=list, max_length=len(get_args(PublishedName)),
         description="published numbers drawn beside the measured ones, in a figure of their own (e.g. "

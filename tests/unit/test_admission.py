@@ -129,6 +129,26 @@ def test_the_prior_lies_within_what_the_cells_measured():
     assert 0.53 <= prior_cost(GIGABIT) <= 0.59
 
 
+def test_cells_without_offloads_are_priced_and_learned_apart():
+    from ccsweep.admission import cost_class
+
+    def packet_by_packet(cell):
+        return expand(parse_spec({"name": "n", "experiments": [
+            {"name": "n", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [cell.params.rtt_ms],
+             "bandwidth_mbps": [cell.params.bandwidth_mbps], "duration_s": 20, "link_offload": "none"}]}))[0]
+
+    slow, fast = packet_by_packet(ONE), packet_by_packet(GIGABIT)
+    # The same result file, offloads off: the cell in total 0.186 (0.181-0.193) cores at 100 Mbit/s, and
+    # 0.74 (0.70-0.78) at 1 Gbit/s.
+    assert 0.181 <= prior_cost(slow) <= 0.193
+    assert 0.70 <= prior_cost(fast) <= 0.78
+    assert cost_class(slow) != cost_class(ONE)
+    admission = Admission(budget=1.5)
+    admission.observe(ONE, cpu_seconds=2 * prior_cost(ONE) * 20, wall_seconds=20, late=False)
+    admission.observe(slow, cpu_seconds=prior_cost(slow) * 20, wall_seconds=20, late=False)
+    assert admission.cost(slow) == pytest.approx(prior_cost(slow))
+
+
 def test_a_cell_needing_more_than_the_machine_gives_is_refused_before_it_runs():
     from ccsweep.admission import refusal
 

@@ -148,7 +148,7 @@ def test_cli_table_csv_and_exit_2(tmp_path: Path):
     bad = runner.invoke(main, ["compare", "study", "nope", "--store", str(tmp_path)])
     assert bad.exit_code == 2 and "sweep 'nope' has no manifest" in bad.output
     bad = runner.invoke(main, ["compare", "study", "study", "--ignore", "queue", "--store", str(tmp_path)])
-    assert bad.exit_code == 2 and "--ignore: 'queue' is not one of link, kernel" in bad.output
+    assert bad.exit_code == 2 and "--ignore: 'queue' is not one of link, link_offload, kernel" in bad.output
 
 
 def test_a_sweep_on_both_links_gets_the_overlay_and_the_comparison_in_its_report(tmp_path: Path):
@@ -172,3 +172,24 @@ def test_a_sweep_on_both_links_gets_the_overlay_and_the_comparison_in_its_report
     report = (out / "report.html").read_text()
     assert 'id="links"' in report and "2 cells on both links: 0 agree, 1 differ, 1 not settled" in report
     assert "bars: 95 % bootstrap CI of the median, n = 10 per point" in report
+
+
+def test_offloads_on_and_off_match_ignoring_link_offload_and_a_side_can_keep_one(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    for name, offload, value in (("on", "tso", 95.0), ("off", "none", 90.0)):
+        data = spec(name, "ccsweep-link", 3, losses=(1,))
+        data["experiments"][0]["link_offload"] = offload
+        plan = plan_sweep(parse_spec(data), store)
+        for cell in plan.cells:
+            store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
+                                      goodput_mbps=value + cell.params.repetition / 10))
+    q = QUANTITIES["goodput"]
+    ignore = ("link_offload",)
+    result = compare(read_side(parse_side("on@link_offload=tso", "A"), store, q, ignore),
+                     read_side(parse_side("off", "B"), store, q, ignore), q, ignore)
+    assert [(r.median_a, r.median_b) for r in result.rows] == [(95.1, 90.1)]
+    # The filter keeps only the cells with that offload: none of `on`'s.
+    assert not read_side(parse_side("on@link_offload=none", "A"), store, q, ignore).points
+    # Not ignored, the offloads make them different cells.
+    assert not compare(read_side(parse_side("on", "A"), store, q, ()), read_side(parse_side("off", "B"), store, q, ()),
+                       q).rows

@@ -65,6 +65,9 @@ def test_one_row_per_stored_cell_with_every_parameter_and_measurement():
         assert row.kernel == record["environment"]["kernel"]
         assert row.ccsweep_version == record["environment"]["ccsweep_version"]
         assert row.link_backend == "ccsweep-link"
+        # The fixture's records are older than the field: the cell reads its link's default, and the
+        # emulator's echo (absent, as its binary moved packets one at a time) stays apart from it.
+        assert row.link_offload == "tso" and pd.isna(row.link_offload_ran)
         assert bool(row.emulator_late) is record["link"]["selfcheck"]["late"]
         assert row.record == f"{root}/{record_key(row.cell_id)}", "where the raw record is"
     assert cells["emulator_lateness_p99_us"].dtype == "float64"

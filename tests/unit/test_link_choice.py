@@ -46,9 +46,12 @@ def test_link_mahimahi_moves_every_cell_and_names_the_sweep_apart():
     assert {c["params"]["link"] for c in cells} == {"mahimahi"}
     assert {c["sweep"] for c in cells} == {"quick-mahimahi"}
     assert not set(ids("quick", "--link", "mahimahi")) & set(ids("quick"))
-    # The rest of each cell is unchanged: the same path, loss and flows, cell for cell.
+    # The rest of each cell is unchanged: the same path, loss and flows, cell for cell; the link's
+    # offloads follow the link (Mahimahi moves one packet at a time).
     plain = json.loads(cli("expand", "quick")[1])
-    assert [{**c["params"], "link": None} for c in cells] == [{**c["params"], "link": None} for c in plain]
+    assert {c["params"]["link_offload"] for c in cells} == {"none"}
+    assert ([{**c["params"], "link": None, "link_offload": None} for c in cells]
+            == [{**c["params"], "link": None, "link_offload": None} for c in plain])
     code, out, _ = cli("expand", "quick", "--link", "mahimahi", "--sweep", "mine", "--format", "json")
     assert {c["sweep"] for c in json.loads(out)} == {"mine"}
 

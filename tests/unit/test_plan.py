@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ccsweep.expand import expand as expand_cells
 from ccsweep.plan import cell_from_manifest
 from ccsweep.result import CellResult, Environment
 from ccsweep.spec import parse_spec
@@ -172,3 +173,34 @@ def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Pat
     items = json.loads(done.stdout.strip().splitlines()[-1])
     cpu = {item["link"]: item["cpu"] for item in items}
     assert cpu["ccsweep-link"] == "1" and cpu["mahimahi"] == "2185m", cpu
+
+
+def test_the_plan_step_notes_fast_cells_writing_small_messages_on_stderr(tmp_path: Path):
+    """The Argo and operator path says what `ccsweep run` says: a 1 KB writer may set a fast cell's rate.
+    Counted over the cells to run, a chunk at a time, so a sweep in chunks is noted too."""
+    import yaml
+    from click.testing import CliRunner
+
+    from ccsweep.cli import main
+
+    spec = tmp_path / "fast.yaml"
+    spec.write_text(yaml.safe_dump({"name": "fast", "experiments": [
+        {"name": "small", "cc": ["bbr", "cubic"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100, 400],
+         "duration_s": 10},
+        {"name": "bulk", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [1000],
+         "duration_s": 10, "message_bytes": 65536}]}))
+
+    def plan(*args: str) -> list[str]:
+        done = CliRunner().invoke(main, ["plan", str(spec), "--store", str(tmp_path / "store"), *args])
+        assert done.exit_code == 0, done.output
+        return [line for line in done.stderr.splitlines() if line.startswith("note:")]
+
+    note, = plan("--chunks-file", str(tmp_path / "chunks.json"), "--chunk-size", "1")
+    assert note.startswith("note: 2 cell(s) at 400 Mbit/s write messages of under 65536 bytes")
+    assert "set message_bytes: 65536" in note
+    env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
+    store = open_store(str(tmp_path / "store"))
+    for cell in expand_cells(parse_spec(yaml.safe_load(spec.read_text()))):
+        if cell.params.bandwidth_mbps == 400:
+            store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=env))
+    assert plan() == []  # stored: nothing left to note

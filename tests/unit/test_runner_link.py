@@ -199,14 +199,16 @@ def test_a_schedule_trace_is_written_as_it_is_made():
 
 
 def test_fast_cells_writing_small_messages_get_one_note_naming_the_fix():
-    from ccsweep.linkrules import small_writes_note
+    from ccsweep.linkrules import small_writes_note, small_writes_rates
 
     def at(rate: float, message_bytes: int = 1024) -> Cell:
         fast = DirectionParams(rate_mbps=rate, delay_ms=50, loss=0)
         return cell(uplink=fast, downlink=fast, message_bytes=message_bytes)
 
-    note = small_writes_note([at(400), at(400, 65_536), at(1000), at(100)])
+    rates = small_writes_rates([at(400), at(400, 65_536), at(1000), at(100), at(400)])
+    assert rates == {400: 2, 1000: 1}
+    note = small_writes_note(rates)
     assert note is not None and "\n" not in note
-    assert note.startswith("note: 2 cell(s) at 400, 1000 Mbit/s") and "message_bytes: 65536" in note
-    assert small_writes_note([at(100), at(400, 65_536), at(199.9)]) is None
-    assert small_writes_note([]) is None
+    assert note.startswith("note: 3 cell(s) at 400, 1000 Mbit/s") and "message_bytes: 65536" in note
+    assert small_writes_note(small_writes_rates([at(100), at(400, 65_536), at(199.9)])) is None
+    assert small_writes_note(small_writes_rates([])) is None

@@ -36,8 +36,9 @@ LINKS = ("ccsweep-link", "mahimahi")
 
 
 def _same_cell(params: CellParams) -> str:
-    """The cell apart from its link: the key that pairs a ccsweep-link cell with its Mahimahi twin."""
-    return params.model_copy(update={"link": "ccsweep-link"}).model_dump_json()
+    """The cell apart from its link and the link's offloads: the key that pairs a ccsweep-link cell
+    with its Mahimahi twin."""
+    return params.model_copy(update={"link": "ccsweep-link", "link_offload": "tso"}).model_dump_json()
 
 
 PublishedKey = tuple[str, float, float, float | None]

@@ -71,6 +71,7 @@ def params_row(params: CellParams) -> Row:
         "loss_position": params.loss_position,
         "message_bytes": params.message_bytes,
         "link_backend": params.link,
+        "link_offload": params.link_offload,
         "kernel_required": params.kernel,
         "time_scale": params.time_scale,
         "seed": params.seed,
@@ -121,7 +122,7 @@ def cell_row(result: CellResult, sweep: str, experiments: list[str], record: str
     row.update(_selfcheck(link.selfcheck if link else None, result.late))
     row.update({
         "link_version": link.version if link else None,
-        "link_offload": link.offload if link else None,
+        "link_offload_ran": link.offload if link else None,
         "link_order": link.order if link else None,
         "link_not_measured": ";".join(link.not_measured) or None if link else None,
         "kernel": env.kernel,

@@ -175,7 +175,7 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
             argv += [f"--{name}-rate", f"{direction.rate_mbps:g}mbit"]
         argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-loss", f"{direction.loss:g}",
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
-    argv += ["--loss-position", p.loss_position, "--seed", str(p.seed), "--stats", "-",
+    argv += ["--loss-position", p.loss_position, "--offload", p.link_offload, "--seed", str(p.seed), "--stats", "-",
              "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]
     if release_window is not None:
         argv += ["--release-window", f"{release_window:g}us"]
