@@ -2,7 +2,8 @@
 
 tests/fixtures/preset_cell_ids.json was written from the presets' expansion before adaptive
 repetitions existed; a change to the spec model, expansion or CellParams that moves any id fails
-here, naming the preset.
+here, naming the preset. One preset was re-pinned on purpose since: loss-table, when its sender
+began writing iperf3's 128 KiB (message_bytes 131072), as ThousandEyes' iperf3 did (2026-11-26).
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ PRINTED: dict[str, tuple[object, str]] = {
     "te-losses": ([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], f"{THOUSANDEYES}: a loss-free baseline and 1 % to 10 % "
                   "in steps of 1 % (Tables 1, 2, 5, 6)"),
     "te-cc": (["bbr", "cubic"], f"{THOUSANDEYES}: BBR and CUBIC"),
+    "te-iperf3-write": (131072, f"{THOUSANDEYES}: traffic from iperf3; iperf3's manual: -l, the length of each "
+                        "write, defaults to 128 KB for TCP (128 KiB, its DEFAULT_TCP_BLKSIZE)"),
     "te-peak-sample": (900.31, f"{THOUSANDEYES}: Table 1's largest sample, 900.31 Mbps (the largest printed)"),
     "paper-step": ([2.0, 1.0], "BBR paper (ACM Queue 2016): BBR follows a 2× rise and a 2× fall of the bottleneck"),
 }
@@ -89,6 +91,7 @@ CHOSEN = {
     ("shallow-buffers", "loss_percent"): "the study adds no random loss",
     ("shallow-buffers", "buffers"): "not printed (ReBBR's 6.25 MB, enough for 8 BDP at 120 Mbit/s)",
     ("shallow-buffers", "repetitions"): "not printed",
+    ("shallow-buffers", "message_bytes"): "not printed (no tool is named): ReBBR's 1 KB writes, at 120 Mbit/s at most",
     ("loss-table", "rtt_ms"): "not printed by ThousandEyes (50 ms)",
     ("loss-table", "reverse"): "not printed: an asymmetric path whose ACKs come back in 75 ms",
     ("loss-table", "queue"): "not printed (1 BDP of drop-tail)",
@@ -198,7 +201,8 @@ def held(preset: str, exp: Experiment) -> set[str]:
         assert {r.topology for r in table} == {p.label for p in exp.reverse or []}
         (rate,) = exp.bandwidth_mbps or []
         assert max(r.mean for r in table) < printed("te-peak-sample") <= rate  # "near 1 Gbit/s": ours
-        done |= {"loss_percent", "cc", "bandwidth_mbps"}
+        assert exp.message_bytes == printed("te-iperf3-write")
+        done |= {"loss_percent", "cc", "bandwidth_mbps", "message_bytes"}
     elif preset == "step-response":
         assert [s.factor for s in exp.rate_schedule] == printed("paper-step")
         done.add("rate_schedule")
@@ -206,7 +210,8 @@ def held(preset: str, exp: Experiment) -> set[str]:
 
 
 #: The settings that carry a source's number wherever a preset claims a source.
-FIELDS = ("cc", "loss_percent", "rtt_ms", "bandwidth_mbps", "queue", "duration_s", "buffers", "repetitions")
+FIELDS = ("cc", "loss_percent", "rtt_ms", "bandwidth_mbps", "queue", "duration_s", "buffers", "repetitions",
+          "message_bytes")
 
 
 @pytest.mark.parametrize(("preset", "exp"), experiments(), ids=lambda x: x if isinstance(x, str) else x.name)
@@ -244,6 +249,7 @@ TEXT: dict[str, dict[str, str]] = {
     "rebbr-rtt-buffers": {"6": "ReBBR's Figure 6, its RTT experiment", "6.25": f"{SLIDES}: 6.25 MB",
                           "80": "ReBBR: about 80 % of the link with Linux's defaults"},
     "loss-table": {"868": f"{THOUSANDEYES}: BBR's symmetric baseline 868.50 (Table 1)",
+                   "128": "iperf3's default write, 128 KiB (PRINTED te-iperf3-write)",
                    "25": "the asymmetric path's way out (50 ms RTT / 2)", "100": "25 + 75 ms"},
     "shallow-buffers": {"0.8": "the study's 200,000 B at 80 Mbit/s (PRINTED)", "200,000": "PRINTED",
                         "20": f"{SHALLOW}: shares alternate with a 20 s period"},
