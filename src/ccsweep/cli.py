@@ -229,7 +229,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
          image: str | None, allowed_images: str, cell_cpu: str, cell_memory: str) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
-    Planning a spec whose manifest is stored reads that manifest instead of expanding again.
+    Planning a spec whose manifest is stored reads that manifest instead of expanding again. Fast
+    cells to run whose sender writes small messages are named in one note on stderr, as `ccsweep run`
+    names them (docs/spec.md, message_bytes).
 
     Each item: {id, experiment, node_selector, deadline_s, link, cpu, memory[, image]}; deadline_s bounds
     the cell pod (its flows plus the overhead budget, see plan.pod_deadline_s); link, the cell's link

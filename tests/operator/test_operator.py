@@ -10,6 +10,7 @@ inputs as in workflow/controller/operator.go); tests/e2e/test_helm_operator.py r
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -88,6 +89,24 @@ def test_api_server_takes_repetitions_as_a_count_or_an_adaptive_rule(envtest: En
         envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", input=json.dumps(
             {**quick, "metadata": {"name": "repetitions"}, "spec": {
                 **quick["spec"], "experiments": [{**experiment, "repetitions": accepted}]}}))
+
+
+def test_api_server_takes_the_links_offloads_and_refuses_another(envtest: EnvTest, namespace: str):
+    """`link_offload` is an enum that may be left unset (null: the link's own): the server keeps tso,
+    none and null and refuses any other word, as the spec does."""
+    quick = yaml.safe_load((EXAMPLES / "quick/sweep.yaml").read_text())
+    experiment = quick["spec"]["experiments"][0]
+
+    def apply(offload: object) -> subprocess.CompletedProcess[str]:
+        return envtest.kubectl("apply", "-n", namespace, "-f", "-", "--dry-run=server", check=False, input=json.dumps(
+            {**quick, "metadata": {"name": "offloads"}, "spec": {
+                **quick["spec"], "experiments": [{**experiment, "link_offload": offload}]}}))
+
+    for accepted in ("tso", "none", None):
+        done = apply(accepted)
+        assert done.returncode == 0, (accepted, done.stderr)
+    refused = apply("gro")
+    assert refused.returncode != 0 and 'spec.experiments[0].link_offload: Unsupported value: "gro"' in refused.stderr
 
 
 def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
