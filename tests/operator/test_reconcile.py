@@ -204,6 +204,11 @@ def test_run_link_moves_the_experiments_that_set_none_and_refuses_what_mahimahi_
     assert decision.status["phase"] == "Invalid" and decision.workflow is None
     assert decision.status["message"] == ("experiments[loss].link: mahimahi cannot delay by 12.5 ms: mm-delay takes "
                                           "whole milliseconds (give an even rtt_ms)")
+    # An experiment that asks for ccsweep-link's offloads cannot be moved to Mahimahi, which has none.
+    tso = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "link_offload": "tso"}]}
+    decision = decide(SweepObject(**{**moved.__dict__, "spec": tso}), settings(tmp_path / "tso"))
+    assert decision.status["phase"] == "Invalid" and decision.workflow is None
+    assert decision.status["message"].startswith("experiments[loss].link_offload: tso needs link ccsweep-link")
     own = {**moved.spec, "experiments": [{**moved.spec["experiments"][0], "link": "ccsweep-link"}], "name": "own"}
     kept = sweep_from_resource(own, "own")[0]
     assert {e.link for e in kept.experiments} == {"ccsweep-link"}
