@@ -80,6 +80,7 @@ def chunk_statuses(store: ResultStore, manifest: SweepManifest,
     figures do for each cell's experiments, without holding the whole plan."""
     for chunk in store.manifest_chunks(manifest):
         yield chunk, (_status(store, cell, unplaceable.get(cell.id)) for cell in chunk.distinct_cells(manifest.name))
+        del chunk  # not held while the next one is read: one parsed chunk (some 4 MiB) at a time
 
 
 def _status(store: ResultStore, cell: Cell, unplaceable: str | None) -> CellStatus:
@@ -156,7 +157,12 @@ def judged_whole(store: ResultStore, manifest: SweepManifest, unplaceable: dict[
                 status.state = "unwanted"
             yield status
 
-    return points, ((chunk, marked(statuses)) for chunk, statuses in chunk_statuses(store, manifest, unplaceable))
+    def chunks() -> Chunks:
+        for chunk, statuses in chunk_statuses(store, manifest, unplaceable):
+            yield chunk, marked(statuses)
+            del chunk, statuses  # not held while the next one is read
+
+    return points, chunks()
 
 
 def _counted_value(store: ResultStore, cell_id: str) -> float | None:

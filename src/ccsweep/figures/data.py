@@ -203,6 +203,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         chunks = chunk_statuses(store, manifest, found.set_aside)
     for chunk, chunk_cells in chunks:
         found.add(chunk.entries, chunk_cells)
+        del chunk, chunk_cells  # not held while the next one is read: one parsed chunk at a time
     found.resolve_repeats()
     why = _MissingReasons(found)
     experiments = []
