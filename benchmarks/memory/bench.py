@@ -19,6 +19,10 @@ is measured at a real record's size; no time series is stored, so no per-cell se
 - run, adaptive: `ccsweep run SPEC --cpu-budget 0.1 --no-figures`, the local executor over the
   adaptive sweep: it judges and counts the cells to run, then refuses each as needing more than
   0.1 cores (a cell of this grid is priced at 0.11), so no flow starts
+- operator plan (and adaptive): the operator's planning child (`python -m ccsweep_operator.planworker
+  512`, its default address-space bound) planning the sweep as a new Sweep into an empty store, as
+  the operator runs it for each Sweep; its row also gives the peak address space (VmPeak), which
+  the bound limits
 
 With --repetitions N the grid has N runs a setting (cells / N settings), so a sweep's cells can grow
 with its settings fixed; --step measures some of the steps only (plan is always run, to make the
@@ -58,6 +62,8 @@ REPETITIONS = 20
 #: Figure 8's flow time: each fake record carries a flow's per-second throughput for it, as a real one does.
 DURATION_S = 60
 STEPS = ("plan", "cell start", "plan --chunk", "status", "figures")
+#: The operator's planning child planning the sweep as a new Sweep: its memory is bounded by address space.
+OPERATOR_STEPS = ("operator plan", "operator plan, adaptive")
 #: The same sweep with adaptive repetitions (min 3, max the repetitions): judged whole by every step.
 ADAPTIVE_STEPS = ("plan, adaptive", "plan --chunk, adaptive", "status, adaptive", "figures, adaptive",
                   "run, adaptive")
@@ -66,6 +72,7 @@ ADAPTIVE_MIN = 3
 #: `ccsweep run --cpu-budget`: the least it takes, below what a cell of the grid is priced at, so the
 #: local executor refuses every cell to run and no flow starts.
 REFUSING_CPU_BUDGET = 0.1
+ALL_STEPS = (*STEPS, *ADAPTIVE_STEPS, *OPERATOR_STEPS)
 
 
 def sweep_name(cells: int, adaptive: bool = False) -> str:
@@ -88,44 +95,67 @@ def spec_of(cells: int, adaptive: bool = False, repetitions: int = REPETITIONS) 
 class Step:
     peaks_mb: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    #: Peak address space (VmPeak), shown for the steps whose bound is on it (OPERATOR_STEPS).
+    address_mb: list[float] = field(default_factory=list)
 
-    def text(self) -> str:
+    def add(self, peak: Peak) -> None:
+        self.peaks_mb.append(peak.resident_mb)
+        self.address_mb.append(peak.address_mb)
+        self.seconds.append(peak.seconds)
+
+    def text(self, address_space: bool = False) -> str:
         if not self.peaks_mb:
             return "–"
         low, high = min(self.peaks_mb), max(self.peaks_mb)
         spread = f" ({low:.0f}-{high:.0f})" if len(self.peaks_mb) > 1 else ""
-        return f"{statistics.median(self.peaks_mb):.0f}{spread} MiB, {statistics.median(self.seconds):.1f} s"
+        address = f" (address space {statistics.median(self.address_mb):.0f})" if address_space else ""
+        return (f"{statistics.median(self.peaks_mb):.0f}{spread}{address} MiB, "
+                f"{statistics.median(self.seconds):.1f} s")
 
 
-#: Runs `ccsweep ARGS` and, as it exits, writes its peak resident set (VmHWM, kB) to $BENCH_PEAK_FILE.
-#: Read inside the process: wait4's ru_maxrss would also count the bench's own peak, which a child
-#: inherits through fork and keeps across exec.
-PEAK_OF_CCSWEEP = """
+@dataclass(frozen=True)
+class Peak:
+    """A step's run: its peak resident set and address space (MiB), and its wall time."""
+
+    resident_mb: float
+    address_mb: float
+    seconds: float
+
+
+#: Runs module ARGV[1] with the arguments after it and, as it exits, writes its peak resident set and
+#: address space (VmHWM and VmPeak, kB) to $BENCH_PEAK_FILE. Read inside the process: wait4's
+#: ru_maxrss would also count the bench's own peak, which a child inherits through fork and keeps
+#: across exec.
+PEAK_OF_MODULE = """
 import atexit, os, runpy, sys
 def peak():
-    status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
-    open(os.environ["BENCH_PEAK_FILE"], "w").write(status)
+    status = open("/proc/self/status").read()
+    kb = [status.split(key)[1].split()[0] for key in ("VmHWM:", "VmPeak:")]
+    open(os.environ["BENCH_PEAK_FILE"], "w").write(" ".join(kb))
 atexit.register(peak)
-sys.argv = ["ccsweep", *sys.argv[1:]]
-runpy.run_module("ccsweep", run_name="__main__")
+module = sys.argv[1]
+sys.argv = [module, *sys.argv[2:]]
+runpy.run_module(module, run_name="__main__")
 """
 
 
-def measured(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,), says: str = "") -> tuple[float, float]:
-    """(peak RSS in MiB, wall seconds) of `ccsweep ARGS` run to its end, which must exit with one of
-    `ok` and print `says`."""
+def measured(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,), says: str = "",
+             module: str = "ccsweep", stdin: str = "") -> Peak:
+    """The peaks and wall time of `ccsweep ARGS` (or of `python -m MODULE ARGS`, given `stdin`) run to
+    its end, which must exit with one of `ok` and print `says`."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile("r") as peak_file:   # files: a pipe would fill and block the step
-        code = subprocess.run([sys.executable, "-c", PEAK_OF_CCSWEEP, *args], stdout=out, stderr=err,
-                              env={**env, "BENCH_PEAK_FILE": peak_file.name}, timeout=3600).returncode
+        code = subprocess.run([sys.executable, "-c", PEAK_OF_MODULE, module, *args], stdout=out, stderr=err,
+                              input=stdin.encode(), env={**env, "BENCH_PEAK_FILE": peak_file.name},
+                              timeout=3600).returncode
         out.seek(0)
         err.seek(0)
         if code not in ok or says.encode() not in out.read() + err.read():
             err.seek(0)
             raise SystemExit(f"ccsweep {' '.join(args[:3])}...: exit {code}: {err.read().decode()[-2000:]}")
-        peak_kb = int(peak_file.read())
-    return peak_kb / 1024, time.monotonic() - started
+        resident_kb, address_kb = (int(kb) for kb in peak_file.read().split())
+    return Peak(resident_kb / 1024, address_kb / 1024, time.monotonic() - started)
 
 
 def fake_record(cell: Cell, env: Environment) -> CellResult:
@@ -185,20 +215,17 @@ def planned(cells: int, reps: int, work: Path, code: str, env: dict[str, str], s
     for rep in range(reps):
         store = str(work / f"store-{code}-{sweep}-{rep}")
         shutil.rmtree(store, ignore_errors=True)
-        peak, took = measured(["plan", str(spec_path), "--store", store, "--chunks-file",
-                               str(work / "chunks.json"), "--chunk-size", str(CHUNK_SIZE)], env)
-        step.peaks_mb.append(peak)
-        step.seconds.append(took)
+        step.add(measured(["plan", str(spec_path), "--store", store, "--chunks-file", str(work / "chunks.json"),
+                           "--chunk-size", str(CHUNK_SIZE)], env))
         if rep:
             shutil.rmtree(store)
     return str(work / f"store-{code}-{sweep}-0")
 
 
 def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], log,
-             steps_wanted: tuple[str, ...] = (*STEPS, *ADAPTIVE_STEPS),
-             repetitions: int = REPETITIONS) -> dict[str, Step]:
+             steps_wanted: tuple[str, ...] = ALL_STEPS, repetitions: int = REPETITIONS) -> dict[str, Step]:
     """The steps `steps_wanted` at one sweep size with one code tree; `reps` runs of each."""
-    steps = {name: Step() for name in (*STEPS, *ADAPTIVE_STEPS)}
+    steps = {name: Step() for name in ALL_STEPS}
     if any(name in steps_wanted for name in STEPS):
         store = planned(cells, reps, work, code, env, steps["plan"], repetitions=repetitions)
         sweep = sweep_name(cells)
@@ -236,7 +263,29 @@ def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], 
         measure_each({k: v for k, v in adaptive.items() if k in steps_wanted}, reps, env, steps,
                      lambda rep: log(f"  {code} {cells} cells, adaptive: repetition {rep} of {reps} done"))
         shutil.rmtree(store)
+    for name in (step for step in OPERATOR_STEPS if step in steps_wanted):
+        for _ in range(reps):
+            steps[name].add(operator_planned(cells, name.endswith("adaptive"), repetitions, work, env))
+        log(f"  {code} {cells} cells: {name} done")
     return steps
+
+
+def operator_planned(cells: int, adaptive: bool, repetitions: int, work: Path, env: dict[str, str]) -> Peak:
+    """The operator's planning child planning the sweep as a new Sweep into an empty store, within
+    its default address-space bound; its Decision must say the Sweep was planned."""
+    from ccsweep_operator.planworker import DEFAULT_MEMORY_MIB
+
+    spec = spec_of(cells, adaptive, repetitions)
+    name = spec.pop("name")
+    request = {"sweep": {"name": name, "namespace": "bench", "uid": f"uid-{name}", "generation": 1, "spec": spec,
+                         "status": {}}, "nodes": None}
+    store = work / "operator-store"
+    shutil.rmtree(store, ignore_errors=True)
+    try:
+        return measured([str(DEFAULT_MEMORY_MIB)], {**env, "CCSWEEP_STORE": f"file://{store}"},
+                        says='"reason": "Planned"', module="ccsweep_operator.planworker", stdin=json.dumps(request))
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
 
 
 #: Per step: its arguments, the exit codes it may end with, and what it must print.
@@ -247,15 +296,12 @@ def measure_each(commands: Commands, reps: int, env: dict[str, str], steps: dict
     """Run every command `reps` times over, one of each in turn; `done(rep)` after each round."""
     for rep in range(reps):
         for name, (args, ok, says) in commands.items():
-            peak, took = measured(args, env, ok, says)
-            steps[name].peaks_mb.append(peak)
-            steps[name].seconds.append(took)
+            steps[name].add(measured(args, env, ok, says))
         done(rep + 1)
 
 
 def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], reps: int, command: str,
-           before: str | None, started: str, steps: tuple[str, ...] = (*STEPS, *ADAPTIVE_STEPS),
-           repetitions: int = REPETITIONS) -> str:
+           before: str | None, started: str, repetitions: int = REPETITIONS) -> str:
     lines = [f"# Peak memory of a sweep's steps at {', '.join(f'{n:,}' for n in sizes)} cells", "",
              f"Run {started} UTC on {machine()}.", "",
              f"Command: `{command}`", "",
@@ -268,13 +314,16 @@ def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], rep
              "runs. The adaptive rows plan the same "
              f"cells with adaptive repetitions (min {ADAPTIVE_MIN}, max {repetitions} a setting), which every step "
              "judges whole before anything else; `run, adaptive` is the local executor refusing every cell to run "
-             f"(--cpu-budget {REFUSING_CPU_BUDGET}), so it judges and counts and starts no flow.", ""]
+             f"(--cpu-budget {REFUSING_CPU_BUDGET}), so it judges and counts and starts no flow. The operator rows "
+             "are its planning child planning the sweep as a new Sweep (nothing stored), with their peak address "
+             "space, which the child's bound (operator.plan.memoryMiB) limits.", ""]
     for code, by_size in results.items():
         title = "this ccsweep" if code == "now" else f"the code before ({before})"
         lines += [f"## {title}", "", "| step | " + " | ".join(f"{n:,} cells" for n in sizes) + " |",
                   "|---|" + "---|" * len(sizes)]
-        for step in steps:
-            lines.append(f"| {step} | " + " | ".join(by_size[n][step].text() for n in sizes) + " |")
+        for step in (step for step in ALL_STEPS if any(by_size[n][step].peaks_mb for n in sizes)):
+            lines.append(f"| {step} | " + " | ".join(by_size[n][step].text(step in OPERATOR_STEPS) for n in sizes)
+                         + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -285,7 +334,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="runs of every step at every size")
     parser.add_argument("--repetitions", type=int, default=REPETITIONS,
                         help="runs a setting in the sweeps' grid (the cells are sizes / this many settings)")
-    parser.add_argument("--step", action="append", choices=(*STEPS, *ADAPTIVE_STEPS), metavar="STEP",
+    parser.add_argument("--step", action="append", choices=ALL_STEPS, metavar="STEP",
                         help="a step to measure, e.g. --step figures (repeat for more; default: every one)")
     parser.add_argument("--before", type=Path, help="a source tree of an earlier ccsweep to run the same steps with")
     parser.add_argument("--workdir", type=Path, default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
@@ -298,7 +347,7 @@ def main() -> None:
         parser.error(f"--repetitions: from 1 to 100 (a spec's bound); got {repetitions}")
     if any(n % (2 * repetitions) or n < 2 * repetitions for n in sizes):
         parser.error(f"--sizes: each a multiple of {2 * repetitions} (2 algorithms x {repetitions} runs)")
-    steps = tuple(args.step or (*STEPS, *ADAPTIVE_STEPS))
+    steps = tuple(args.step or ALL_STEPS)
     if repetitions < ADAPTIVE_MIN and any(step in ADAPTIVE_STEPS for step in steps):
         parser.error(f"--repetitions: the adaptive steps need at least {ADAPTIVE_MIN} (the rule's min)")
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
@@ -307,7 +356,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ccsweep-memory-", dir=args.workdir) as scratch:
         for cells in sizes:
             for code, src in codes.items():
-                env = {**os.environ, "PYTHONPATH": src, "MPLBACKEND": "Agg"}
+                env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{Path(src).parent / 'operator'}",
+                       "MPLBACKEND": "Agg"}
                 print(f"{cells:,} cells with {code}'s code", file=sys.stderr, flush=True)
                 results[code][cells] = run_size(cells, args.reps, Path(scratch), code, env,
                                                 lambda line: print(line, file=sys.stderr, flush=True), steps,
@@ -318,7 +368,7 @@ def main() -> None:
         "".join(f" --step '{step}'" for step in args.step or ())) + (
         " --before OLD" if args.before else "")
     text = report(results, sizes, args.reps, command, str(args.before) if args.before else None, started,
-                  ("plan", *(step for step in steps if step != "plan")), repetitions)
+                  repetitions)
     if args.out:
         args.out.write_text(text + "\n")
     print(text)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ccsweep.cell import Cell, CellParams
+from ccsweep.cell import Cell, CellParams, PackedParams
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, Experiment, PrecisionTarget
 
@@ -41,8 +41,8 @@ class PointRuns:
     """One point of an adaptive experiment after a round: its runs, its interval, what it wants next."""
 
     experiment: str
-    #: The setting: its first run's parameters as JSON (0.7 KiB; parsed, 7), parsed by `params`.
-    setting: bytes
+    #: The setting: its first run's parameters, held as JSON (cell.PackedParams) and parsed by `params`.
+    setting: PackedParams
     #: Every planned run's cell id, by repetition: ids, not cells, as a sweep of 100,000 runs is
     #: judged whole by `status` and the figures step, and a Cell is kilobytes of parameters.
     ids: tuple[str, ...]
@@ -54,7 +54,7 @@ class PointRuns:
 
     @property
     def params(self) -> CellParams:
-        return CellParams.model_validate_json(self.setting)
+        return self.setting.parsed()
 
     @property
     def runs(self) -> int:
@@ -124,8 +124,8 @@ def judge_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
     run is its id, repetition and value, so a plan read a chunk at a time is never held whole."""
     rules = {e.name: e.adaptive for e in experiments if e.adaptive is not None}
     # By a digest of the point's key (its parameters, 1 KiB): (experiment, first repetition, its
-    # parameters as JSON, the runs).
-    points: dict[bytes, tuple[str, int, bytes, list[tuple[int, str, float | None]]]] = {}
+    # parameters, the runs).
+    points: dict[bytes, tuple[str, int, PackedParams, list[tuple[int, str, float | None]]]] = {}
     for cell in cells:
         if cell.experiment not in rules:
             continue
@@ -134,7 +134,7 @@ def judge_points(experiments: Iterable[Experiment], cells: Iterable[Cell],
         known = points.get(key)
         if known is None or repetition < known[1]:  # the setting's first run stands for it
             runs = known[3] if known is not None else []
-            known = points[key] = (cell.experiment, repetition, cell.params.model_dump_json().encode(), runs)
+            known = points[key] = (cell.experiment, repetition, PackedParams.of(cell.params), runs)
         known[3].append((repetition, cell.id, value_of(cell.id)))
     out = []
     for experiment, _, setting, runs in points.values():

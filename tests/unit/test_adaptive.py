@@ -20,6 +20,7 @@ from rich.console import Console
 
 from ccsweep.adaptive import judge_points, next_count, round_bound, target_met, target_value, unwanted_ids
 from ccsweep.admission import Admission
+from ccsweep.cell import PackedParams
 from ccsweep.cli import main
 from ccsweep.executor import run_sweep
 from ccsweep.expand import expand
@@ -217,7 +218,7 @@ def test_an_adaptive_sweep_is_judged_a_chunk_of_its_plan_at_a_time(tmp_path: Pat
         for c in whole.distinct_cells()]
     assert all(isinstance(cell_id, str) for p in points for cell_id in p.ids)  # ids a run, no Cell held
     firsts = {c.id: c.params for c in whole.distinct_cells() if c.params.repetition == 0}
-    assert all(isinstance(p.setting, bytes) and p.params == firsts[p.ids[0]] for p in points)  # JSON a setting
+    assert all(isinstance(p.setting, PackedParams) and p.params == firsts[p.ids[0]] for p in points)  # JSON a setting
     assert sweep_status(store, "adaptive").by_state == {"stored": 10, "unwanted": len(unwanted),
                                                         "missing": 30 - len(unwanted)}
 
