@@ -28,10 +28,12 @@ from ccsweep_operator.reconcile import Decision, OperatorSettings, SweepObject, 
 
 #: Environment variables (the chart sets them from operator.plan) bounding one Sweep's planning.
 MEMORY_ENV, TIMEOUT_ENV = "CCSWEEP_PLAN_MEMORY_MIB", "CCSWEEP_PLAN_TIMEOUT_S"
-#: Address space of the planning process. Planning is flat, under 64 MiB up to the 100,000-cell
-#: cap, but a sweep with adaptive repetitions is judged whole and imports scipy (some 310 MiB of
-#: address space, 160 MiB resident): 512 MiB plans those up to about 20,000 runs. The chart's
-#: operator limit (768 Mi) holds the operator (about 100 MiB) and a child at this bound.
+#: Address space of the planning process. Planning is flat: 61 MiB of address space at the
+#: 100,000-cell cap. A sweep with adaptive repetitions imports scipy (some 390 MiB of address space)
+#: and is judged a chunk of its plan at a time: 425 MiB at 100,000 runs of 2,000 settings, 439 at
+#: 100,000 of 20,000 settings (benchmarks/results/2026-11-26-memory-flat-3.md), so 512 MiB plans
+#: every sweep the cap allows. The chart's operator limit (768 Mi) holds the operator (about
+#: 100 MiB) and a child at this bound.
 DEFAULT_MEMORY_MIB = 512
 #: Planning 100,000 cells (the cap) against a file store takes about 30 s on one idle core; an S3
 #: store adds a request per stored chunk.
