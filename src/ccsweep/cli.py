@@ -594,7 +594,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     except (SpecError, StoreError) as exc:
         fail(exc)
     finally:
-        kept = [o.kept_in for o in summary.outcomes if o.kept_in] if summary else []
+        kept = summary.kept_in if summary else []
         if workdir is None and not kept:  # a cell's record left in its folder outlives the run
             shutil.rmtree(scratch, ignore_errors=True)
     assert summary is not None

@@ -54,10 +54,24 @@ CELL_STOP_TIMEOUT_S = 30.0
 
 @dataclass
 class SweepSummary:
+    """What a run did, as counts: a run may try 100,000 cells (refused ones arrive all at once), so
+    each ended cell is counted (`count`) and dropped, its Cell and measured record with it. What
+    stays per cell is its id (`tried`), and a path for each result still waiting on this machine."""
+
     sweep: str
     store_url: str
-    #: The cells this run ran, tried or could not run; those already stored are only counted (`cached`).
-    outcomes: list[CellOutcome] = field(default_factory=list)
+    #: Cells this run ran, tried or could not run, by experiment then status (ok, late, unavailable, ...);
+    #: those already stored are only counted (`cached`).
+    ended: dict[str, Counter[str]] = field(default_factory=dict)
+    #: Runs beyond each cell's first, by experiment: late and starved attempts run again.
+    reruns_by: Counter[str] = field(default_factory=Counter)
+    #: The id of each cell this run tried, with how it ended, in the order they ended: a cell that
+    #: ended (failed, late) is not run again by a later adaptive round; it waits for the next run.
+    tried: dict[str, str] = field(default_factory=dict)
+    #: Results waiting in the local spool for the store (the store was unreachable): cell id -> experiment.
+    spooled: dict[str, str] = field(default_factory=dict)
+    #: Results neither stored nor spooled: the scratch folder holding each record, to say and keep.
+    kept_in: list[Path] = field(default_factory=list)
     #: Cells stored before this run, by experiment: counts, as a stored sweep may have 100,000.
     cached: Counter[str] = field(default_factory=Counter)
     interrupted: bool = False
@@ -66,13 +80,27 @@ class SweepSummary:
     #: Rounds of running cells (more than 1 only with adaptive repetitions).
     rounds: int = 0
 
+    def count(self, outcome: CellOutcome) -> None:
+        """Count how a cell ended; nothing of `outcome` is held but its id and where its result waits."""
+        experiment, status = outcome.cell.experiment, sys.intern(outcome.status)
+        self.ended.setdefault(experiment, Counter())[status] += 1
+        self.reruns_by[experiment] += outcome.attempts - 1
+        self.tried[outcome.cell.id] = status
+        if outcome.spooled is not None:
+            self.spooled[outcome.cell.id] = experiment
+        if outcome.kept_in is not None:
+            self.kept_in.append(outcome.kept_in)
+
     def counts(self) -> Counter[str]:
-        return Counter(o.status for o in self.outcomes) + Counter(cached=self.cached.total())
+        total = Counter(cached=self.cached.total())
+        for statuses in self.ended.values():
+            total.update(statuses)
+        return total
 
     @property
     def reruns(self) -> int:
         """Runs beyond each cell's first: late and starved attempts run again."""
-        return sum(o.attempts - 1 for o in self.outcomes)
+        return self.reruns_by.total()
 
 
 @dataclass
@@ -152,7 +180,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     found = survey(store, manifest, CHUNK_SIZE)
     summary = SweepSummary(sweep=spec.name, store_url=store.url, cached=found.stored)
     cores_for_cells = cpu_budget if cpu_budget is not None else default_cpu_budget()
-    todo = _Round.counted(store, manifest, found, set(), _Machine(cores_for_cells), summary, console)
+    todo = _Round.counted(store, manifest, found, frozenset(), _Machine(cores_for_cells), summary, console)
     console.print(f"sweep [bold]{spec.name}[/bold]: {found.wanted} cells, {found.cached} already stored, "
                   f"{todo.cells} to run, store {store.url}" + _rounds_note(found), soft_wrap=True)
     if todo.small_writes:
@@ -176,7 +204,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
             # Adaptive repetitions: judge every setting from what is stored now, and run what it wants next.
             # A cell that ended this run (failed, late) waits for the next `ccsweep run`, as without rounds.
             found = survey(store, manifest, CHUNK_SIZE)
-            todo = _Round.counted(store, manifest, found, {o.cell.id for o in summary.outcomes}, todo.machine,
+            todo = _Round.counted(store, manifest, found, frozenset(summary.tried), todo.machine,
                                   summary, console)
             if todo.cells:
                 console.print(f"round {round_number + 1} of at most {found.rounds}: {todo.cells} more runs for "
@@ -187,9 +215,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
             metrics.update(**_progress(summary))
             metrics.finish()
     left = set(_flush_spool(store, console).remaining)
-    for outcome in summary.outcomes:
-        if outcome.spooled is not None and outcome.cell.id not in left:
-            outcome.spooled = None  # uploaded by this last pass
+    summary.spooled = {cell_id: e for cell_id, e in summary.spooled.items() if cell_id in left}  # the rest uploaded
     if pushgateway and not summary.interrupted:
         try:
             publish_stored(pushgateway, store, spec.name, err=warnings)
@@ -225,7 +251,7 @@ class _Round:
     manifest: SweepManifest
     found: Survey
     #: Cells this run already ran or could not run: a cell that failed waits for the next `ccsweep run`.
-    tried: set[str]
+    tried: frozenset[str]
     machine: _Machine
     cells: int = 0
     #: Seconds of flows the cells to run take, for the progress bar.
@@ -233,12 +259,12 @@ class _Round:
     small_writes: str | None = None
 
     @classmethod
-    def counted(cls, store: ResultStore, manifest: SweepManifest, found: Survey, tried: set[str], machine: _Machine,
-                summary: SweepSummary, console: Console) -> _Round:
+    def counted(cls, store: ResultStore, manifest: SweepManifest, found: Survey, tried: frozenset[str],
+                machine: _Machine, summary: SweepSummary, console: Console) -> _Round:
         """The round's cells to run, counted; those this machine cannot run are counted `unavailable` in
         `summary`, each distinct reason said once."""
         todo = cls(store, manifest, found, tried, machine)
-        skipped: list[CellOutcome] = []
+        reasons: set[str] = set()
 
         def runnable() -> Iterator[Cell]:
             for chunk in cells_to_run(store, manifest, found):
@@ -247,7 +273,8 @@ class _Round:
                         continue
                     why = machine.refusal(cell)
                     if why is not None:
-                        skipped.append(CellOutcome(cell, "unavailable", error=why))
+                        summary.count(CellOutcome(cell, "unavailable", error=why))
+                        reasons.add(why)
                         continue
                     todo.cells += 1
                     todo.work_s += cell.params.duration_s
@@ -255,9 +282,8 @@ class _Round:
 
         # Reads every chunk once, counting as it goes.
         todo.small_writes = small_writes_note(small_writes_rates(runnable()))
-        for reason in sorted({o.error or "" for o in skipped}):
+        for reason in sorted(reasons):
             console.print(f"[yellow]skipping cells: {escape(reason)}[/yellow]", soft_wrap=True)
-        summary.outcomes += skipped
         return todo
 
     def chunks(self) -> Iterator[list[Cell]]:
@@ -386,7 +412,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                         work_total += ended.cell.params.duration_s
                         progress.update(task, total=work_total)
                         continue
-                    summary.outcomes.append(outcome)
+                    summary.count(outcome)
                     budget.count(outcome)
                     finished += 1
                     if outcome.status == "failed":
@@ -419,7 +445,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                 item.process.kill()
                 item.process.wait()
             warning_log.from_log(item.log)
-            summary.outcomes.append(CellOutcome(item.cell, "interrupted", attempts=item.attempt))
+            summary.count(CellOutcome(item.cell, "interrupted", attempts=item.attempt))
         return True
     finally:
         signal.signal(signal.SIGTERM, previous_term)
@@ -504,11 +530,9 @@ def summary_table(summary: SweepSummary) -> Table:
     table.add_column("re-runs", justify="right")
     table.add_column("spooled", justify="right")
     per_exp: dict[str, Counter[str]] = {experiment: Counter(cached=n) for experiment, n in summary.cached.items()}
-    for outcome in summary.outcomes:
-        counts = per_exp.setdefault(outcome.cell.experiment, Counter())
-        counts[outcome.status] += 1
-        counts["re-runs"] += outcome.attempts - 1
-        counts["spooled"] += int(outcome.spooled is not None)
+    for experiment, ended in summary.ended.items():
+        per_exp.setdefault(experiment, Counter()).update(ended)
+    spooled = Counter(summary.spooled.values())
     for exp, counts in per_exp.items():
-        table.add_row(exp, *[str(counts[s]) for s in statuses], str(counts["re-runs"]), str(counts["spooled"]))
+        table.add_row(exp, *[str(counts[s]) for s in statuses], str(summary.reruns_by[exp]), str(spooled[exp]))
     return table
