@@ -228,7 +228,7 @@ bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fa
 	$(PY) -m benchmarks.fanout.bench --out benchmarks/results/$$(date -u +%F)-fanout.md
 
 .PHONY: bench-memory
-bench-memory: deps ## Peak memory of plan, a cell's start, plan --chunk, status and figures at 400, 4,000 and 40,000 cells, and of plan, plan --chunk, status, figures and the local executor with adaptive repetitions: planned, fake results, no flows (BEFORE=SRC-TREE: that code side by side).
+bench-memory: deps ## Peak memory of plan, a cell's start, plan --chunk, status, figures and the local executor refusing every cell at 400, 4,000 and 40,000 cells, and of plan, plan --chunk, status, figures and the local executor with adaptive repetitions: planned, fake results, no flows (BEFORE=SRC-TREE: that code side by side).
 	$(PY) -m benchmarks.memory.bench $(if $(BEFORE),--before $(BEFORE)) --out benchmarks/results/$$(date -u +%F)-memory.md
 
 ##@ Clean

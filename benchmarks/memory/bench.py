@@ -14,6 +14,9 @@ is measured at a real record's size; no time series is stored, so no per-cell se
 - plan --chunk: `ccsweep plan --sweep NAME --chunk LAST` (a chunk Workflow's first step)
 - status: `ccsweep status --sweep NAME` (the verdict)
 - figures: `ccsweep figures --sweep NAME` (figures, report and CSV from the stored results)
+- run: `ccsweep run SPEC --cpu-budget 0.1 --no-figures` over the planned sweep before any result is
+  stored: the local executor refuses every cell (a cell of this grid is priced at 0.11 cores), all
+  at once, as no flow starts
 - plan, plan --chunk, status and figures again for the same cells planned with adaptive repetitions
   (min 3, max 20 runs a setting), which every step judges whole: every setting from its runs' values
 - run, adaptive: `ccsweep run SPEC --cpu-budget 0.1 --no-figures`, the local executor over the
@@ -61,7 +64,9 @@ REPO = Path(__file__).resolve().parents[2]
 REPETITIONS = 20
 #: Figure 8's flow time: each fake record carries a flow's per-second throughput for it, as a real one does.
 DURATION_S = 60
-STEPS = ("plan", "cell start", "plan --chunk", "status", "figures")
+#: The steps reading a stored sweep: fake results are stored for them first.
+STORED_STEPS = ("cell start", "plan --chunk", "status", "figures")
+STEPS = ("plan", *STORED_STEPS, "run")
 #: The operator's planning child planning the sweep as a new Sweep: its memory is bounded by address space.
 OPERATOR_STEPS = ("operator plan", "operator plan, adaptive")
 #: The same sweep with adaptive repetitions (min 3, max the repetitions): judged whole by every step.
@@ -229,21 +234,11 @@ def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], 
     if any(name in steps_wanted for name in STEPS):
         store = planned(cells, reps, work, code, env, steps["plan"], repetitions=repetitions)
         sweep = sweep_name(cells)
-        log(f"  {code} {cells} cells: planned; storing fake results")
-        stored = fake_results(store, sweep)
-        last_stored = planned_cells(open_store(store), sweep)[stored - 1].id
-        last_chunk = (cells - 1) // CHUNK_SIZE
-        commands: Commands = {
-            # a stored cell: it stops where it would start flows ("cached"); a flow never runs here
-            "cell start": (["cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
-            "plan --chunk": (["plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
-                              "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
-            # the last cells are not stored, so the verdict says 1 and lists them
-            "status": (["status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
-            "figures": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
-        }
-        measure_each({k: v for k, v in commands.items() if k in steps_wanted}, reps, env, steps,
-                     lambda rep: log(f"  {code} {cells} cells: repetition {rep} of {reps} done"))
+        if "run" in steps_wanted:  # before any result is stored: every cell of the sweep is refused
+            measure_each({"run": refusing_run(work / f"{sweep}.yaml", store, work)}, reps, env, steps,
+                         lambda rep: log(f"  {code} {cells} cells: run, repetition {rep} of {reps} done"))
+        if any(name in steps_wanted for name in STORED_STEPS):
+            measure_stored(cells, reps, code, store, sweep, env, steps, steps_wanted, log)
         shutil.rmtree(store)
     if any(name in steps_wanted for name in ADAPTIVE_STEPS):
         # The same cells with adaptive repetitions: every step judges every setting first.
@@ -256,9 +251,7 @@ def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], 
             "status, adaptive": (["status", "--store", store, "--sweep", sweep], (0, 1), "stored"),
             "figures, adaptive": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
             # every cell to run refused, so none starts; says how many it judged and counted
-            "run, adaptive": (["run", str(work / f"{sweep}.yaml"), "--store", store, "--cpu-budget",
-                               str(REFUSING_CPU_BUDGET), "--no-figures", "--workdir", str(work / "run")], (0,),
-                              " 0 to run"),
+            "run, adaptive": refusing_run(work / f"{sweep}.yaml", store, work),
         }
         measure_each({k: v for k, v in adaptive.items() if k in steps_wanted}, reps, env, steps,
                      lambda rep: log(f"  {code} {cells} cells, adaptive: repetition {rep} of {reps} done"))
@@ -268,6 +261,34 @@ def run_size(cells: int, reps: int, work: Path, code: str, env: dict[str, str], 
             steps[name].add(operator_planned(cells, name.endswith("adaptive"), repetitions, work, env))
         log(f"  {code} {cells} cells: {name} done")
     return steps
+
+
+def measure_stored(cells: int, reps: int, code: str, store: str, sweep: str, env: dict[str, str],
+                   steps: dict[str, Step], steps_wanted: tuple[str, ...], log) -> None:
+    """The steps that read a stored sweep (cell start, plan --chunk, status, figures): fake results are
+    stored for every cell but the last chunk's first."""
+    log(f"  {code} {cells} cells: planned; storing fake results")
+    stored = fake_results(store, sweep)
+    last_stored = planned_cells(open_store(store), sweep)[stored - 1].id
+    last_chunk = (cells - 1) // CHUNK_SIZE
+    commands: Commands = {
+        # a stored cell: it stops where it would start flows ("cached"); a flow never runs here
+        "cell start": (["cell", "--store", store, "--sweep", sweep, "--id", last_stored], (0,), '"cached"'),
+        "plan --chunk": (["plan", "--store", store, "--sweep", sweep, "--chunk", str(last_chunk),
+                          "--chunk-size", str(CHUNK_SIZE)], (0,), '"id"'),
+        # the last cells are not stored, so the verdict says 1 and lists them
+        "status": (["status", "--store", store, "--sweep", sweep], (1,), f"{stored} stored"),
+        "figures": (["figures", "--store", store, "--sweep", sweep], (0,), ""),
+    }
+    measure_each({k: v for k, v in commands.items() if k in steps_wanted}, reps, env, steps,
+                 lambda rep: log(f"  {code} {cells} cells: repetition {rep} of {reps} done"))
+
+
+def refusing_run(spec_path: Path, store: str, work: Path) -> tuple[list[str], tuple[int, ...], str]:
+    """`ccsweep run` with a CPU budget no cell fits in: it counts and refuses every cell to run, so none
+    starts; it says how many it counted."""
+    return (["run", str(spec_path), "--store", store, "--cpu-budget", str(REFUSING_CPU_BUDGET), "--no-figures",
+             "--workdir", str(work / "run")], (0,), " 0 to run")
 
 
 def operator_planned(cells: int, adaptive: bool, repetitions: int, work: Path, env: dict[str, str]) -> Peak:
@@ -309,7 +330,8 @@ def report(results: dict[str, dict[int, dict[str, Step]]], sizes: list[int], rep
              "median of "
              f"{reps} runs (range in brackets), then its median wall time. Sweeps are planned for real; "
              "results are fake records stored for every cell but the last chunk's (a quarter of a one-chunk "
-             "sweep); no flow runs. The store "
+             "sweep); no flow runs. `run` is the local executor over the planned sweep before any result is "
+             f"stored, refusing every cell (--cpu-budget {REFUSING_CPU_BUDGET}). The store "
              f"is a file store on tmpfs, so disk speed does not enter the times. Each setting has {repetitions} "
              "runs. The adaptive rows plan the same "
              f"cells with adaptive repetitions (min {ADAPTIVE_MIN}, max {repetitions} a setting), which every step "
