@@ -22,10 +22,14 @@ from ccsweep.result import CellResult
 from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "executor"))
-from tinyspec import tiny_spec  # noqa: E402
-
 CELLS = 3000
+
+
+def tiny_spec(name: str, loss_percent: list[int], repetitions: int) -> dict:
+    """One experiment of 3 s cells on a 10 Mbit/s, 20 ms path: loss rates x repetitions cells."""
+    return {"name": name, "experiments": [{
+        "name": name, "cc": ["bbr"], "loss_percent": loss_percent, "rtt_ms": [20], "bandwidth_mbps": [10],
+        "duration_s": 3, "warmup_s": 1, "repetitions": repetitions}]}
 
 
 def reachable(root: object) -> list[object]:
@@ -60,18 +64,18 @@ def test_a_run_refusing_every_cell_holds_their_ids_and_counts_not_the_cells(tmp_
     summary = run_sweep(spec, open_store(str(tmp_path / "store")), workdir=tmp_path / "work", cpu_budget=0.001,
                         console=console)
     assert summary.counts() == Counter(unavailable=CELLS, cached=0) and summary.reruns == 0
-    assert list(summary.tried.values()) == ["unavailable"] * CELLS and len(set(summary.tried)) == CELLS
     held = reachable(summary)
     assert not [o for o in held if isinstance(o, Cell | CellOutcome | CellResult)]
     held_bytes = sum(sys.getsizeof(o) for o in held)
     assert held_bytes < 200 * CELLS, held_bytes
+    assert list(summary.tried.values()) == ["unavailable"] * CELLS and len(set(summary.tried)) == CELLS
     assert table_row(summary, "refused") == ["0", "0", "0", "0", "0", str(CELLS), "0", "0", "0"]
 
 
 def test_a_result_neither_stored_nor_spooled_stays_named_and_spooled_ones_are_counted(tmp_path: Path):
     """Counting drops an outcome but keeps the folder of a result nothing else holds (`kept_in`), and
     the spooled results by experiment; re-runs are counted per experiment."""
-    first, second, third = expand(parse_spec(tiny_spec("kept", repetitions=3)))
+    first, second, third = expand(parse_spec(tiny_spec("kept", [0], repetitions=3)))
     summary = SweepSummary("kept", "file:///store", cached=Counter(kept=2))
     kept = tmp_path / "scratch" / first.id
     summary.count(CellOutcome.from_report(first, {"status": "ok", "kept_in": str(kept)}, attempts=1))
