@@ -15,6 +15,11 @@ Mahimahi's three shells are sampled from /proc by the same sampler over the same
 their CPU per 100 Mbit/s and its ratio are printed. The host settings Mahimahi needs are set for
 those two cells and restored after (tests/integration/mahimahi_host.py).
 
+First of all, the machine's floor (`floor_rows`): a loop that does nothing but sleep as the packet
+loop sleeps between passes (emulator/examples/wake_floor.rs), woken on a fixed grid at the rates
+a 100 Mbit/s cell wakes the emulator. Its CPU is what this machine charges for the wake-ups
+alone, below which no emulator that wakes that often can go.
+
 `--only-priority --seconds 3` runs the priority comparison alone, briefly (a check that it works);
 `--without-mahimahi` leaves the backend comparison out where Mahimahi is not built.
 """
@@ -189,6 +194,44 @@ def wake_note(label: str, summary: dict) -> str:
     per_s = wake["timed_sleeps"] / summary["wall_s"]
     return (f"{label}: a sleep costs {wake['sleep_cost_us']:.0f} us of CPU, the timer fires "
             f"{wake['latency_p90_us']:.0f} us late (p90); {per_s:.0f} timed wake-ups/s")
+
+
+#: The floor loop's wake-up periods: one per 250 us release window (the most a 100 Mbit/s cell's
+#: timed passes can be), the emulator's timed wake-ups at 100 Mbit/s (about 2,300 a second), and
+#: its wake-ups of every kind there (about 3,500 a second, with the endpoints' packets),
+#: benchmarks/results/2026-11-25-cheaper-cells.md and 2026-11-26-offloads.md.
+FLOOR_PERIODS_US = ((250, "every 250 us release window"), (435, "the timed wake-ups of a 100 Mbit/s cell"),
+                    (285, "its wake-ups of every kind"))
+#: The period standing for a 100 Mbit/s cell's wake-ups, for the note on what the goal leaves.
+FLOOR_AT_CELL_US = 285
+
+
+def wake_floor(period_us: int, seconds: int) -> dict:
+    """One run of the floor loop at SCHED_FIFO, as the emulator's loop runs: its JSON line."""
+    command = ["cargo", "run", "--quiet", "--release", "--locked",
+               "--manifest-path", str(REPO / "emulator" / "Cargo.toml"),
+               "--example", "wake_floor", "--", str(period_us), str(seconds), REALTIME_PRIORITY]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 600)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def floor_rows(table: Table, console: Console, seconds: int, reps: int) -> list[str]:
+    """The machine's floor under the emulator's CPU: the wake-ups alone, `reps` runs per period,
+    the periods taking turns. Returns a note of what the goal leaves for packets."""
+    runs: dict[int, list[dict]] = {period: [] for period, _ in FLOOR_PERIODS_US}
+    for rep in range(reps):
+        for period, _ in FLOOR_PERIODS_US:
+            console.print(f"floor: only timed sleeps every {period} us, {seconds} s (run {rep + 1} of {reps})")
+            runs[period].append(wake_floor(period, seconds))
+    for period, meaning in FLOOR_PERIODS_US:
+        cores = [r["cores"] for r in runs[period]]
+        per_wake = float(np.median([r["cpu_us_per_wakeup"] for r in runs[period]]))
+        rate = float(np.median([r["wakeups_per_s"] for r in runs[period]]))
+        table.add_row("floor: wake-ups alone", f"{rate:,.0f} a second ({meaning}), {runs[period][0]['priority']}",
+                      f"{median_range(cores)} of a core, {per_wake:.1f} us each", "", "")
+    at_cell = float(np.median([r["cores"] for r in runs[FLOOR_AT_CELL_US]]))
+    return [f"floor: at a 100 Mbit/s cell's wake-ups the machine charges {at_cell:.1%} of a core before any packet "
+            f"is moved; a goal of 5% per 100 Mbit/s leaves {max(0.05 - at_cell, 0):.1%} for all packet work"]
 
 
 def cpu_row(table: Table, measure: str, setting: str, per_100: float) -> None:
@@ -419,13 +462,16 @@ def arguments() -> argparse.Namespace:
                         help="leave out cells per core at 100 Mbit/s (benchmarks/density/bench.py, ~8 min)")
     parser.add_argument("--density-max-cells", type=int, default=16, help="most cells at once in the density rows")
     parser.add_argument("--backend-reps", type=int, default=5, choices=range(1, 21), metavar="1-20",
-                        help="runs of each link backend on the same cell, alternating (default 5)")
+                        help="runs of each link backend on the same cell, alternating, and of each floor "
+                             "period (default 5)")
     parser.add_argument("--backend-rates", type=number_list("rate", "Mbit/s", 10, 1000, "100,400"), default=[100.0],
                         metavar="MBPS[,MBPS...]",
                         help="bottleneck rates of the backend comparison, each 10-1000 Mbit/s (default 100)")
     parser.add_argument("--backend-split", action="store_true",
                         help="also profile the backend comparison (perf, every CPU) and give each link's CPU "
                              "without the cells' TCP run in its context")
+    parser.add_argument("--only-floor", action="store_true",
+                        help="run only the machine's floor: the CPU of timed wake-ups alone")
     parser.add_argument("--only-backends", action="store_true",
                         help="run only the side-by-side comparison with Mahimahi")
     parser.add_argument("--without-mahimahi", action="store_true",
@@ -443,7 +489,10 @@ def main() -> None:
     table = Table(title=f"ccsweep-link benchmark ({pinning})")
     for column in ("measure", "setting", "result", "goal", "met"):
         table.add_column(column)
-    with_mahimahi = not (options.only_priority or options.without_mahimahi)
+    only = [name for name in ("only_priority", "only_backends", "only_floor") if getattr(options, name)]
+    if len(only) > 1:
+        sys.exit(f"bench-emulator: choose one of {', '.join('--' + n.replace('_', '-') for n in only)}")
+    with_mahimahi = not (options.only_priority or options.only_floor or options.without_mahimahi)
     if options.only_backends and options.without_mahimahi:
         sys.exit("bench-emulator: --only-backends compares with Mahimahi; it cannot go with --without-mahimahi")
     missing = mahimahi_missing() if with_mahimahi else None
@@ -451,13 +500,15 @@ def main() -> None:
         sys.exit(f"bench-emulator: {missing}\n(`make mahimahi` builds it; --without-mahimahi leaves the "
                  "comparison out)")
     notes = []
-    everything = not (options.only_priority or options.only_backends)
+    everything = not only
+    if everything or options.only_floor:
+        notes += floor_rows(table, console, options.seconds, options.backend_reps)
     if everything:
         console.print(f"max rate: 40 Gbit/s link, no delay, {options.seconds} s each of TCP (4 flows) and UDP")
         max_rate_row(table, "TCP, 4 cubic flows, 1500-byte packets", ["-P", "4", "-C", "cubic"], options.seconds)
         max_rate_row(table, "UDP, 1500-byte packets, unpaced", ["-u", "-b", "0", "-l", "1472"], options.seconds)
         notes += paced_rows(table, console, options.seconds)
-    if not options.only_backends:
+    if everything or options.only_priority:
         notes += priority_rows(table, console, options.seconds)
     if everything and not options.no_density:
         notes += density_rows(table, console, options.density_max_cells)
@@ -468,8 +519,9 @@ def main() -> None:
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:
         console.print(note)
-    console.print("Rates are IP bytes out of the emulator over the steady part of each run; in the two rows per "
-                  "backend, IP bytes out of the bottleneck over the whole flow.")
+    if not options.only_floor:
+        console.print("Rates are IP bytes out of the emulator over the steady part of each run; in the two rows per "
+                      "backend, IP bytes out of the bottleneck over the whole flow.")
 
 
 if __name__ == "__main__":
