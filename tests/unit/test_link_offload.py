@@ -86,6 +86,7 @@ def test_a_stored_cell_from_before_the_field_loads_with_its_links_way():
         data = Cell.build("s", "e", params(link=link)).model_dump(mode="json")
         del data["params"]["link_offload"]
         assert Cell.model_validate(data).params.link_offload == offload
+        assert Cell.model_validate_json(json.dumps(data)).params.link_offload == offload  # as a store reads it
 
 
 def test_the_runner_passes_the_cells_offload_to_the_emulator_as_one_argument(tmp_path: Path):
