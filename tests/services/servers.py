@@ -14,9 +14,13 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
+import urllib3
 import yaml
+from minio import Minio
+from minio.error import S3Error, ServerError
 
 REPO = Path(__file__).resolve().parents[2]
 MINIO_USER = "ccsweep-test"
@@ -48,16 +52,18 @@ def debian_binary(name: str) -> str:
 
 
 class Server:
-    """One server process; `url` is its base URL, `ready` a path that answers 200 when it is up."""
+    """One server process; `url` is its base URL, `ready` a path that answers 200 when it is up, and
+    `serving` (if given) a request of its own API that must succeed too before it counts as up."""
 
     def __init__(self, name: str, command: list[str], port: int, ready: str, log: Path,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, serving: Callable[[Server], bool] | None = None):
         self.name = name
         self.command = command
         self.port = port
         self.ready = ready
         self.log = log
         self.env = env
+        self.serving = serving
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -78,7 +84,7 @@ class Server:
                 raise RuntimeError(f"{self.name} exited {self.process.returncode}: {self.log.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(self.url + self.ready, timeout=1) as response:
-                    if response.status == 200:
+                    if response.status == 200 and (self.serving is None or self.serving(self)):
                         return self
             except (urllib.error.URLError, OSError):
                 pass
@@ -108,7 +114,20 @@ def minio_server(root: Path) -> Server:
                "--console-address", f"127.0.0.1:{console}"]
     env = {"MINIO_ROOT_USER": MINIO_USER, "MINIO_ROOT_PASSWORD": MINIO_PASSWORD, "MINIO_BROWSER": "off",
            "MINIO_UPDATE": "off"}
-    return Server("minio", command, port, "/minio/health/live", root / "minio.log", env)
+    return Server("minio", command, port, "/minio/health/ready", root / "minio.log", env, serving=_lists_buckets)
+
+
+def _lists_buckets(minio: Server) -> bool:
+    """Whether MinIO answers an S3 request. Its health path can answer 200 while S3 requests still
+    get 503 (a loaded machine saw "too many 503 error responses" on the first test's bucket
+    creation); one ListBuckets that succeeds, without the client's own retries, is the real sign."""
+    client = Minio(minio.address, access_key=MINIO_USER, secret_key=MINIO_PASSWORD, secure=False,
+                   http_client=urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(total=2)))
+    try:
+        client.list_buckets()
+    except (S3Error, ServerError, urllib3.exceptions.HTTPError, OSError):
+        return False
+    return True
 
 
 def s3_env(minio: Server) -> dict[str, str]:

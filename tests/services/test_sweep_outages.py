@@ -54,7 +54,9 @@ def test_minio_still_down_at_the_end_keeps_the_status_and_the_spool_uploads_late
                                                                                   tmp_path: Path):
     """MinIO stops after the first cell and stays down: the sweep still exits 0, says its figures
     wait and where the spooled result is; `ccsweep upload-spool` and `ccsweep figures` finish the job."""
-    spec = write_spec(tmp_path / "spec.yaml", "outage-late", cc=["cubic"], loss_percent=[0.1, 1], duration_s=3)
+    # 8 s cells: the second cell's result must not reach the store before the test has seen the
+    # first one's and stopped MinIO, which a loaded machine once took longer than a 3 s cell to do.
+    spec = write_spec(tmp_path / "spec.yaml", "outage-late", cc=["cubic"], loss_percent=[0.1, 1], duration_s=8)
     store = s3_store(own_minio, "s3://outages/late")
     spool = Spool(tmp_path / "spool")
     env = sweep_env(s3_env(own_minio), spool.root, CCSWEEP_SPOOL_RETRIES="1", CCSWEEP_SPOOL_BACKOFF_S="0.2")
