@@ -7,7 +7,7 @@
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::lateness::Lateness;
+use crate::lateness::{Durations, Lateness};
 use crate::link::Direction;
 use crate::netdev::Devices;
 use crate::offload;
@@ -150,6 +150,9 @@ struct Link<'a> {
     cpu0: (f64, f64),
     buffers: Buffers,
     tokens: Vec<u64>,
+    /// Time in each write to a device (it runs the receiving side's stack) and each read.
+    writes: Durations,
+    reads: Durations,
 }
 
 impl<'a> Link<'a> {
@@ -191,6 +194,8 @@ impl<'a> Link<'a> {
                 packet_len: config.mtu as usize + 64,
             },
             tokens: Vec::new(),
+            writes: Durations::default(),
+            reads: Durations::default(),
         })
     }
 
@@ -243,11 +248,12 @@ impl<'a> Link<'a> {
         let t0 = self.t0;
         let clock = || sys::monotonic_ns() - t0;
         let (sender_fd, receiver_fd) = self.fds();
+        let writes = &mut self.writes;
         let now = clock();
         self.uplink.advance(now);
-        self.uplink.release(clock, |packet| sys::write(receiver_fd, packet));
+        self.uplink.release(clock, |packet| writes.time(|| sys::write(receiver_fd, packet)));
         self.downlink.advance(now);
-        self.downlink.release(clock, |packet| sys::write(sender_fd, packet));
+        self.downlink.release(clock, |packet| writes.time(|| sys::write(sender_fd, packet)));
         for direction in [&mut self.uplink, &mut self.downlink] {
             while self.buffers.pool.len() < SPARE_BUFFERS {
                 match direction.spare.pop() {
@@ -274,12 +280,12 @@ impl<'a> Link<'a> {
             self.pacer.timed_out(self.clock());
         }
         let (sender_fd, receiver_fd) = self.fds();
-        let Self { tokens, uplink, downlink, buffers, t0, .. } = self;
+        let Self { tokens, uplink, downlink, buffers, t0, reads, .. } = self;
         let mut stop = false;
         for token in tokens.iter() {
             match *token {
-                TOKEN_SENDER => read_batch(sender_fd, uplink, buffers, *t0)?,
-                TOKEN_RECEIVER => read_batch(receiver_fd, downlink, buffers, *t0)?,
+                TOKEN_SENDER => read_batch(sender_fd, uplink, buffers, *t0, reads)?,
+                TOKEN_RECEIVER => read_batch(receiver_fd, downlink, buffers, *t0, reads)?,
                 _ => stop = true,
             }
         }
@@ -316,6 +322,13 @@ impl<'a> Link<'a> {
                 "sleep_cost_us": self.pacer.sleep_cost_ns() as f64 / 1e3,
                 "latency_p90_us": self.pacer.latency.estimate_ns() as f64 / 1e3,
             },
+            // What a late packet's lateness can come from inside this process: sleeps that
+            // returned late, and writes (the receiving stack runs in them) or reads that took long.
+            "timing": {
+                "overshoot_us": self.pacer.overshoot.to_json(),
+                "write_us": self.writes.to_json(),
+                "read_us": self.reads.to_json(),
+            },
         }))
     }
 }
@@ -331,13 +344,15 @@ fn next_pass_ns(uplink: &Direction, downlink: &Direction, release_window_ns: u64
         .max()
 }
 
-/// Reads up to READ_BATCH frames from one device into its direction, stamping each on arrival.
+/// Reads up to READ_BATCH frames from one device into its direction, stamping each on arrival and
+/// timing each read in `reads`.
 /// With offloads a frame may be a whole TSO segment: it is read into `segment` and cut there.
-fn read_batch(fd: RawFd, direction: &mut Direction, buffers: &mut Buffers, t0: u64) -> Result<(), Error> {
+fn read_batch(fd: RawFd, direction: &mut Direction, buffers: &mut Buffers, t0: u64,
+              reads: &mut Durations) -> Result<(), Error> {
     let Buffers { pool, segment, packet_len } = buffers;
     if direction.offload() {
         for _ in 0..READ_BATCH {
-            match sys::read(fd, segment)? {
+            match reads.time(|| sys::read(fd, segment))? {
                 Some(n) if n > 0 => direction.arrive_frame(sys::monotonic_ns() - t0, &segment[..n], pool),
                 _ => return Ok(()),
             }
@@ -348,7 +363,7 @@ fn read_batch(fd: RawFd, direction: &mut Direction, buffers: &mut Buffers, t0: u
     for _ in 0..READ_BATCH {
         let mut buffer = pool.pop().unwrap_or_default();
         buffer.resize(len, 0);
-        match sys::read(fd, &mut buffer)? {
+        match reads.time(|| sys::read(fd, &mut buffer))? {
             Some(n) if n > 0 => {
                 buffer.truncate(n);
                 direction.arrive(sys::monotonic_ns() - t0, buffer);

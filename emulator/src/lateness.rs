@@ -73,6 +73,36 @@ impl Lateness {
     }
 }
 
+/// How long a kind of system call took, call by call: the same histogram, and the sum. Kept so a
+/// late packet can be told apart: a loop that woke late (timer overshoot) from one whose writes
+/// (each runs the receiving host's stack in our context) or reads took long.
+#[derive(Clone, Default)]
+pub struct Durations {
+    histogram: Lateness,
+    total_ns: u64,
+}
+
+impl Durations {
+    pub fn record(&mut self, ns: u64) {
+        self.histogram.record(ns);
+        self.total_ns += ns;
+    }
+
+    /// Runs `call` and records how long it took.
+    pub fn time<T>(&mut self, call: impl FnOnce() -> T) -> T {
+        let start = crate::sys::monotonic_ns();
+        let result = call();
+        self.record(crate::sys::monotonic_ns().saturating_sub(start));
+        result
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut value = self.histogram.to_json();
+        value["total_s"] = json!(self.total_ns as f64 / 1e9);
+        value
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +118,16 @@ mod tests {
         h.record(50_000_000);
         assert_eq!(h.quantile_us(1.0), 50_000.0);
         assert_eq!(h.to_json()["count"], 101);
+    }
+
+    #[test]
+    fn durations_keep_their_sum() {
+        let mut d = Durations::default();
+        d.record(2_500);
+        d.record(1_500_000);
+        let json = d.to_json();
+        assert_eq!(json["count"], 2);
+        assert_eq!(json["max"], 1_500.0);
+        assert!((json["total_s"].as_f64().unwrap() - 0.0015025).abs() < 1e-12);
     }
 }

@@ -9,6 +9,7 @@
 //! stays bounded. A packet is still only written once its due time has passed.
 
 use crate::error::Error;
+use crate::lateness::Lateness;
 use crate::sys;
 
 /// Timer overshoots kept to estimate how late a sleep ends.
@@ -92,6 +93,9 @@ pub struct Pacer {
     spin_until_ns: Option<u64>,
     /// Sleeps that ended by timing out (not by a readable device).
     pub timed_sleeps: u64,
+    /// How long after its planned end each of those sleeps returned: every one, for the summary
+    /// (`latency` keeps only the last few, to plan with).
+    pub overshoot: Lateness,
 }
 
 impl Pacer {
@@ -103,6 +107,7 @@ impl Pacer {
             sleep: None,
             spin_until_ns: None,
             timed_sleeps: 0,
+            overshoot: Lateness::default(),
         }
     }
 
@@ -161,7 +166,9 @@ impl Pacer {
     pub fn timed_out(&mut self, now_ns: u64) {
         let Some(sleep) = self.sleep.take().filter(|sleep| now_ns >= sleep.ends_ns) else { return };
         self.timed_sleeps += 1;
-        self.latency.record(now_ns.saturating_sub(sleep.ends_ns));
+        let overshoot_ns = now_ns.saturating_sub(sleep.ends_ns);
+        self.latency.record(overshoot_ns);
+        self.overshoot.record(overshoot_ns);
         self.spin_until_ns = Some(sleep.target_ns);
     }
 }
