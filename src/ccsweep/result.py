@@ -72,6 +72,80 @@ LatenessSource = Literal["packets", "run-queue"]
 UNMEASURED = "unmeasured"
 
 
+#: Worst second's stolen share of a CPU (%) from which a late attempt is put down to the host
+#: taking the CPU away (the hypervisor's steal): the machine's fault, not crowding by cells.
+STEAL_CAUSE_PCT: Final = 5.0
+#: What a late attempt's lateness is put down to (LatenessEvidence.cause), most to least specific:
+#: run-queue: the link's processes waited on a run queue (cells crowding the machine);
+#: steal: the hypervisor ran something else on this guest's CPU; timer: sleeps returned late with
+#: the run queue idle; writes: writes to the TUN device (the receiving host's stack runs in them)
+#: or reads took long; page-faults: the link's processes faulted on disk; injected: the emulator
+#: held releases back on purpose (a debug option, for tests); unexplained: none of these.
+LatenessCause = Literal["run-queue", "steal", "timer", "writes", "page-faults", "injected", "unexplained"]
+
+
+class LatenessEvidence(Record):
+    """What was measured about a link's timing besides its lateness: what a late attempt came from.
+
+    Sampled over the flow time. The host's side for every link: the hypervisor's steal and the
+    softirq time per CPU (/proc/stat, the worst CPU, over the flow and in its worst second) and the
+    link processes' page faults (/proc/PID/stat). ccsweep-link's side (None for Mahimahi, which
+    keeps no timing): how late its timed sleeps returned, and how long its device writes and reads
+    took (a write runs the receiving host's stack in the link's own context).
+    """
+
+    steal_pct: float | None = Field(default=None, description="stolen share of the worst CPU over the flow (%)")
+    steal_max_window_pct: float | None = Field(default=None, description="the same in the worst second (%)")
+    softirq_pct: float | None = Field(default=None, description="softirq share of the worst CPU over the flow (%)")
+    softirq_max_window_pct: float | None = Field(default=None, description="the same in the worst second (%)")
+    minor_faults: int | None = Field(default=None, description="the link processes' minor page faults over the flow")
+    major_faults: int | None = Field(default=None, description="the same, major (from disk)")
+    overshoot_p99_us: float | None = Field(default=None, description="p99 of how late the link's timed sleeps returned")
+    overshoot_max_us: float | None = None
+    write_p99_us: float | None = Field(default=None, description="p99 time of one write to a TUN device")
+    write_max_us: float | None = None
+    write_total_s: float | None = Field(default=None, description="time in TUN writes over the link's life")
+    read_p99_us: float | None = Field(default=None, description="p99 time of one read from a TUN device")
+    read_max_us: float | None = None
+
+    def cause(self, check: SelfCheck) -> LatenessCause:
+        """What `check`'s lateness is put down to (see LatenessCause), from these numbers and its own."""
+        threshold = check.threshold_us or 0.0
+        worst = max(check.lateness_max_us or 0.0, threshold)
+        if check.runqueue_p99_us is not None and check.runqueue_p99_us > threshold:
+            return "run-queue"
+        if (self.steal_max_window_pct or 0.0) >= STEAL_CAUSE_PCT:
+            return "steal"
+        if (self.overshoot_p99_us or 0.0) > threshold or (self.overshoot_max_us or 0.0) >= worst / 2:
+            return "timer"
+        if max(self.write_p99_us or 0.0, self.read_p99_us or 0.0) > threshold or \
+                max(self.write_max_us or 0.0, self.read_max_us or 0.0) >= worst / 2:
+            return "writes"
+        if self.major_faults:
+            return "page-faults"
+        return "injected" if check.injected_lateness else "unexplained"
+
+    def text(self) -> str:
+        """The numbers in one phrase, for the console and a test's message."""
+        parts = [f"steal {_pct(self.steal_pct)} (worst second {_pct(self.steal_max_window_pct)})",
+                 f"softirq {_pct(self.softirq_pct)} (worst second {_pct(self.softirq_max_window_pct)})"]
+        if self.minor_faults is not None:
+            parts.append(f"page faults {self.minor_faults} minor, {self.major_faults} major")
+        if self.overshoot_p99_us is not None or self.write_p99_us is not None:
+            parts += [f"sleep overshoot p99 {_us(self.overshoot_p99_us)}, max {_us(self.overshoot_max_us)}",
+                      f"TUN write p99 {_us(self.write_p99_us)}, max {_us(self.write_max_us)}",
+                      f"read p99 {_us(self.read_p99_us)}, max {_us(self.read_max_us)}"]
+        return "; ".join(parts)
+
+
+def _pct(value: float | None) -> str:
+    return "unmeasured" if value is None else f"{value:.1f} %"
+
+
+def _us(value: float | None) -> str:
+    return "unmeasured" if value is None else f"{value:,.0f} us"
+
+
 class SelfCheck(Record):
     """The link's timing self-check: a cell whose link ran late is flagged, not trusted blindly.
 
@@ -107,6 +181,12 @@ class SelfCheck(Record):
     lateness_from: LatenessSource | None = Field(
         default=None, description="packets: each packet's release lateness (ccsweep-link); run-queue: the link "
                                   "processes' run-queue delay per wake-up, from /proc schedstat (Mahimahi)")
+    #: None in records written before it was measured.
+    evidence: LatenessEvidence | None = Field(
+        default=None, description="what was measured about the link's timing besides its lateness")
+    #: Set on late records only (None when on time, and in older records).
+    late_cause: LatenessCause | None = Field(
+        default=None, description="what the lateness is put down to, from `evidence` (result.LatenessCause)")
 
 
     def measured_text(self) -> str:
@@ -117,7 +197,15 @@ class SelfCheck(Record):
         if self.runqueue_p99_us is not None:
             parts.append(f"p99 run-queue delay {self.runqueue_p99_us:,.0f} us")
         text = ", ".join(parts) or "lateness not measured"
-        return text + (f" (threshold {self.threshold_us:,.0f} us)" if self.threshold_us is not None else "")
+        text += f" (threshold {self.threshold_us:,.0f} us)" if self.threshold_us is not None else ""
+        if self.late and self.evidence is not None:
+            text += f"; cause: {self.late_cause}; {self.evidence.text()}"
+        return text
+
+    def with_evidence(self, evidence: LatenessEvidence | None) -> SelfCheck:
+        """This check with `evidence`, and the cause of its lateness if it is late."""
+        cause = evidence.cause(self) if evidence is not None and self.late else None
+        return self.model_copy(update={"evidence": evidence, "late_cause": cause})
 
 
 class LinkSummary(Record):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ccsweep.cell import Cell, DirectionParams, RateStep
 from ccsweep.linkrules import DIRECTIONS, LinkError
-from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
+from ccsweep.result import DirectionCounters, LatenessEvidence, LinkSummary, SelfCheck
 from ccsweep.runner.attempt import link_files
 from ccsweep.runner.runqueue import RunQueueSummary
 
@@ -193,6 +193,18 @@ def _release_window_us(config: dict[str, Any]) -> float | None:
     return None if value is None else float(value)
 
 
+def _timing_evidence(timing: dict[str, Any] | None) -> LatenessEvidence | None:
+    """The emulator's own timing (its summary's `timing`: sleeps' overshoot, device writes and
+    reads) as LatenessEvidence; None from an emulator too old to write it."""
+    if not timing:
+        return None
+    overshoot, write, read = (timing.get(k) or {} for k in ("overshoot_us", "write_us", "read_us"))
+    return LatenessEvidence(
+        overshoot_p99_us=overshoot.get("p99"), overshoot_max_us=overshoot.get("max"),
+        write_p99_us=write.get("p99"), write_max_us=write.get("max"), write_total_s=write.get("total_s"),
+        read_p99_us=read.get("p99"), read_max_us=read.get("max"))
+
+
 def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQueueSummary | None = None) -> LinkSummary:
     """The emulator's summary line as the result's LinkSummary, with the `late` verdict.
 
@@ -221,6 +233,7 @@ def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQue
             release_window_us=_release_window_us(summary.get("config") or {}),
             lateness_from="packets",
             runqueue_p99_us=waited,
+            evidence=_timing_evidence(summary.get("timing")),
         ),
         offload=(summary.get("config") or {}).get("offload"),
     )

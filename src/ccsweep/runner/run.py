@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,10 +47,11 @@ from ccsweep import __version__
 from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
 from ccsweep.linkrules import lateness_threshold_us as lateness_threshold_for
-from ccsweep.result import CellResult, CellStatus, Environment, TimeSeries
+from ccsweep.result import CellResult, CellStatus, Environment, LatenessEvidence, LinkSummary, TimeSeries
 from ccsweep.runner.api import CellObserver, CellOutput, CellUnavailable, CongestionControlUnavailable, check_runnable
 from ccsweep.runner.attempt import END_GRACE_S, READY_TIMEOUT_S, CellRun, Link, LinkClock, link_files
 from ccsweep.runner.collect import cell_goodput, flow_result, flow_series, link_series, receiver_curves, samples_of
+from ccsweep.runner.hostcpu import HostCpu
 from ccsweep.runner.links import link_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
@@ -98,6 +100,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
 def _run(run: CellRun, link: Link, live: LiveFeed) -> None:
     """The order of work of the module docstring, the same for every link; fills in `run` as it goes."""
     run_queue: RunQueueDelay | None = None
+    host = HostCpu()
     try:
         link.prepare(run)
         with cell_namespaces(run.cell.id, run.cell.params.buffers) as ns:
@@ -122,7 +125,8 @@ def _run(run: CellRun, link: Link, live: LiveFeed) -> None:
                 if run_queue is not None:
                     run_queue.stop()
     finally:
-        run.summary = link.stop(run, flow_run_queue(run, run_queue))
+        host.stop()
+        run.summary = with_evidence(link.stop(run, flow_run_queue(run, run_queue)), run, run_queue, host)
     run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
         "rmem_max": next(iter(sysctls.get("net.core.rmem_max") or []), None),
@@ -150,6 +154,23 @@ def flow_run_queue(run: CellRun, run_queue: RunQueueDelay | None) -> RunQueueSum
     if run_queue is None or run.t0_ns is None:
         return None
     return run_queue.summary(run.t0_ns, run.t0_ns + round(run.cell.params.duration_s * 1e9))
+
+
+def with_evidence(summary: LinkSummary | None, run: CellRun, run_queue: RunQueueDelay | None,
+                  host: HostCpu) -> LinkSummary | None:
+    """The link's summary with what was measured of the host and the link's processes over the flow
+    time beside its own timing (result.LatenessEvidence), and the cause of its lateness if late."""
+    if summary is None or run.t0_ns is None:
+        return summary
+    end_ns = run.t0_ns + round(run.cell.params.duration_s * 1e9)
+    evidence = summary.selfcheck.evidence or LatenessEvidence()
+    cpus = host.summary(run.t0_ns, end_ns)
+    if cpus is not None:
+        evidence = evidence.model_copy(update=asdict(cpus))
+    faults = run_queue.page_faults(run.t0_ns, end_ns) if run_queue is not None else None
+    if faults is not None:
+        evidence = evidence.model_copy(update={"minor_faults": faults.minor, "major_faults": faults.major})
+    return summary.model_copy(update={"selfcheck": summary.selfcheck.with_evidence(evidence)})
 
 
 def _wait_sender_ready(sender: Child, available: list[str]) -> None:

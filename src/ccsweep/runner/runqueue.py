@@ -42,6 +42,8 @@ class ProcStat:
     ppid: int
     comm: str
     cpu_ticks: int
+    minor_faults: int = 0
+    major_faults: int = 0
 
 
 def proc_stats() -> dict[int, ProcStat]:
@@ -55,7 +57,7 @@ def proc_stats() -> dict[int, ProcStat]:
                 continue
             fields = text[text.rindex(")") + 2:].split()
             stats[int(entry.name)] = ProcStat(int(fields[1]), text[text.index("(") + 1:text.rindex(")")],
-                                              int(fields[11]) + int(fields[12]))
+                                              int(fields[11]) + int(fields[12]), int(fields[7]), int(fields[9]))
     return stats
 
 
@@ -80,6 +82,14 @@ class RunQueueSummary:
     windows: int
 
 
+@dataclass(frozen=True)
+class PageFaults:
+    """Page faults of the link's processes over a span: minor (a page mapped) and major (read from disk)."""
+
+    minor: int
+    major: int
+
+
 class RunQueueDelay(PeriodicSampler):
     """Samples the run-queue delay of the named processes under `root_pid` every WINDOW_S until stop().
 
@@ -95,13 +105,17 @@ class RunQueueDelay(PeriodicSampler):
         self._last_ns = time.monotonic_ns()
         #: (CLOCK_MONOTONIC ns at the window's end, its length in ns, worst mean delay per wake-up in it, ns)
         self.windows: list[tuple[int, int, float]] = []
+        #: (CLOCK_MONOTONIC ns of a walk of the tree, each process's (minor, major) faults so far)
+        self.faults: list[tuple[int, dict[int, tuple[int, int]]]] = []
         super().__init__(window_s, "runqueue-delay")
 
     def _sample(self) -> None:
         now = time.monotonic_ns()
         if now >= self._next_walk:
-            self._tasks = [task / "schedstat" for pid in tree_of(self._root, proc_stats(), self._names)
-                           for task in tasks_of(pid)]
+            stats = proc_stats()
+            pids = tree_of(self._root, stats, self._names)
+            self._tasks = [task / "schedstat" for pid in pids for task in tasks_of(pid)]
+            self.faults.append((now, {pid: (stats[pid].minor_faults, stats[pid].major_faults) for pid in pids}))
             self._next_walk = now + round(REFRESH_S * 1e9)
         worst: float | None = None
         for path in self._tasks:
@@ -124,6 +138,18 @@ class RunQueueDelay(PeriodicSampler):
     def summary(self, start_ns: int, end_ns: int) -> RunQueueSummary | None:
         """Over the windows ending within [start_ns, end_ns]; None if no thread ran in any of them."""
         return summarise(self.windows, start_ns, end_ns)
+
+    def page_faults(self, start_ns: int, end_ns: int) -> PageFaults | None:
+        """The faults between the last walk at or before `start_ns` and the last at or before
+        `end_ns` (walks are REFRESH_S apart); a process first seen in between counts whole."""
+        before = [counts for at, counts in self.faults if at <= start_ns]
+        until = [counts for at, counts in self.faults if at <= end_ns]
+        if not before or len(until) <= len(before):
+            return None
+        base, top = before[-1], until[-1]
+        minor = sum(now[0] - base.get(pid, (0, 0))[0] for pid, now in top.items())
+        major = sum(now[1] - base.get(pid, (0, 0))[1] for pid, now in top.items())
+        return PageFaults(max(0, minor), max(0, major))
 
 
 def summarise(windows: list[tuple[int, int, float]], start_ns: int, end_ns: int) -> RunQueueSummary | None:
