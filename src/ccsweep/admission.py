@@ -5,8 +5,11 @@ suffers first when cells crowd each other: interpreters, namespaces and slow sta
 the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 
 - cells start one at a time, `stagger_s` apart, never together;
-- the number of cells at once follows their lateness, additive increase and multiplicative
-  decrease as TCP does: one more after each on-time cell, half as many after a late one; it
+- the number of cells at once follows their lateness: one more after each on-time cell, and
+  after a late one fewer by what its record measured (result.LatenessCause): a quarter fewer
+  when the link waited on a run queue (cells crowded the machine), one fewer when the link was
+  late with its run queue idle (its timer or its writes: crowding may have a part in it), and
+  no fewer when the hypervisor stole the CPU (no number of cells at once would have helped). It
   starts at one cell (a clean first measurement), or at the user's --jobs, which also caps it;
 - what a cell costs comes from measurement, per link backend: the CPU time the finished cells'
   processes used over their wall time corrects the prior model (`prior_cost`: rate, and the
@@ -15,7 +18,9 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   one of that kind has finished, for kinds not yet seen by the average over the backend's
   finished cells, and only before any of its cells finished by the average over all, so the
   budget fills with what each backend's cells cost on this machine rather than with a constant;
-- a cell running again after a late attempt runs alone, with the whole machine as headroom.
+- a cell running again after a late attempt asks for more: each attempt counts its cost once
+  more (a second attempt twice its cost), so it does not meet the same crowding; its last
+  attempt runs alone, with the whole machine as headroom.
 """
 
 from __future__ import annotations
@@ -153,23 +158,29 @@ class Admission:
         fallback = self.backend_corrections.get(cell.params.link, self.correction)
         return prior_cost(cell) * self.corrections.get(cost_class(cell), fallback)
 
-    def may_start(self, cell: Cell, running: list[tuple[Cell, bool]], now: float, *, alone: bool = False) -> bool:
-        """Whether `cell` may start at `now` beside `running` (each a cell and whether it runs alone)."""
+    def may_start(self, cell: Cell, running: list[tuple[Cell, bool, int]], now: float, *, alone: bool = False,
+                  attempt: int = 1) -> bool:
+        """Whether attempt `attempt` of `cell` may start at `now` beside `running` (each a cell, whether
+        it runs alone, and its attempt: an attempt counts its cell's cost `attempt` times)."""
         if now - self.last_start < self.stagger_s:
             return False
-        if alone or any(exclusive for _, exclusive in running):
+        if alone or any(exclusive for _, exclusive, _ in running):
             return not running
         if not running:
             return True
         if len(running) >= self.limit or (self.max_cells is not None and len(running) >= self.max_cells):
             return False
-        return sum(self.cost(c) for c, _ in running) + self.cost(cell) <= self.budget
+        held = sum(self.cost(c) * tries for c, _, tries in running)
+        return held + self.cost(cell) * attempt <= self.budget
 
     def started(self, now: float) -> None:
         self.last_start = now
 
-    def observe(self, cell: Cell, cpu_seconds: float | None, wall_seconds: float, late: bool) -> None:
-        """Learn from a finished cell: its measured CPU share, and whether its emulator kept time."""
+    def observe(self, cell: Cell, cpu_seconds: float | None, wall_seconds: float, late: bool,
+                cause: str | None = None) -> None:
+        """Learn from a finished cell: its measured CPU share, whether its emulator kept time, and if
+        not, what its record put that down to (`cause`, a result.LatenessCause; None for a starved
+        attempt or a record without one, taken as crowding)."""
         if cpu_seconds is not None and wall_seconds > 0:
             ratio = (cpu_seconds / wall_seconds) / prior_cost(cell)
             weight = 1.0 if self.measured == 0 else COST_EWMA_WEIGHT
@@ -179,10 +190,19 @@ class Admission:
             self.corrections[kind] = _averaged(self.corrections.get(kind), ratio)
             self.backend_corrections[link] = _averaged(self.backend_corrections.get(link), ratio)
         if late:
-            self.limit = max(1, self.limit // 2)
+            self.limit = max(1, self.limit - _backoff(self.limit, cause))
         else:
             ceiling = self.max_cells if self.max_cells is not None else max(1, int(self.budget / self.cost(cell)))
             self.limit = min(self.limit + 1, max(1, ceiling))
+
+
+def _backoff(limit: int, cause: str | None) -> int:
+    """How many fewer cells at once after a late attempt put down to `cause` (see the module docstring)."""
+    if cause == "steal":
+        return 0
+    if cause in (None, "run-queue"):
+        return max(1, limit // 4)
+    return 1
 
 
 def _averaged(previous: float | None, ratio: float) -> float:

@@ -44,6 +44,8 @@ class CellOutcome:
     store_error: str | None = None
     #: A Ctrl-C came while the result was being stored: it is kept, and the caller stops.
     interrupted: bool = False
+    #: What a late attempt's lateness was put down to (result.LatenessCause), from its report.
+    late_cause: str | None = None
 
     def report(self) -> dict[str, Any]:
         """The one-line JSON report of `ccsweep cell` (its keys are read by the executor and by tests)."""
@@ -56,7 +58,8 @@ class CellOutcome:
                 "kept_in": str(self.kept_in) if self.kept_in else None, "store_error": self.store_error,
                 "goodput_mbps": self.goodput_mbps, "error": self.error, "late": self.result.late,
                 "lateness_p99_us": check.lateness_p99_us if check else None,
-                "timing": check.measured_text() if check else None, "cpu_share": check.cpu_share if check else None}
+                "timing": check.measured_text() if check else None, "cpu_share": check.cpu_share if check else None,
+                "late_cause": check.late_cause if check else None}
 
     @classmethod
     def from_report(cls, cell: Cell, report: dict[str, Any], attempts: int) -> CellOutcome:
@@ -64,7 +67,8 @@ class CellOutcome:
         spooled, kept_in = report.get("spooled"), report.get("kept_in")
         return cls(cell, report["status"], goodput_mbps=report.get("goodput_mbps"), error=report.get("error"),
                    spooled=Path(spooled) if spooled else None, kept_in=Path(kept_in) if kept_in else None,
-                   attempts=attempts, stored=report.get("stored"), store_error=report.get("store_error"))
+                   attempts=attempts, stored=report.get("stored"), store_error=report.get("store_error"),
+                   late_cause=report.get("late_cause"))
 
 
 def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None, pushgateway: str | None = None,

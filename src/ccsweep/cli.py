@@ -576,11 +576,12 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
     finished result. Cells start one at a time; how many run at once follows what they cost and
-    whether their emulator kept time. A cell whose emulator ran late, or that the machine starved
-    (a wait on its processes ran out), runs again, alone; a cell late (starved) on every attempt
+    whether their emulator kept time, and after a late attempt what its record measured of why. A
+    cell whose emulator ran late, or that the machine starved (a wait on its processes ran out),
+    runs again, asking for more CPU headroom, and alone on its last attempt; a cell late (starved) on every attempt
     counts as `late` (`starved`), is left out of figures, and the exit status is 1.
     """
-    from ccsweep.executor import SweepSummary, notice, run_sweep, summary_table
+    from ccsweep.executor import HostCannotRun, SweepSummary, notice, run_sweep, summary_table
 
     sweep = _load(spec, sweep_name, time_scale, link)
     store = _open(store_url)
@@ -591,7 +592,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
         summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
                             pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise,
                             max_failed_cells=max_failed_cells)
-    except (SpecError, StoreError) as exc:
+    except (SpecError, StoreError, HostCannotRun) as exc:
         fail(exc)
     finally:
         kept = summary.kept_in if summary else []

@@ -72,7 +72,7 @@ def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], floa
     peak = 0
     cpu_core_s = 0.0
     while queue or running:
-        while queue and admission.may_start(queue[0], [(c, False) for _, _, c in running], now):
+        while queue and admission.may_start(queue[0], [(c, False, 1) for _, _, c in running], now):
             cell = queue.pop(0)
             heapq.heappush(running, (now + cell_wall_s(cell), started, cell))
             admission.started(now)

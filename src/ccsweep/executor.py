@@ -34,6 +34,7 @@ from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import CHUNK_SIZE, Survey, cells_to_run, store_plan, survey
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.runner.api import CellUnavailable, check_runnable
+from ccsweep.runner.links import host_refusal
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.spec import SweepSpec
@@ -155,7 +156,7 @@ class _Queue(list[_Queued]):
 class _Running:
     cell: Cell
     attempt: int
-    alone: bool  # a re-run of a late cell: nothing runs beside it
+    alone: bool  # the last attempt of a late cell: nothing runs beside it
     process: subprocess.Popen[str]
     started: float
     log: Path  # the cell's stderr
@@ -224,21 +225,34 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     return summary
 
 
+class HostCannotRun(RuntimeError):
+    """This machine can run no cell of a link the sweep names (its tools missing or out of reach):
+    said once, before the first cell, rather than by every cell."""
+
+
 @dataclass
 class _Machine:
-    """What this machine can run: the algorithms its kernel offers, and cells that keep time within
-    the `cpu_budget` it gives cells (admission.refusal)."""
+    """What this machine can run: the algorithms its kernel offers, the links its tools serve, and
+    cells that keep time within the `cpu_budget` it gives cells (admission.refusal)."""
 
     cpu_budget: float
     available: list[str] = field(default_factory=available_congestion_controls)
+    #: Each link and set of algorithms checked once (runner.links.host_refusal).
+    hosts_checked: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
 
     def refusal(self, cell: Cell) -> str | None:
         """Why this machine cannot run `cell` (an algorithm or kernel it lacks, more CPU than its
-        budget); None if it can."""
+        budget); None if it can. HostCannotRun if no cell of its link can run here."""
         try:
             check_runnable(cell, self.available)
         except CellUnavailable as exc:
             return str(exc)
+        host = (cell.params.link, tuple(sorted({f.cc for f in cell.params.flows})))
+        if host not in self.hosts_checked:
+            why = host_refusal(host[0], list(host[1]))
+            if why is not None:
+                raise HostCannotRun(why)
+            self.hosts_checked.add(host)
         return refusal(cell, self.cpu_budget)
 
 
@@ -390,9 +404,11 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
             task = progress.add_task("cells", total=work_total, cells=f"0/{todo.cells}")
             while (queue and not budget.spent) or running:
                 now = time.monotonic()
+                alone = bool(queue) and _alone(queue[0].attempt, max_attempts)
                 if queue and not budget.spent and admission.may_start(
-                        queue[0].cell, [(r.cell, r.alone) for r in running], now, alone=queue[0].attempt > 1):
-                    running.append(_start(queue.pop_first(), store, workdir, pushgateway))
+                        queue[0].cell, [(r.cell, r.alone, r.attempt) for r in running], now, alone=alone,
+                        attempt=queue[0].attempt):
+                    running.append(_start(queue.pop_first(), store, workdir, pushgateway, alone))
                     admission.started(now)
                 time.sleep(0.2)
                 for ended, cpu_s in _reap(running):
@@ -401,12 +417,13 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                     outcome = _outcome(ended)
                     wall_s = time.monotonic() - ended.started
                     spoiled = outcome.status in RERUN_STATUSES  # by the machine: run again, fewer at once
-                    admission.observe(ended.cell, cpu_s, wall_s, late=spoiled)
+                    admission.observe(ended.cell, cpu_s, wall_s, late=spoiled, cause=outcome.late_cause)
                     done_work += ended.cell.params.duration_s
                     if spoiled and ended.attempt < max_attempts:
                         progress.console.print(f"[yellow]cell {ended.cell.id}: {_spoiled_by(outcome)}; attempt "
-                                               f"{ended.attempt} kept under {outcome.status}/, running it again "
-                                               f"alone; {admission.limit} cell(s) at once from now[/yellow]",
+                                               f"{ended.attempt} kept under {outcome.status}/, running it again"
+                                               f"{' alone' if _alone(ended.attempt + 1, max_attempts) else ''}; "
+                                               f"{admission.limit} cell(s) at once from now[/yellow]",
                                                soft_wrap=True)
                         queue.insert(0, _Queued(ended.cell, ended.attempt + 1))
                         work_total += ended.cell.params.duration_s
@@ -451,6 +468,12 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
         signal.signal(signal.SIGTERM, previous_term)
 
 
+def _alone(attempt: int, max_attempts: int) -> bool:
+    """A cell's last attempt after late or starved ones runs alone: the whole machine as headroom.
+    Earlier re-runs run beside others, asking for more (admission.Admission.may_start)."""
+    return 1 < attempt == max_attempts
+
+
 def _spoiled_by(outcome: CellOutcome) -> str:
     """What spoiled a late or starved attempt, in words."""
     if outcome.status == "late":
@@ -482,7 +505,7 @@ def _reap(running: list[_Running]) -> list[tuple[_Running, float | None]]:
     return ended
 
 
-def _start(item: _Queued, store: ResultStore, workdir: Path, pushgateway: str | None) -> _Running:
+def _start(item: _Queued, store: ResultStore, workdir: Path, pushgateway: str | None, alone: bool) -> _Running:
     cell = item.cell
     cell_dir = workdir / cell.id / f"attempt-{item.attempt}"
     cell_dir.mkdir(parents=True, exist_ok=True)
@@ -495,7 +518,7 @@ def _start(item: _Queued, store: ResultStore, workdir: Path, pushgateway: str | 
     log = cell_dir / "cell.log"
     with open(log, "w") as stderr:
         process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
-    return _Running(cell, item.attempt, item.attempt > 1, process, time.monotonic(), log)
+    return _Running(cell, item.attempt, alone, process, time.monotonic(), log)
 
 
 def _outcome(item: _Running) -> CellOutcome:

@@ -44,10 +44,12 @@ def test_a_late_attempt_is_kept_and_the_cell_runs_again(spec_file: Path, tmp_pat
     late = store.latest_attempt(cell.id, "late")
     assert late is not None and late.status == "late" and late.attempt == 1
     assert late.link is not None and late.link.selfcheck.lateness_p99_us > late.link.selfcheck.threshold_us
+    assert late.link.selfcheck.late_cause == "injected", late.link.selfcheck.measured_text()
     result = store.get_result(cell.id)
     assert result is not None and (result.status, result.attempt) == ("ok", 2)
     assert not result.link.selfcheck.late
-    assert "running it again alone" in done.stderr and "1 late or starved attempt(s) run again" in done.stderr
+    # A second attempt of three runs beside others (asking for twice its cost); only a last one runs alone.
+    assert "running it again; " in done.stderr and "1 late or starved attempt(s) run again" in done.stderr
     report = (store_dir / "sweeps" / "late" / "report.html").read_text()
     assert 'class="untrusted"' not in report and "Every stored cell's emulator kept time" in report
 

@@ -69,6 +69,7 @@ def test_a_starved_attempt_is_flagged_late_kept_and_run_again(link: str, tmp_pat
     # in flight (about 1 % of the flow's) wait.
     assert check.threshold_us == 1000 and check.runqueue_p99_us is not None
     assert check.runqueue_p99_us > check.threshold_us, check
+    assert check.late_cause == "run-queue", check.measured_text()
     # Run again, alone: the second attempt is stored, or kept under late/ beside the first.
     assert "running it again alone" in stderr, stderr[-2000:]
     result = store.get_result(cell.id)

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from ccsweep.cell import Cell
+from ccsweep.executor import DEFAULT_MAX_ATTEMPTS
 from ccsweep.expand import expand
-from ccsweep.result import CellResult
+from ccsweep.result import RERUN_STATUSES, CellResult
 from ccsweep.runner.netns import namespace_names
 from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
@@ -76,12 +77,12 @@ class Cells:
     def of(spec: dict[str, Any]) -> list[Cell]:
         return expand(parse_spec(spec, origin="test"))
 
-    def start(self, cell: Cell, prefix: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    def start(self, cell: Cell, prefix: tuple[str, ...] = (), attempt: int = 1) -> subprocess.Popen[str]:
         """`prefix`: what the process starts under (e.g. setpriv with a pod's capabilities)."""
-        workdir = self.scratch / cell.id
+        workdir = self.scratch / cell.id / f"attempt-{attempt}"
         workdir.mkdir(parents=True, exist_ok=True)
         return subprocess.Popen([*prefix, sys.executable, "-m", "ccsweep", "cell", "--cell", cell.model_dump_json(),
-                                 "--store", str(self.store), "--workdir", str(workdir)],
+                                 "--store", str(self.store), "--workdir", str(workdir), "--attempt", str(attempt)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def finish(self, cell: Cell, process: subprocess.Popen[str], timeout: float = 120) -> CellRun:
@@ -97,7 +98,15 @@ class Cells:
         return CellRun(cell, process.pid, process.returncode, report, err, result)
 
     def run(self, cell: Cell, timeout: float = 120, prefix: tuple[str, ...] = ()) -> CellRun:
-        return self.finish(cell, self.start(cell, prefix), timeout)
+        """Run `cell` as a user's sweep would: an attempt the machine spoiled (late or starved, exit
+        75) is kept and run again, up to the executor's DEFAULT_MAX_ATTEMPTS, and what each spoiled
+        attempt measured of its own lateness is printed (pytest shows it beside a failure)."""
+        for attempt in range(1, DEFAULT_MAX_ATTEMPTS + 1):
+            run = self.finish(cell, self.start(cell, prefix, attempt), timeout)
+            if run.report.get("status") not in RERUN_STATUSES:
+                break
+            print(f"cell {cell.id} attempt {attempt}: {run.report.get('status')}: {run.report.get('timing')}")
+        return run
 
     @staticmethod
     def namespaces() -> set[str]:

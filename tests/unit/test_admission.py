@@ -21,23 +21,41 @@ def test_starts_are_staggered_and_the_first_cell_runs_alone():
     assert admission.may_start(ONE, [], now=0.0)
     admission.started(0.0)
     assert not admission.may_start(CELLS[1], [], now=0.5), "a second start within the stagger"
-    assert not admission.may_start(CELLS[1], [(ONE, False)], now=5.0), "limit 1 until a cell finished on time"
+    assert not admission.may_start(CELLS[1], [(ONE, False, 1)], now=5.0), "limit 1 until a cell finished on time"
 
 
-def test_on_time_cells_grow_the_limit_up_to_the_budget_and_a_late_one_halves_it():
+def test_on_time_cells_grow_the_limit_up_to_the_budget_and_late_ones_lower_it_in_steps():
     admission = Admission(budget=1.5)
     for _ in range(10):
         admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
     # A 100 Mbit/s cell measured 0.170 cores alone (2026-11-26-offloads.md): 8 fit in 1.5 cores.
     assert admission.limit == int(1.5 / prior_cost(ONE)) == 8
-    running = [(c, False) for c in CELLS[:7]]
+    running = [(c, False, 1) for c in CELLS[:7]]
     assert admission.may_start(CELLS[7], running, now=10.0)
-    assert not admission.may_start(ONE, running + [(CELLS[7], False)], now=10.0)
+    assert not admission.may_start(ONE, running + [(CELLS[7], False, 1)], now=10.0)
+    # Crowding (the link waited on a run queue, or a starved attempt with no cause): a quarter fewer.
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True, cause="run-queue")
+    assert admission.limit == 6
     admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
-    assert admission.limit == 4
-    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
-    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
+    assert admission.limit == 5
+    # Late with the run queue idle (timer, writes, unexplained): one fewer.
+    for cause in ("timer", "writes", "unexplained"):
+        admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True, cause=cause)
+    assert admission.limit == 2
+    # The hypervisor took the CPU: no number of cells at once would have helped.
+    admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True, cause="steal")
+    assert admission.limit == 2
+    for _ in range(5):
+        admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True, cause="run-queue")
     assert admission.limit == 1
+
+
+def test_a_rerun_asks_for_its_cost_once_more_per_attempt():
+    admission = Admission(budget=4 * prior_cost(ONE) + 1e-9, limit=8)
+    three = [(c, False, 1) for c in CELLS[1:4]]
+    assert admission.may_start(ONE, three, now=5.0, attempt=1)
+    assert not admission.may_start(ONE, three, now=5.0, attempt=2), "a second attempt counts twice"
+    assert not admission.may_start(ONE, [(CELLS[1], False, 2), (CELLS[2], False, 1), (CELLS[3], False, 1)], now=5.0)
 
 
 def test_measured_cost_replaces_the_prior():
@@ -50,11 +68,11 @@ def test_measured_cost_replaces_the_prior():
     assert admission.limit == 2
 
 
-def test_a_rerun_runs_alone_and_nothing_starts_beside_it():
+def test_a_last_attempt_runs_alone_and_nothing_starts_beside_it():
     admission = Admission(budget=8, limit=4)
-    assert not admission.may_start(ONE, [(CELLS[1], False)], now=5.0, alone=True)
+    assert not admission.may_start(ONE, [(CELLS[1], False, 1)], now=5.0, alone=True)
     assert admission.may_start(ONE, [], now=5.0, alone=True)
-    assert not admission.may_start(CELLS[2], [(ONE, True)], now=10.0)
+    assert not admission.may_start(CELLS[2], [(ONE, True, 1)], now=10.0)
 
 
 def test_jobs_caps_the_limit():
@@ -66,7 +84,7 @@ def test_jobs_caps_the_limit():
 
 def test_jobs_is_where_the_limit_starts_too():
     admission = Admission(budget=64, max_cells=2, limit=2)
-    assert admission.may_start(CELLS[1], [(ONE, False)], now=5.0)
+    assert admission.may_start(CELLS[1], [(ONE, False, 1)], now=5.0)
     admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True)
     assert admission.limit == 1
 

@@ -57,7 +57,9 @@ def find_mahimahi(explicit: str | os.PathLike[str] | None = None) -> Path:
         candidates += [Path(on_path).parent] if on_path else []
     for folder in candidates:
         if all((folder / name).is_file() for name in BINARIES):
-            return folder
+            # Where the files are, not the links to them: nobody runs them, and a link in a
+            # clone's bin/ under a private home is out of its reach though the files are not.
+            return (folder / BINARIES[0]).resolve().parent
     tried = ", ".join(map(str, candidates)) + ("" if explicit is not None else ", PATH")
     raise LinkError(f"Mahimahi's {', '.join(BINARIES)} not found (tried {tried}); build them with `make mahimahi`")
 

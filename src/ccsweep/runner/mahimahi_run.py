@@ -7,9 +7,12 @@ What differs from ccsweep-link, and why:
   ip_forward (or its creator's, with net.core.devconf_inherit_init_net=3), so the nesting needs
   one of those on the host: checked first, never changed here.
 - The sender runs innermost, unprivileged: it may only pick an algorithm the host lists in
-  net.ipv4.tcp_allowed_congestion_control (checked first), and it needs an interpreter and a
-  ccsweep that nobody can read (the runner's own may sit in root's home). The receiver listens
-  in the sender namespace, the outer side, where $MAHIMAHI_BASE points.
+  net.ipv4.tcp_allowed_congestion_control (checked first), and it needs an interpreter and
+  code that nobody can read. The runner's own ccsweep may sit in a private folder (a clone in
+  root's 0700 home), so the sender's few modules (runner.endpoint_copy) are copied into the
+  cell's scratch folder, readable by all, for every attempt; the interpreter is the runner's own
+  where nobody can run it, else the system's. The receiver listens in the sender namespace, the
+  outer side, where $MAHIMAHI_BASE points.
 - The innermost namespace starts with the host's socket-buffer sysctls, not the cell's: the
   sender waits (`--wait-setup`) while the runner names that namespace (`ip netns attach`) and
   sets the cell's buffers there, before any socket exists.
@@ -40,15 +43,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import ccsweep
 from ccsweep.cell import Cell
 from ccsweep.linkrules import DIRECTIONS, LinkError, mahimahi_cannot
 from ccsweep.result import LinkSummary
 from ccsweep.runner.attempt import READY_TIMEOUT_S, CellRun, LinkClock
+from ccsweep.runner.endpoint_copy import copy_sender_modules
 from ccsweep.runner.endpoints import receiver_args, sender_args
 from ccsweep.runner.link import realtime_priority, resolve_trace
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.mahimahi import (
+    BINARIES,
     constant_rate_trace,
     find_mahimahi,
     log_init_ms,
@@ -109,11 +113,11 @@ class MahimahiLink:
         reason = mahimahi_cannot(p)
         if reason:
             raise LinkError(f"link: mahimahi cannot {reason}")
-        self._folder = find_mahimahi()
-        self._python = _unprivileged_python()
-        _check_allowed(sorted({f.cc for f in p.flows}))
+        self._folder, interpreter = host_tools(sorted({f.cc for f in p.flows}))
         scratch = self._scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{run.cell.id[:8]}-"))
         scratch.chmod(0o711)
+        modules = copy_sender_modules(scratch / "endpoints")
+        self._python = ["env", f"PYTHONPATH={modules}", str(interpreter)]
         self._traces = {name: _readable_copy(_trace_text(run.cell, name, run.workdir), scratch / f"{name}.trace")
                         for name in DIRECTIONS}
         log_folder = _log_folder(scratch)
@@ -342,17 +346,28 @@ def _unname(target: Path) -> None:
     target.unlink(missing_ok=True)
 
 
-def _unprivileged_python() -> list[str]:
-    """argv prefix running ccsweep's flow endpoints as nobody: an interpreter and a package it can read."""
-    package = Path(ccsweep.__file__).resolve().parent
-    if not _world_readable(package / "runner" / "flow.py"):
-        raise LinkError(f"mahimahi: {package} is out of reach of the unprivileged sender (uid {NOBODY}); "
-                        "install ccsweep where every user can read it")
+def unprivileged_interpreter() -> Path:
+    """A Python interpreter nobody may run: the runner's own, or the system's (the sender needs only
+    the standard library and the modules copied for it)."""
     for python in (Path(sys.executable), FALLBACK_PYTHON):
         if python.exists() and _world_readable(python, execute=True):
-            return ["env", f"PYTHONPATH={package.parent}", str(python)]
+            return python
     raise LinkError(f"mahimahi: no Python interpreter the unprivileged sender (uid {NOBODY}) can run "
                     f"({sys.executable} and {FALLBACK_PYTHON} tried)")
+
+
+def host_tools(algorithms: list[str]) -> tuple[Path, Path]:
+    """Mahimahi's folder and an interpreter, both within nobody's reach, once the algorithms are
+    known to be ones an unprivileged sender may pick; a LinkError says what is missing."""
+    folder = find_mahimahi()
+    for name in BINARIES:
+        if not _world_readable(folder / name, execute=True):
+            raise LinkError(f"mahimahi: {folder / name} is out of reach of the unprivileged user (uid {NOBODY}) "
+                            "that runs it; install it where every user can reach it (`make mahimahi` installs "
+                            "under /opt/ccsweep)")
+    interpreter = unprivileged_interpreter()
+    _check_allowed(algorithms)
+    return folder, interpreter
 
 
 def _world_readable(path: Path, *, execute: bool = False) -> bool:
