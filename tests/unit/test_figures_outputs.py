@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ccsweep import __version__
+from ccsweep.buildinfo import build_identity, source_commit
 from ccsweep.cli import main
 from ccsweep.figures import rebbr_csv
 from ccsweep.figures.checks import run_checks
@@ -94,6 +96,9 @@ def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
     report = (out / "report.html").read_text()
     for name in FIGURES[kind]:
         assert f'href="figures/{name}.png"' in report and f'href="figures/{name}.svg"' in report
+    # The build that drew the report, named as a record's environment names its own: version and commit.
+    assert f"report built by ccsweep {__version__}, commit {source_commit() or 'unknown'}," in report
+    assert f'<meta name="generator" content="ccsweep {build_identity()}">' in report
     # One pass/fail row per claim and experiment in scope, as run_checks decides; every other
     # claim is listed as not checked, so each claim of the issue is accounted for exactly once.
     data = load_sweep(FileStore(root), sweep)

@@ -23,6 +23,7 @@ import yaml
 
 from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
+from ccsweep.buildinfo import build_identity, source_commit
 from ccsweep.figures.cell_series import image_name
 from ccsweep.figures.checks import CheckRow
 from ccsweep.figures.data import ExperimentData, SweepData
@@ -253,6 +254,8 @@ def report_pieces(sweep: SweepData, sections: list[tuple[ExperimentData, Section
     return env.get_template("report.html.j2").generate(
         sweep=sweep,
         version=__version__,
+        commit=source_commit(),
+        build=build_identity(),
         counts={"entries": sum(map(len, experiments_of.values())), "distinct": len(experiments_of),
                 "stored": len(results),
                 "missing": len(experiments_of) - len(results) - len(sweep.unplaceable),

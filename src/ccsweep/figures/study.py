@@ -199,22 +199,44 @@ def _span(result: CellResult) -> tuple[datetime, datetime] | None:
         return None
 
 
-def run_stats(results: Sequence[CellResult], attempts: Sequence[CellResult]) -> RunStats:
-    """Busy wall time, and how many cells ran at once, over stored results and the attempts that
-    did not count (every attempt occupied the machine, counted or not)."""
-    spans = [s for s in map(_span, [*results, *attempts]) if s is not None]
+@dataclass(frozen=True)
+class Occupancy:
+    """How a set of runs occupied the machine, from their start and end times alone."""
+
+    #: Time with at least one run going: the gaps between runs (a resumed study's pauses) are not counted.
+    busy_s: float
+    #: The most runs going at one instant.
+    peak: int
+    #: The runs' own durations, summed: the time they would take one after another.
+    run_s: float
+
+    @property
+    def mean_at_once(self) -> float:
+        return self.run_s / self.busy_s if self.busy_s > 0 else 0.0
+
+
+def occupancy(spans: Sequence[tuple[datetime, datetime]]) -> Occupancy:
+    """Busy time and peak concurrency of (start, end) spans; a run that ends as another starts does
+    not count as overlapping it."""
     events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda ev: (ev[0], ev[1]))
     at_once = peak = 0
     busy_since: datetime | None = None
-    wall = 0.0
+    busy = 0.0
     for when, step in events:
         if at_once == 0 and step == 1:
             busy_since = when
         at_once += step
         peak = max(peak, at_once)
         if at_once == 0 and busy_since is not None:
-            wall += (when - busy_since).total_seconds()
-    cell_seconds = sum((e - s).total_seconds() for s, e in spans)
+            busy += (when - busy_since).total_seconds()
+    return Occupancy(busy, peak, sum((e - s).total_seconds() for s, e in spans))
+
+
+def run_stats(results: Sequence[CellResult], attempts: Sequence[CellResult]) -> RunStats:
+    """Busy wall time, and how many cells ran at once, over stored results and the attempts that
+    did not count (every attempt occupied the machine, counted or not)."""
+    spans = [s for s in map(_span, [*results, *attempts]) if s is not None]
+    used = occupancy(spans)
     shares: dict[str, list[float]] = {}
     for result in results:
         if result.link is not None and result.link.selfcheck.cpu_share is not None:
@@ -224,5 +246,5 @@ def run_stats(results: Sequence[CellResult], attempts: Sequence[CellResult]) -> 
     kinds: dict[str, int] = {}
     for attempt in attempts:
         kinds[attempt.status] = kinds.get(attempt.status, 0) + 1
-    return RunStats(len(results), kinds, wall, cell_seconds, peak, cell_seconds / wall if wall > 0 else 0.0,
+    return RunStats(len(results), kinds, used.busy_s, used.run_s, used.peak, used.mean_at_once,
                     {label: statistics.median(v) for label, v in sorted(shares.items())})

@@ -1,0 +1,49 @@
+"""Numbers quoted in prose, filled from data between generated markers.
+
+A results README (and README.md where it quotes one) writes each number it takes from data as
+
+    <!-- value: NAME -->42.1<!-- /value -->
+
+and a result folder's `report` module computes every NAME from the folder's committed files. The
+text between the markers is generated, the rest is prose: `fill` rewrites the former and leaves the
+latter byte for byte, so regenerating a committed README reproduces it exactly, and a number changed
+by hand no longer matches what its data gives (tests/unit/test_quoted_numbers.py). A value may span
+lines: a table is written with blank lines around it, between markers on lines of their own, since
+a line that starts with an HTML comment is not a table row. A marker naming no computed value is an
+error: the prose quotes a number its data no longer gives.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9.-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
+
+
+class QuoteError(ValueError):
+    """Prose and data name different values."""
+
+
+def names(text: str) -> list[str]:
+    """The value names `text` quotes, in order (a name may be quoted more than once)."""
+    return [match["name"] for match in MARKER.finditer(text)]
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """`text` with every marker's body replaced by its value; the prose around them unchanged."""
+    unknown = sorted(set(names(text)) - set(values))
+    if unknown:
+        raise QuoteError(f"quoted but not computed: {', '.join(unknown)}")
+
+    def filled(match: re.Match[str]) -> str:
+        # A value of several lines (a table) keeps the indentation of the line it starts on, so a
+        # table inside a list item stays inside it.
+        line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        lines = values[match["name"]].split("\n")
+        body = "\n".join([lines[0], *(indent + line if line or at == len(lines) - 1 else line
+                                       for at, line in enumerate(lines[1:], start=1))])
+        return f"<!-- value: {match['name']} -->{body}<!-- /value -->"
+
+    return MARKER.sub(filled, text)
