@@ -179,7 +179,7 @@ images: tools ## Every image the local cluster runs (cell, argoexec, pause) with
 
 .PHONY: bench
 BENCHES := bench-emulator bench-threshold bench-window bench-density bench-crosscheck bench-timing bench-adaptive \
-           bench-cluster bench-full-sweep bench-fanout bench-memory
+           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo
 bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
@@ -226,6 +226,11 @@ reproduce: deps mahimahi ## ReBBR's whole study at full length on ccsweep-link a
 bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fake nodes: 390 and 3,900 cells (root).
 	hack/tools/kwok.sh
 	$(PY) -m benchmarks.fanout.bench --out benchmarks/results/$$(date -u +%F)-fanout.md
+
+.PHONY: bench-demo
+bench-demo: deps ## The demo as a new user meets it: `ccsweep run quick` from an empty store, 5 times, every attempt and its lateness evidence kept (~12 min, root).
+	$(PY) -m benchmarks.lateness.demo_runs --runs 5 --out benchmarks/results/$$(date -u +%F)-demo-cold
+	$(PY) -m benchmarks.lateness.demo_report benchmarks/results/$$(date -u +%F)-demo-cold
 
 .PHONY: bench-memory
 bench-memory: deps ## Peak memory of plan, a cell's start, plan --chunk, status, figures and the local executor refusing every cell at 400, 4,000 and 40,000 cells, and of plan, plan --chunk, status, figures and the local executor with adaptive repetitions: planned, fake results, no flows (BEFORE=SRC-TREE: that code side by side).

@@ -107,6 +107,8 @@ class LatenessEvidence(Record):
     write_total_s: float | None = Field(default=None, description="time in TUN writes over the link's life")
     read_p99_us: float | None = Field(default=None, description="p99 time of one read from a TUN device")
     read_max_us: float | None = None
+    idle_wake_bound_us: int | None = Field(
+        default=None, description="the CPU-latency bound held while the cell ran ($CCSWEEP_IDLE_WAKE_US); None: none")
 
     def cause(self, check: SelfCheck) -> LatenessCause:
         """What `check`'s lateness is put down to (see LatenessCause), from these numbers and its own."""

@@ -70,6 +70,8 @@ class CellRun:
     summary: LinkSummary | None = None
     #: Waits not on one child (the flows), beside the children's own.
     waits: list[Wait] = field(default_factory=list)
+    #: The CPU-latency bound (us) held while the cell ran (runner.wakelatency); None: none asked.
+    idle_wake_us: int | None = None
 
     def start(self, kind: Callable[P, C], *args: P.args, **kwargs: P.kwargs) -> C:
         """Start a process of the cell (`kind(*args, **kwargs)`, a Child) and list it for stop_all.

@@ -59,6 +59,7 @@ from ccsweep.runner.netns import cell_namespaces
 from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
 from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary
 from ccsweep.runner.tcpinfo import available_congestion_controls
+from ccsweep.runner.wakelatency import idle_wake_bound, requested_bound
 
 #: t0 this far after everyone is ready: the `go` line must reach both endpoints first, even on a
 #: busy machine (a late endpoint would start its flow late and lose goodput it never had a chance at).
@@ -88,7 +89,8 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     workdir.mkdir(parents=True, exist_ok=True)
     run = CellRun(cell, workdir, environment, started_at, attempt, lateness_threshold_us)
     try:
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), idle_wake_bound(requested_bound()) as bound:
+            run.idle_wake_us = bound
             _run(run, link or link_for(cell), LiveFeed(cell, observer))
             return _collect(run)
     except (CellUnavailable, KeyboardInterrupt):
@@ -167,6 +169,7 @@ def with_evidence(summary: LinkSummary | None, run: CellRun, run_queue: RunQueue
     cpus = host.summary(run.t0_ns, end_ns)
     if cpus is not None:
         evidence = evidence.model_copy(update=asdict(cpus))
+    evidence = evidence.model_copy(update={"idle_wake_bound_us": run.idle_wake_us})
     faults = run_queue.page_faults(run.t0_ns, end_ns) if run_queue is not None else None
     if faults is not None:
         evidence = evidence.model_copy(update={"minor_faults": faults.minor, "major_faults": faults.major})

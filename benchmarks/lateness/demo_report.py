@@ -1,0 +1,81 @@
+"""The README of a `demo_runs` folder, made from its CSVs alone: `python -m benchmarks.lateness.demo_report DIR`.
+
+Every number in it comes from `runs.csv`, `attempts.csv` and `machine.csv` beside it; running it
+again on the same files gives the same README, byte for byte. A section of prose written by hand
+may follow the generated part, below its end marker, and is kept as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+END = "<!-- end of the generated part: what follows is written by hand -->"
+
+
+def fmt(value: object, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    return f"{float(value):,.{digits}f}" if isinstance(value, (int, float)) else str(value)
+
+
+def report(folder: Path) -> str:
+    runs = pd.read_csv(folder / "runs.csv")
+    attempts = pd.read_csv(folder / "attempts.csv")
+    machine = pd.read_csv(folder / "machine.csv")
+    command = (folder / "command.txt").read_text().strip().splitlines()
+    spoiled = attempts[attempts["status"].isin(["late", "starved"])]
+    lines = [f"# The demo from an empty store, {len(runs)} runs", "",
+             f"Command: `{command[0]}`", "", f"Machine: {command[1].removeprefix('machine: ')}.", "",
+             "## Runs", "", "| run | exit | wall (s) | cells | attempts | late or starved | load, max | "
+             "steal, worst second (%) |", "|---|---|---|---|---|---|---|---|"]
+    for run in runs.itertuples():
+        seconds = machine[machine["run"] == run.run]
+        lines.append(f"| {run.run} | {run.exit} | {fmt(run.wall_s)} | {run.cells} | {run.attempts} | "
+                     f"{run.late_or_starved} | {fmt(seconds['load1'].max(), 2)} | "
+                     f"{fmt(seconds['steal_pct'].max(), 1)} |")
+    total = len(attempts)
+    lines += ["", f"{len(spoiled)} of {total} attempts were late or starved; wall time median "
+              f"{fmt(runs['wall_s'].median())} s (range {fmt(runs['wall_s'].min())}-{fmt(runs['wall_s'].max())} s)."]
+    lines += ["", "## Every late or starved attempt, with what its record measured", ""]
+    if spoiled.empty:
+        lines.append("None.")
+    else:
+        lines += ["| run | cell | cc | loss | attempt | p99 / threshold (us) | max (us) | run queue p99 (us) | "
+                  "steal, flow / worst s (%) | softirq worst s (%) | overshoot p99 / max (us) | write max (us) | "
+                  "cause |", "|" + "---|" * 13]
+        for a in spoiled.itertuples():
+            lines.append(f"| {a.run} | {a.cell} | {a.cc} | {fmt(a.loss * 100, 3)} % | {a.attempt} | "
+                         f"{fmt(a.lateness_p99_us)} / {fmt(a.threshold_us)} | {fmt(a.lateness_max_us)} | "
+                         f"{fmt(a.runqueue_p99_us)} | {fmt(a.steal_pct, 1)} / {fmt(a.steal_max_window_pct, 1)} | "
+                         f"{fmt(a.softirq_max_window_pct, 1)} | "
+                         f"{fmt(a.overshoot_p99_us)} / {fmt(a.overshoot_max_us)} | "
+                         f"{fmt(a.write_max_us)} | {a.late_cause} |")
+        causes = Counter(str(c) for c in spoiled["late_cause"])
+        lines += ["", "Causes: " + ", ".join(f"{cause} {n}" for cause, n in causes.most_common()) + "."]
+    on_time = attempts[attempts["status"] == "ok"]
+    lines += ["", "## The on-time attempts, for comparison", "",
+              f"{len(on_time)} attempts: lateness p99 median {fmt(on_time['lateness_p99_us'].median())} us "
+              f"(max {fmt(on_time['lateness_p99_us'].max())}); sleep overshoot p99 median "
+              f"{fmt(on_time['overshoot_p99_us'].median())} us, its maximum per attempt median "
+              f"{fmt(on_time['overshoot_max_us'].median())} us; steal in the worst second median "
+              f"{fmt(on_time['steal_max_window_pct'].median(), 1)} %.", "", END, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a folder demo_runs wrote")
+    args = parser.parse_args(argv)
+    readme = args.folder / "README.md"
+    kept = readme.read_text().split(END, 1)[1] if readme.exists() and END in readme.read_text() else "\n"
+    readme.write_text(report(args.folder) + kept.removeprefix("\n"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
