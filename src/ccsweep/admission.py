@@ -10,7 +10,10 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   when the link waited on a run queue (cells crowded the machine), one fewer when the link was
   late with its run queue idle (its timer or its writes: crowding may have a part in it), and
   no fewer when the hypervisor stole the CPU (no number of cells at once would have helped). It
-  starts at one cell (a clean first measurement), or at the user's --jobs, which also caps it;
+  opens with as many cells as fill half the budget by their prior cost (`open_with`: the prior is
+  fitted on this kind of machine, the other half is headroom against its error until a cell has
+  measured it; one at a time, the demo's 8 cells took two minutes where they fit in one), or at the
+  user's --jobs, which also caps it;
 - what a cell costs comes from measurement, per link backend: the CPU time the finished cells'
   processes used over their wall time corrects the prior model (`prior_cost`: rate, and the
   link's own cost, measured for each backend: ccsweep-link's wake-ups, which its release window
@@ -35,6 +38,8 @@ from ccsweep.linkrules import release_window_for
 START_STAGGER_S = 1.0
 #: Weight of the newest measurement in the cost correction (an exponential moving average).
 COST_EWMA_WEIGHT = 0.3
+#: Share of the budget the first cells may fill by their prior cost, before any cell has finished.
+OPENING_SHARE = 0.5
 
 
 #: The prior's parts, fitted on the 2-vCPU KVM guest to ccsweep-link cells with TUN offloads
@@ -145,7 +150,7 @@ class Admission:
     budget: float
     max_cells: int | None = None  # --jobs: an upper bound the user set
     stagger_s: float = START_STAGGER_S
-    limit: int = 1  # cells at once now: the first cell runs alone, a clean first measurement
+    limit: int = 1  # cells at once now (open_with raises it for the first cells)
     correction: float = 1.0  # measured cost / prior cost, averaged over finished cells
     measured: int = 0
     last_start: float = field(default=float("-inf"))
@@ -172,6 +177,12 @@ class Admission:
             return False
         held = sum(self.cost(c) * tries for c, _, tries in running)
         return held + self.cost(cell) * attempt <= self.budget
+
+    def open_with(self, cell: Cell) -> None:
+        """Before any cell has finished, without --jobs: allow as many cells like `cell` at once as
+        fill OPENING_SHARE of the budget by its prior cost (at least one)."""
+        if self.measured == 0 and self.max_cells is None:
+            self.limit = max(self.limit, int(self.budget * OPENING_SHARE / prior_cost(cell)))
 
     def started(self, now: float) -> None:
         self.last_start = now

@@ -66,6 +66,8 @@ def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], floa
     admission = Admission(budget=cpu_budget(cores)) if stagger_s is None else Admission(
         budget=cpu_budget(cores), stagger_s=stagger_s)
     queue = [cell for cell in cells if refusal(cell, admission.budget) is None]
+    if queue:
+        admission.open_with(queue[0])
     running: list[tuple[float, int, Cell]] = []  # (end time, start order, cell): a heap by end time
     now = 0.0
     started = 0

@@ -392,6 +392,8 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
     """
     budget = budget or FailureBudget(None)
     queue = _Queue(todo.chunks())
+    if queue:
+        admission.open_with(queue[0].cell)
     running: list[_Running] = []
     work_total = todo.work_s
     done_work = 0.0

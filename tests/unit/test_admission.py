@@ -176,3 +176,23 @@ def test_a_cell_needing_more_than_the_machine_gives_is_refused_before_it_runs():
     assert reason is not None and "1000 Mbit/s" in reason and "0.5" in reason and "2 cores or more" in reason
     # The same cell fits a 2-core machine's budget, whose measured lateness kept it on time.
     assert refusal(GIGABIT, budget=1.5) is None
+
+
+def test_the_first_cells_fill_half_the_budget_by_their_prior():
+    admission = Admission(budget=1.5)
+    admission.open_with(ONE)
+    # 0.75 cores by a prior of 0.168 a cell: 4 at once before any has finished, not 1.
+    assert admission.limit == int(0.75 / prior_cost(ONE)) == 4
+    running = [(c, False, 1) for c in CELLS[:3]]
+    assert admission.may_start(CELLS[3], running, now=10.0)
+    assert not admission.may_start(CELLS[4], [*running, (CELLS[3], False, 1)], now=10.0)
+
+
+def test_the_opening_leaves_jobs_and_a_measured_machine_alone():
+    chosen = Admission(budget=1.5, max_cells=2, limit=2)
+    chosen.open_with(ONE)
+    assert chosen.limit == 2
+    measured = Admission(budget=1.5)
+    measured.observe(ONE, cpu_seconds=0.17 * 20, wall_seconds=20, late=True)
+    measured.open_with(ONE)
+    assert measured.limit == 1
