@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from ccsweep.exitcodes import EXIT_RETRY
 from ccsweep.expand import expand
 from ccsweep.spec import parse_spec
+from support.rerun import run_cell_attempts
 from tinyspec import tiny_spec
 
 pytestmark = pytest.mark.integration
@@ -42,9 +42,9 @@ def test_a_result_the_store_cannot_take_is_spooled_and_only_a_pod_asks_to_run_ag
     env = {**os.environ, "CCSWEEP_S3_ENDPOINT": f"http://127.0.0.1:{refused_port()}", "CCSWEEP_S3_ACCESS_KEY": "k",
            "CCSWEEP_S3_SECRET_KEY": "s", "CCSWEEP_SPOOL": str(spool), "CCSWEEP_SPOOL_RETRIES": "0",
            "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}", "--store",
-                           "s3://down/run", "--executor", executor], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = run_cell_attempts(lambda attempt: [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}",
+                                              "--store", "s3://down/run", "--executor", executor,
+                                              "--attempt", str(attempt)], env=env, timeout=120)
     assert done.returncode == exit_status, done.stderr
     assert '"status": "ok"' in done.stdout and '"stored": false' in done.stdout
     assert [p.parent.name for p in spool.rglob("result.json")] == [cell.id]

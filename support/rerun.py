@@ -1,0 +1,38 @@
+"""A real cell run as a user's sweep runs it: an attempt the machine spoiled is run again.
+
+A single cell in a test meets the same machine a user's does: on a small guest its link can be
+late now and then (exit 75, status late or starved), which says nothing about what the test is
+about. The executor keeps such an attempt and runs the cell again, up to DEFAULT_MAX_ATTEMPTS;
+a test does the same, and prints what each spoiled attempt measured of its own lateness.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+from ccsweep.executor import DEFAULT_MAX_ATTEMPTS
+from ccsweep.result import RERUN_STATUSES
+
+
+def last_report(stdout: str) -> dict[str, Any]:
+    """`ccsweep cell`'s one-line JSON report (its last line of output), or {}."""
+    lines = stdout.strip().splitlines()
+    try:
+        return dict(json.loads(lines[-1])) if lines else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def run_cell_attempts(argv: Callable[[int], list[str]], **run: Any) -> subprocess.CompletedProcess[str]:
+    """Run `argv(attempt)` (a `ccsweep cell` command line with `--attempt`) until an attempt is not
+    late or starved, at most DEFAULT_MAX_ATTEMPTS times; returns the last run."""
+    for attempt in range(1, DEFAULT_MAX_ATTEMPTS + 1):
+        done = subprocess.run(argv(attempt), capture_output=True, text=True, **run)
+        report = last_report(done.stdout)
+        if report.get("status") not in RERUN_STATUSES:
+            break
+        print(f"attempt {attempt}: {report.get('status')}: {report.get('timing')}")
+    return done
