@@ -117,7 +117,8 @@ class MahimahiLink:
         scratch = self._scratch = Path(tempfile.mkdtemp(prefix=f"ccsweep-mm-{run.cell.id[:8]}-"))
         scratch.chmod(0o711)
         modules = copy_sender_modules(scratch / "endpoints")
-        self._python = ["env", f"PYTHONPATH={modules}", str(interpreter)]
+        # In the scratch folder: the runner's own may be one nobody cannot enter (a private home).
+        self._python = ["env", f"--chdir={scratch}", f"PYTHONPATH={modules}", str(interpreter)]
         self._traces = {name: _readable_copy(_trace_text(run.cell, name, run.workdir), scratch / f"{name}.trace")
                         for name in DIRECTIONS}
         log_folder = _log_folder(scratch)
