@@ -72,8 +72,11 @@ LatenessSource = Literal["packets", "run-queue"]
 UNMEASURED = "unmeasured"
 
 
-#: Worst second's stolen share of a CPU (%) from which a late attempt is put down to the host
-#: taking the CPU away (the hypervisor's steal): the machine's fault, not crowding by cells.
+#: Stolen share of a CPU (%) from which a late attempt is put down to the host taking the CPU away
+#: (the hypervisor's steal: the machine's fault, not crowding by cells): over the flow, 1 %, the
+#: share of packets a p99 lets be late (stalls that long hold back about as many packets); or 5 %
+#: in its worst second (one burst of stalls).
+STEAL_FLOW_CAUSE_PCT: Final = 1.0
 STEAL_CAUSE_PCT: Final = 5.0
 #: What a late attempt's lateness is put down to (LatenessEvidence.cause), most to least specific:
 #: run-queue: the link's processes waited on a run queue (cells crowding the machine);
@@ -116,7 +119,7 @@ class LatenessEvidence(Record):
         worst = max(check.lateness_max_us or 0.0, threshold)
         if check.runqueue_p99_us is not None and check.runqueue_p99_us > threshold:
             return "run-queue"
-        if (self.steal_max_window_pct or 0.0) >= STEAL_CAUSE_PCT:
+        if (self.steal_pct or 0.0) >= STEAL_FLOW_CAUSE_PCT or (self.steal_max_window_pct or 0.0) >= STEAL_CAUSE_PCT:
             return "steal"
         if (self.overshoot_p99_us or 0.0) > threshold or (self.overshoot_max_us or 0.0) >= worst / 2:
             return "timer"

@@ -58,7 +58,9 @@ def test_the_sampler_reads_this_machines_proc_stat():
 @pytest.mark.parametrize(("evidence", "fields", "cause"), [
     (LatenessEvidence(steal_max_window_pct=1.0), {"runqueue_p99_us": 900.0}, "run-queue"),
     (LatenessEvidence(steal_max_window_pct=12.0, overshoot_max_us=16000.0), {}, "steal"),
-    (LatenessEvidence(steal_max_window_pct=0.0, overshoot_p99_us=30.0, overshoot_max_us=16500.0), {}, "timer"),
+    (LatenessEvidence(steal_pct=1.2, steal_max_window_pct=3.0, overshoot_max_us=16000.0), {}, "steal"),
+    (LatenessEvidence(steal_pct=0.5, steal_max_window_pct=2.0, overshoot_p99_us=30.0, overshoot_max_us=16500.0), {},
+     "timer"),
     (LatenessEvidence(overshoot_p99_us=30.0, overshoot_max_us=80.0, write_p99_us=20.0, write_max_us=15000.0), {},
      "writes"),
     (LatenessEvidence(overshoot_p99_us=30.0, overshoot_max_us=80.0, write_max_us=50.0, major_faults=3), {},
