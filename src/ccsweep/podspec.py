@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ccsweep.store.urls import path_problem
+
 #: An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest] (no spaces or quotes).
 IMAGE_REF = (r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
              r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$")
@@ -59,11 +61,24 @@ def image_allowed(image: str, allowed: Sequence[str]) -> bool:
 
 
 def endpoint_allowed(url: str, allowed: Sequence[str]) -> bool:
-    """Whether one of the patterns `allowed` names a store URL or Pushgateway address (`*` matches any
-    characters, a trailing '/' on either side is ignored), as image_allowed does for images: where
-    a pod writes results or sends metrics is the chart's choice, like the code it runs."""
-    target = url.rstrip("/")
-    return any(fnmatch.fnmatchcase(target, pattern.rstrip("/")) for pattern in allowed)
+    """Whether one of the patterns `allowed` names a store URL or Pushgateway address, as image_allowed
+    does for images: where a pod writes results or sends metrics is the chart's choice, like the
+    code it runs. Matched segment by segment ('/' apart, a trailing '/' on either side ignored):
+    a pattern and the URL have as many segments, and `*` matches any characters within one, so
+    `s3://ccsweep/teams/*` names `s3://ccsweep/teams/a` but not `s3://ccsweep/teams/a/b`. A URL
+    whose path has a '.', '..', empty or percent-encoded segment (store.urls) matches nothing."""
+    if path_problem(url) is not None:
+        return False
+    target = url.rstrip("/").split("/")
+    return any(_segments_match(target, pattern.rstrip("/").split("/")) for pattern in allowed)
+
+
+def _segments_match(target: Sequence[str], pattern: Sequence[str]) -> bool:
+    """Whether each segment of `target` matches the one of `pattern` (`*`: any characters within it)."""
+    if len(target) != len(pattern):
+        return False
+    return all(re.fullmatch(".*".join(map(re.escape, wanted.split("*"))), given) is not None
+               for given, wanted in zip(target, pattern, strict=True))
 
 
 #: Set by the chart in every workflow pod (and the operator): the stores and Pushgateways a Workflow's
@@ -78,8 +93,12 @@ def listed_in_env(variable: str, env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def check_endpoint(option: str, url: str, variable: str, env: Mapping[str, str]) -> str:
-    """`url` (a store or a Pushgateway given as `option`) when the chart's list in `variable` allows it,
-    or when no list is set (not in a pod of the chart's). One line naming the option otherwise."""
+    """`url` (a store or a Pushgateway given as `option`) when its path is well formed (store.urls, on
+    every path) and the chart's list in `variable` allows it, or no list is set (not in a pod of the
+    chart's). One line naming the option otherwise."""
+    problem = path_problem(url)
+    if problem is not None:
+        raise PodValueError(f"{option} {url}: {problem}")
     if variable not in env:
         return url
     allowed = listed_in_env(variable, env)
