@@ -11,23 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
 from ccsweep_operator.planworker import PlanBounds, decide_bounded
-from ccsweep_operator.reconcile import (
-    CHUNK_PARENT_LABEL,
-    FINISHED,
-    MANAGED_BY,
-    SweepObject,
-    follow,
-    has_chunks,
-    owner_of,
-    stop_patch,
-)
+from ccsweep_operator.reconcile import CHUNK_PARENT_LABEL, FINISHED, MANAGED_BY, SweepObject, observe, owner_of
 
 
 @kopf.on.startup()
@@ -99,7 +90,8 @@ def follow_chunk(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_
 
 def update_sweep(workflow: Mapping[str, Any], deleted: bool, logger: kopf.Logger) -> None:
     """The Sweep owning `workflow` gets its status from it (and from its chunk Workflows, if any), and
-    the Workflow is stopped once the Sweep's failure budget is spent."""
+    the Workflow is stopped once the Sweep's failure budget is spent. A Workflow the operator did not
+    create, or whose status it will not read, is a warning event on the Sweep (reconcile.observe)."""
     owner = owner_of(workflow)
     if owner is None:
         return
@@ -108,14 +100,17 @@ def update_sweep(workflow: Mapping[str, Any], deleted: bool, logger: kopf.Logger
     if current is None:
         return  # the Sweep is being deleted: the garbage collector takes the Workflow with it
     sweep = SweepObject.from_body(current)
-    chunks = kube.list_workflows(namespace, f"{CHUNK_PARENT_LABEL}={name}") if has_chunks(workflow) else []
-    stop = None if deleted else stop_patch(sweep, workflow, chunks)
-    if stop is not None and kube.patch_workflow(namespace, name, stop):
-        for chunk in chunks:
-            kube.patch_workflow(namespace, chunk["metadata"]["name"], stop)
+    seen = observe(sweep, workflow, deleted, lambda parent: kube.list_workflows(namespace,
+                                                                               f"{CHUNK_PARENT_LABEL}={parent}"))
+    for reason, message in seen.warnings:
+        kopf.warn(kopf.Body(cast(kopf.RawBody, current)), reason=reason, message=message)
+        logger.warning(f"sweep {owner}: {message}")
+    if seen.stop is not None and kube.patch_workflow(namespace, name, seen.stop):
+        for chunk in seen.chunks:
+            kube.patch_workflow(namespace, chunk, seen.stop)
         logger.warning(f"sweep {owner}: failure budget spent, workflow {name} stopped")
-    patch = follow(sweep, workflow, deleted=deleted, chunks=chunks)
+    patch = seen.status
     if patch is None or all(sweep.status.get(k) == v for k, v in patch.items()):
         return
     if kube.patch_status(sweep.namespace, owner, patch):
-        logger.debug(f"sweep {owner}: {patch['phase']}: {patch.get('message')}")
+        logger.debug(f"sweep {owner}: {patch.get('phase')}: {patch.get('message')}")

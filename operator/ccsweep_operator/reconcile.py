@@ -11,11 +11,13 @@ again) and fans out one pod per cell still to run.
 from __future__ import annotations
 
 import base64
-import gzip
+import binascii
 import json
 import os
+import re
+import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -274,12 +276,110 @@ def owner_of(workflow: Mapping[str, Any]) -> str | None:
     return None
 
 
+class UnreadableStatus(ValueError):
+    """A Workflow status the operator will not read (too large when packed or unpacked, or not gzip
+    and base64 of JSON); str() is one line saying which bound it passed."""
+
+
+#: The most base64 text of `status.compressedNodes` read. Argo fails a Workflow whose packed status
+#: passes its 1 MiB maxWorkflowSize, and etcd stores no object over 1.5 MiB, so only a status that
+#: Argo did not write comes near this.
+MAX_COMPRESSED_NODES = 2 << 20
+#: The most JSON the nodes may unpack to. A 500-cell chunk, each cell with a Retry node and up to
+#: three Pod nodes of about 650 bytes, holds some 1.6 MB; parsed, JSON takes about five times its
+#: size in Python objects, so 16 MiB stays within the operator's 768 Mi beside a planning child.
+MAX_NODES_JSON = 16 << 20
+#: How much is unpacked at a time.
+_UNPACK_STEP = 1 << 20
+
+
+def unpack_nodes(packed: str) -> bytes:
+    """The JSON text of `status.compressedNodes`, unpacked a step at a time and never past
+    MAX_NODES_JSON: Argo's Workflow has no status subresource, so whoever may create a Workflow
+    writes this field as they like, and 1.4 MB of it unpack to 1 GiB (UnreadableStatus)."""
+    if len(packed) > MAX_COMPRESSED_NODES:
+        raise UnreadableStatus(f"status.compressedNodes has {len(packed)} characters, more than the "
+                               f"{MAX_COMPRESSED_NODES} Argo writes")
+    try:
+        data = base64.b64decode(packed, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UnreadableStatus(f"status.compressedNodes is not base64: {exc}") from exc
+    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+    unpacked = bytearray()
+    try:
+        while data and not unpacker.eof:
+            unpacked += unpacker.decompress(data, _UNPACK_STEP)
+            if len(unpacked) > MAX_NODES_JSON:
+                raise UnreadableStatus(f"status.compressedNodes unpacks to more than {MAX_NODES_JSON >> 20} MiB, "
+                                       "more than any Workflow of the operator's holds")
+            data = unpacker.unconsumed_tail
+    except zlib.error as exc:
+        raise UnreadableStatus(f"status.compressedNodes is not gzip: {exc}") from exc
+    if not unpacker.eof or unpacker.unused_data:
+        raise UnreadableStatus("status.compressedNodes is not one whole gzip stream")
+    return bytes(unpacked)
+
+
+#: A chunk Workflow's name: the chunk step's generateName and Argo's random suffix (ccsweep-sweep.yaml).
+CHUNK_NAME = re.compile(r"^ccsweep-chunk-[a-z0-9]{1,16}$")
+
+
+def distrust(sweep: SweepObject, workflow: Mapping[str, Any]) -> str | None:
+    """Why `workflow` is not a Workflow the operator created for `sweep` (one line), or None.
+
+    Whoever may create Workflows may set the label the operator follows and an owner reference to
+    any Sweep, so both are checked against the operator's own records of the Sweep before anything
+    of the Workflow's status is read: the controller reference must carry the Sweep's uid, the
+    labels its name and store name, and the name must be the one `workflow_name` gives the
+    generation the Workflow's label names.
+    """
+    meta = workflow.get("metadata") or {}
+    name, labels = meta.get("name"), meta.get("labels") or {}
+    refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
+    if [(r.get("apiVersion"), r.get("kind"), r.get("name"), r.get("uid")) for r in refs] != [
+            (API_VERSION, KIND, sweep.name, sweep.uid)]:
+        return f"workflow {name}: its owner reference is not Sweep {sweep.name} uid {sweep.uid}: ignored"
+    generation = str(labels.get(GENERATION_LABEL) or "")
+    if labels.get(OWNER_LABEL) != sweep.name or not generation.isdigit() or int(generation) > sweep.generation:
+        return f"workflow {name}: its labels {OWNER_LABEL} and {GENERATION_LABEL} do not name this Sweep: ignored"
+    if name != workflow_name(replace(sweep, generation=int(generation))):
+        return f"workflow {name}: not the name the operator gives generation {generation} of this Sweep: ignored"
+    if name == sweep.status.get("workflow") and labels.get("ccsweep.io/sweep") != sweep.status.get("sweep"):
+        return f"workflow {name}: its label ccsweep.io/sweep is not the Sweep's store name: ignored"
+    return None
+
+
+def chunk_distrust(parent: Mapping[str, Any], chunk: Mapping[str, Any]) -> str | None:
+    """Why `chunk` is not a chunk Workflow that `parent`'s chunk step created (one line), or None:
+    its owner reference must carry the parent's uid, its name the chunk step's form and its labels
+    the parent's name and a chunk number."""
+    parent_meta, meta = parent.get("metadata") or {}, chunk.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    owned = any(r.get("apiVersion") == ARGO_API_VERSION and r.get("kind") == "Workflow"
+                and r.get("uid") == parent_meta.get("uid") and r.get("name") == parent_meta.get("name")
+                for r in meta.get("ownerReferences") or [])
+    if not (owned and CHUNK_NAME.match(str(meta.get("name") or ""))
+            and labels.get(CHUNK_PARENT_LABEL) == parent_meta.get("name")
+            and str(labels.get("ccsweep.io/chunk") or "").isdigit()):
+        return (f"workflow {meta.get('name')}: not a chunk of workflow {parent_meta.get('name')} "
+                f"(owner uid, name or labels differ): ignored")
+    return None
+
+
 def workflow_nodes(status: Mapping[str, Any]) -> dict[str, Any]:
     """A Workflow's nodes, also when Argo keeps them compressed (`status.compressedNodes`: gzip and
     base64 of the nodes' JSON), as it does once the status grows large (a 390-cell sweep)."""
     if status.get("compressedNodes"):
-        return dict(json.loads(gzip.decompress(base64.b64decode(status["compressedNodes"]))))
-    return dict(status.get("nodes") or {})
+        text = unpack_nodes(str(status["compressedNodes"]))
+        try:
+            nodes = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UnreadableStatus(f"status.compressedNodes is not JSON: {exc}") from exc
+    else:
+        nodes = status.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        raise UnreadableStatus("the Workflow's nodes are not an object")
+    return {key: node for key, node in nodes.items() if isinstance(node, dict)}
 
 
 def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
@@ -397,3 +497,52 @@ def follow(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool = Fals
         patch |= {"message": message,
                   "conditions": with_condition(conditions, "Complete", False, "WorkflowRunning", message, generation)}
     return patch
+
+
+@dataclass
+class Observation:
+    """What one change of a Workflow asks of the operator: a status patch for its Sweep, a merge
+    patch stopping it and its chunks, and warnings (reason, message) to post as events on the Sweep."""
+
+    status: dict[str, Any] | None = None
+    stop: dict[str, Any] | None = None
+    chunks: list[str] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+def observe(sweep: SweepObject, workflow: Mapping[str, Any], deleted: bool,
+            list_chunks: Callable[[str], Sequence[Mapping[str, Any]]],
+            opener: Callable[[str], ResultStore] = open_store) -> Observation:
+    """`follow` and `stop_patch` for a Workflow that says `sweep` owns it, when the operator created it.
+
+    A Workflow the operator did not create is ignored with a warning, its status unread; chunk
+    Workflows (`list_chunks(parent name)`) likewise. A status past the unpacking bounds
+    (UnreadableStatus) is a warning and a condition on the Sweep, never an exception: the
+    operator goes on serving every other Sweep, and after a restart reads the same Workflow the
+    same way.
+    """
+    problem = distrust(sweep, workflow)
+    if problem is not None:
+        return Observation(warnings=[("UntrustedWorkflow", problem)])
+    name = str(workflow["metadata"]["name"])
+    seen = Observation()
+    try:
+        chunks = []
+        for chunk in list_chunks(name) if has_chunks(workflow) else ():
+            why = chunk_distrust(workflow, chunk)
+            if why is None:
+                chunks.append(chunk)
+            else:
+                seen.warnings.append(("UntrustedWorkflow", why))
+        seen.stop = None if deleted else stop_patch(sweep, workflow, chunks)
+        seen.chunks = [str(c["metadata"]["name"]) for c in chunks]
+        seen.status = follow(sweep, workflow, deleted=deleted, opener=opener, chunks=chunks)
+    except UnreadableStatus as exc:
+        message = f"workflow {name}: {exc}; its cells are not counted"
+        seen.warnings.append(("WorkflowStatusUnreadable", message))
+        if sweep.status.get("workflow") == name:
+            seen.status = {"message": message, "conditions": with_condition(
+                sweep.status.get("conditions"), "Complete", None, "WorkflowStatusUnreadable", message,
+                int(sweep.status.get("observedGeneration") or sweep.generation))}
+        seen.stop = None
+    return seen

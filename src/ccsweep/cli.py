@@ -23,6 +23,7 @@ from ccsweep.buildinfo import build_identity
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.plan import CHUNK_SIZE
+from ccsweep.podspec import CPU_BOUNDS, MEMORY_BOUNDS
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
@@ -218,10 +219,10 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
               help="Comma-separated images --image may name (`*` matches any characters); the chart sets them "
                    "(its image and operator.allowedImages). Empty: any well-formed image.")
 @click.option("--cell-cpu", default="1", show_default=True,
-              help="A ccsweep-link cell pod's CPU request (100m to 64); a Mahimahi cell's is scaled by its "
+              help=f"A ccsweep-link cell pod's CPU request ({CPU_BOUNDS}); a Mahimahi cell's is scaled by its "
                    "measured cost.")
 @click.option("--cell-memory", default="512Mi", show_default=True,
-              help="Each cell pod's memory request and limit (128Mi to 64Gi).")
+              help=f"Each cell pod's memory request and limit ({MEMORY_BOUNDS}).")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
          chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
@@ -488,8 +489,18 @@ def presets() -> None:
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
 @click.option("--attempt", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Which run of this cell this is (recorded; the executor counts re-runs of late cells).")
+@click.option("--node-selector", "node_selector_json", metavar="JSON",
+              help="In a cell pod: the node selector its template was given; the cell does not run unless it "
+                   "is exactly the one the plan gives this cell.")
+@click.option("--pod-cpu-milli", type=int, envvar="CCSWEEP_POD_CPU_MILLI", show_envvar=True,
+              help="In a cell pod: its CPU request in millicores (the template sets it from the downward API); "
+                   f"the cell does not run outside {CPU_BOUNDS}.")
+@click.option("--pod-memory-bytes", type=int, envvar="CCSWEEP_POD_MEMORY_BYTES", show_envvar=True,
+              help="In a cell pod: its memory limit in bytes (from the downward API); the cell does not run "
+                   f"outside {MEMORY_BOUNDS}.")
 def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, store_url: str, workdir: Path | None,
-         pushgateway: str | None, lateness_threshold_us: float | None, executor: str, attempt: int) -> None:
+         pushgateway: str | None, lateness_threshold_us: float | None, executor: str, attempt: int,
+         node_selector_json: str | None, pod_cpu_milli: int | None, pod_memory_bytes: int | None) -> None:
     """Run one cell and store its result; print a one-line JSON report.
 
     Exit status: 0 stored or already stored (or, run locally, kept in the spool for the store),
@@ -499,13 +510,32 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     executor, the result kept only on this machine (a pod's disk does not outlive the pod).
     """
     from ccsweep.cellrun import run_and_store
+    from ccsweep.plan import node_selector_refusal
 
+    _check_pod_resources(pod_cpu_milli, pod_memory_bytes)
     store = _open(store_url)
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
+    if node_selector_json is not None and (refused := node_selector_refusal(node_selector_json, the_cell)):
+        fail(refused)
     outcome = run_and_store(the_cell, store, workdir=workdir, pushgateway=pushgateway,
                             lateness_threshold_us=lateness_threshold_us, executor=executor, attempt=attempt)
     click.echo(json.dumps(outcome.report()))
     sys.exit(_cell_exit(outcome, executor))
+
+
+def _check_pod_resources(cpu_milli: int | None, memory_bytes: int | None) -> None:
+    """A cell pod's own CPU request and memory limit, as Kubernetes made the pod, within the bounds the
+    plan step checks (podspec.py): a pod of the cell template given other values, by a sweep or by a
+    Workflow naming the template directly, stops here with one line and exit 2 (not retried)."""
+    from ccsweep.podspec import PodValueError, check_cpu_milli, check_memory_bytes
+
+    try:
+        if cpu_milli is not None:
+            check_cpu_milli("--pod-cpu-milli (this pod's CPU request)", f"{cpu_milli}m", cpu_milli)
+        if memory_bytes is not None:
+            check_memory_bytes("--pod-memory-bytes (this pod's memory limit)", str(memory_bytes), memory_bytes)
+    except PodValueError as exc:
+        fail(exc)
 
 
 def _cell_exit(outcome: CellOutcome, executor: str) -> int:

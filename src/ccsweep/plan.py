@@ -19,6 +19,7 @@ asked for left out.  No step holds a sweep's whole plan.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -31,6 +32,7 @@ from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import DEFAULT_LINK_OFFLOAD, Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
+from ccsweep.podspec import CPU_MILLI_RANGE
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
@@ -233,15 +235,32 @@ def node_selector(cell: Cell) -> dict[str, str]:
     return labels
 
 
+def node_selector_refusal(given: str, cell: Cell) -> str | None:
+    """Why a cell pod's node selector (`given`, the JSON its template patched into the pod) is not
+    the one `node_selector` gives `cell` (one line), or None.
+
+    The cell template applies it as a strategic merge patch over the chart's node pool: a key of
+    the pool's would move the pod off the pool, and `{"$patch": "replace"}` would drop the pool
+    whole. Whoever may submit a Workflow can name the template with any value, so the pod itself
+    (`ccsweep cell`) accepts exactly the plan's labels, which only add to the pool.
+    """
+    wanted = node_selector(cell)
+    try:
+        same = json.loads(given) == wanted
+    except ValueError:
+        same = False
+    if same:
+        return None
+    return (f"--node-selector {given[:120]}: not the node selector the plan gives cell {cell.id} "
+            f"({json.dumps(wanted, sort_keys=True)}): a cell pod adds only its algorithms' labels to the chart's pool")
+
+
 #: The template of workflows/templates/ccsweep-cell.yaml that runs a cell of each link backend. Its
 #: pod's privileges depend on the link: Mahimahi's setuid shells need some a ccsweep-link cell must
 #: not have (docs/security.md). The plan's items carry `link`, and ccsweep-sweep.yaml's fan-out
 #: sends each item to this template (tests/workflows/test_lint.py holds the two together).
 CELL_TEMPLATES: dict[LinkBackend, str] = {"ccsweep-link": "cell", "mahimahi": "cell-mahimahi"}
 
-
-#: The largest CPU request a cell pod gets (millicores): no node has more cores.
-MAX_CELL_CPU_MILLI = 64_000
 
 
 def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
@@ -259,7 +278,7 @@ def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
     as_link = cell.model_copy(update={"params": cell.params.model_copy(update=default)})
     milli = float(link_cpu[:-1]) if link_cpu.endswith("m") else float(link_cpu) * 1000
     scaled = math.ceil(milli * prior_cost(cell) / prior_cost(as_link))
-    return f"{min(scaled, MAX_CELL_CPU_MILLI)}m"
+    return f"{min(scaled, CPU_MILLI_RANGE[1])}m"
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

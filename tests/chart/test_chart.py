@@ -180,7 +180,8 @@ def test_no_workflow_parameter_names_an_image_or_a_secret():
             if container is None:
                 continue
             seen.add(t["name"])
-            refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in container.get("env", []) if "valueFrom" in e}
+            refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in container.get("env", [])
+                    if "secretKeyRef" in e.get("valueFrom", {})}
             assert refs <= {"experiments-s3"}, t["name"]
             if t["name"].startswith("cell"):
                 assert container["image"] == (

@@ -259,11 +259,15 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
 
     on_pod(cell_id, pod_name) is called once per cell as soon as its first pod's main container runs
     and the controller has its node as Running. (A pod lost while its node is still Pending is
-    simply created again under the same name, without a retry: not the case under test.)
+    simply created again under the same name, without a retry: not the case under test.) Each
+    cell gets the node selector the plan gave it, as the fan-out passes it: a cell pod refuses
+    any other (a cell not in the plan gets none, and fails on that first).
     """
+    selectors = {item["id"]: item["node_selector"] for item in sweep.planned()}
     steps = [[{"name": f"cell{i}", "templateRef": {"name": "ccsweep-cell", "template": "cell"},
                "arguments": {"parameters": [
                    {"name": "sweep", "value": sweep.name}, {"name": "id", "value": cell_id},
+                   {"name": "node-selector", "value": json.dumps(selectors.get(cell_id, {}))},
                    {"name": "experiment", "value": "e2e"},
                    {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.store_prefix}"},
                    {"name": "image", "value": CELL_IMAGE}, {"name": "image-pull-policy", "value": "Never"},

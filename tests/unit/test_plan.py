@@ -155,7 +155,7 @@ def test_a_cell_pods_cpu_request_follows_its_backends_measured_cost():
     assert ratio > 1.5
     assert cell_cpu_request(mahimahi, "1") == f"{math.ceil(1000 * ratio)}m"
     assert cell_cpu_request(mahimahi, "500m") == f"{math.ceil(500 * ratio)}m"
-    assert cell_cpu_request(mahimahi, "64") == "64000m"  # never past the largest node
+    assert cell_cpu_request(mahimahi, "16") == "16000m"  # never past the bound every cell pod checks (podspec)
 
 
 def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Path):

@@ -12,25 +12,25 @@ import pytest
 from ccsweep.podspec import PodValueError, check_cpu, check_image, check_memory
 
 
-@pytest.mark.parametrize("cpu", ["100m", "900m", "1", "1.5", "64"])
+@pytest.mark.parametrize("cpu", ["100m", "900m", "1", "1.5", "16"])
 def test_cpu_quantities_a_cell_can_use(cpu: str):
     assert check_cpu(cpu) == cpu
 
 
 @pytest.mark.parametrize(("cpu", "message"), [
-    ("50m", "cell-cpu 50m: must be 100m to 64 cores"), ("65", "cell-cpu 65: must be 100m to 64 cores"),
+    ("50m", "cell-cpu 50m: must be 100m to 16 cores"), ("60", "cell-cpu 60: must be 100m to 16 cores"),
     ('1", "hostPID": true, "x": "', "not a CPU quantity"), ("1e3", "not a CPU quantity"), ("", "not a CPU quantity")])
 def test_other_cpu_values_are_one_line_naming_the_parameter(cpu: str, message: str):
     with pytest.raises(PodValueError, match=message):
         check_cpu(cpu)
 
 
-@pytest.mark.parametrize("memory", ["128Mi", "512Mi", "1Gi", "1G", "0.5Gi", "64Gi"])
+@pytest.mark.parametrize("memory", ["128Mi", "512Mi", "1Gi", "1G", "0.5Gi", "16Gi"])
 def test_memory_as_the_charts_schema_writes_it(memory: str):
     assert check_memory(memory) == memory
 
 
-@pytest.mark.parametrize("memory", ["64Mi", "65Gi", "1Ti", "512Mi\"", "x"])
+@pytest.mark.parametrize("memory", ["64Mi", "17Gi", "1Ti", "512Mi\"", "x"])
 def test_other_memory_values_are_refused(memory: str):
     with pytest.raises(PodValueError, match="cell-memory"):
         check_memory(memory)

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from support.stored_cell import SWEEP, planned_stored_cell
+
 REPO = Path(__file__).resolve().parents[2]
 RENDER = REPO / "bin" / "argo-render"
 TEMPLATE_FILES = sorted((REPO / "workflows/templates").glob("*.yaml"))
@@ -66,8 +68,10 @@ def render() -> Any:
     if not RENDER.exists():
         pytest.skip("bin/argo-render missing: run `make tools` (hack/tools/argo-render.sh)")
 
-    def run(name: str, arguments: dict[str, str], globals_: dict[str, str]) -> dict[str, Any]:
-        request = {"template": templates()[name], "arguments": arguments,
+    def run(name: str, arguments: dict[str, str], globals_: dict[str, str],
+            node_pool: dict[str, str] | None = None) -> dict[str, Any]:
+        template = templates()[name] if node_pool is None else {**templates()[name], "nodeSelector": node_pool}
+        request = {"template": template, "arguments": arguments,
                    "globals": {f"workflow.parameters.{k}": v for k, v in globals_.items()}}
         done = subprocess.run([str(RENDER)], input=json.dumps(request), capture_output=True, text=True, timeout=60,
                               check=True)
@@ -112,8 +116,12 @@ def assert_no_wider(name: str, rendered: dict[str, Any], case: str) -> None:
     assert main["image"] in (ALLOWED_IMAGE, REFUSED_IMAGE), (case, main["image"])
     assert main.get("volumeMounts") == template["container"].get("volumeMounts"), case
     assert main["command"] == template["container"]["command"], case
-    refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in main.get("env", []) if "valueFrom" in e]
+    sources = [e["valueFrom"] for e in main.get("env", []) if "valueFrom" in e]
+    refs = [source["secretKeyRef"]["name"] for source in sources if "secretKeyRef" in source]
     assert set(refs) <= {SECRET}, (case, refs)
+    # Besides the Secret: only the pod's own CPU request and memory limit (the downward API), which it checks.
+    assert all(set(source) == {"resourceFieldRef"} and source["resourceFieldRef"]["containerName"] == "main"
+               for source in sources if "secretKeyRef" not in source), (case, sources)
     assert set(main) <= {"name", "image", "imagePullPolicy", "command", "args", "env", "securityContext",
                          "volumeMounts", "resources"}, (case, set(main))
     assert set(main.get("resources") or {}) <= {"requests", "limits"}, case
@@ -173,3 +181,92 @@ def test_a_quote_in_cpu_no_longer_adds_fields(render: Any, value: str):
     """The shape the review found: a quote in `cpu` pasted into the patch's JSON text added hostPID."""
     rendered = render("cell", {**benign_inputs("cell"), "cpu": value}, workflow_parameters())
     assert "error" in rendered or "hostPID" not in rendered["pod"], rendered
+
+
+#: The node pool a chart puts on the cell templates (workflows.cell.nodeSelector; the chart's
+#: workflow-templates.yaml sets it as each ccsweep-cell template's nodeSelector).
+CHART_POOL = yaml.safe_load((REPO / "charts/ccsweep/ci/placement-values.yaml").read_text())["workflows"]["cell"][
+    "nodeSelector"]
+#: Values the issue found a Workflow naming the cell template directly could give (issue 39, item 3).
+OFF_POOL_SELECTORS = [{"$patch": "replace"}, {key: "elsewhere" for key in CHART_POOL},
+                      {"$patch": "replace", "ccsweep.io/cc-bbr": "true"}]
+OUT_OF_BOUNDS = [{"cpu": "60"}, {"memory": "1Ti"}, {"cpu": "60", "memory": "1Ti"}, {"cpu": "50m"}]
+
+
+@pytest.fixture(scope="module")
+def planned_cell(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A real planned cell, stored already, in a file store: the inputs of a cell pod that reaches its
+    node selector check, and that ends at "cached" (running nothing) once every check passes."""
+    store = f"file://{tmp_path_factory.mktemp('store')}"
+    return {"sweep": SWEEP, "id": planned_stored_cell(store).id, "store": store}
+
+
+def pod_refuses(pod: dict[str, Any]) -> str | None:
+    """What the pod's own `ccsweep cell` says of the pod it runs in (its one line, exit 2), or None when
+    it accepts it. The downward API's values come from the rendered pod's resources, as the kubelet
+    gives them (millicores of the request, bytes of the limit)."""
+    from click.testing import CliRunner
+
+    from ccsweep.cli import main
+    from ccsweep.podspec import cpu_milli, memory_bytes
+
+    (container,) = pod["containers"]
+    resources = container["resources"]
+    downward = {"requests.cpu": int(cpu_milli(resources["requests"]["cpu"])),
+                "limits.memory": int(memory_bytes(resources["limits"]["memory"]))}
+    env = {e["name"]: str(downward[e["valueFrom"]["resourceFieldRef"]["resource"]]) for e in container["env"]
+           if "resourceFieldRef" in e.get("valueFrom", {})}
+    assert container["command"] == ["ccsweep", "cell"]
+    # --attempt counts the controller's `retries`, which it sets per attempt, not the renderer.
+    args = [arg for arg in container["args"] if not arg.startswith("--attempt=")]
+    done = CliRunner().invoke(main, ["cell", *args], env=env)
+    if done.exit_code == 2:
+        return done.output
+    assert done.exit_code == 0 and "cached" in done.output, done.output  # accepted: the stored cell found
+    return None
+
+
+def cell_inputs(planned_cell: dict[str, str], **values: str) -> dict[str, str]:
+    return {**benign_inputs("cell"), **planned_cell, "pushgateway": "", **values}
+
+
+@pytest.mark.parametrize("name", ["cell", "cell-mahimahi"])
+@pytest.mark.parametrize("selector", OFF_POOL_SELECTORS, ids=json.dumps)
+def test_a_node_selector_leaving_the_charts_pool_is_refused(render: Any, planned_cell: dict[str, str], name: str,
+                                                            selector: dict[str, str]):
+    """A strategic merge patch whose key overrides the pool's, or `$patch: replace`, moves the pod off
+    the pool: the render fails (no pod), or the pod's own check stops it before it runs anything."""
+    rendered = render(name, cell_inputs(planned_cell, **{"node-selector": json.dumps(selector)}),
+                      workflow_parameters(), node_pool=CHART_POOL)
+    if "error" in rendered:
+        return  # no pod
+    refusal = pod_refuses(rendered["pod"])
+    assert refusal is not None and "not the node selector the plan gives" in refusal, (selector, refusal)
+
+
+@pytest.mark.parametrize("name", ["cell", "cell-mahimahi"])
+@pytest.mark.parametrize("sizes", OUT_OF_BOUNDS, ids=json.dumps)
+def test_resources_outside_the_bounds_are_refused(render: Any, planned_cell: dict[str, str], name: str,
+                                                  sizes: dict[str, str]):
+    rendered = render(name, cell_inputs(planned_cell, **sizes), workflow_parameters(), node_pool=CHART_POOL)
+    if "error" in rendered:
+        return
+    refusal = pod_refuses(rendered["pod"])
+    assert refusal is not None and "must be" in refusal, (sizes, refusal)
+
+
+def test_the_planned_cell_in_the_charts_pool_is_accepted(render: Any, planned_cell: dict[str, str]):
+    """Without this, a pod refusing everything would pass the two tests above."""
+    from ccsweep.plan import node_selector, planned_cells
+    from ccsweep.store import open_store
+
+    cell = next(c for c in planned_cells(open_store(planned_cell["store"]), SWEEP) if c.id == planned_cell["id"])
+    inputs = cell_inputs(planned_cell, **{"node-selector": json.dumps(node_selector(cell))})
+    rendered = render("cell", inputs, workflow_parameters(), node_pool=CHART_POOL)
+    assert "error" not in rendered, rendered
+    assert rendered["pod"]["nodeSelector"] == {**CHART_POOL, **node_selector(cell)}
+    assert pod_refuses(rendered["pod"]) is None
+    env = {e["name"]: e["valueFrom"]["resourceFieldRef"] for e in rendered["pod"]["containers"][0]["env"]
+           if "resourceFieldRef" in e.get("valueFrom", {})}
+    assert env == {"CCSWEEP_POD_CPU_MILLI": {"containerName": "main", "resource": "requests.cpu", "divisor": "1m"},
+                   "CCSWEEP_POD_MEMORY_BYTES": {"containerName": "main", "resource": "limits.memory"}}

@@ -16,6 +16,7 @@ from ccsweep.store.base import (
     sweep_file_key,
 )
 from ccsweep.store.file import FileStore
+from ccsweep.store.urls import path_problem
 
 DEFAULT_STORE = "results"
 
@@ -24,7 +25,11 @@ __all__ = ["REPORT_FILE", "ManifestCell", "ResultStore", "StoreError", "StoreUna
 
 
 def open_store(url: str) -> ResultStore:
-    """A store for a URL; credentials for s3:// come from the environment, never from a spec."""
+    """A store for a URL; credentials for s3:// come from the environment, never from a spec. Its
+    path is checked as every path checks it (store.urls): no '.', '..', '//' or '%'."""
+    problem = path_problem(url)
+    if problem is not None:
+        raise StoreError(f"--store {url}: {problem}")
     if url.startswith("s3://"):
         from ccsweep.store.s3 import S3Store  # imported lazily: the minio client is only needed here
 
