@@ -61,6 +61,11 @@ def test_every_path_refuses_it_with_the_same_line(url: str):
     assert f"ccsweep: error: {raised.value}\n" == line
 
 
+@pytest.mark.parametrize("url", ["./results", "results", "/tmp/ccsweep-results", "file:///tmp/x/", "s3://b/p"])
+def test_a_folder_named_as_a_person_names_it_is_taken(url: str):
+    assert path_problem(url) is None
+
+
 @pytest.mark.parametrize("url", HOSTILE)
 def test_a_sweep_naming_it_is_invalid(tmp_path: Path, url: str):
     """The CRD's pattern refuses it at admission (and the operator, for a Sweep an older CRD let

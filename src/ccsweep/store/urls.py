@@ -17,13 +17,14 @@ ALLOWED_SEGMENTS = "segments without '.', '..', '//' or '%'"
 def path_problem(url: str) -> str | None:
     """Why `url` may not name a store or a Pushgateway (one line, without the URL), or None.
 
-    Its path is what follows `scheme://` (or the whole of a plain path), less one leading '/' (an
-    absolute path's root) and one trailing '/'.
+    Its path is what follows `scheme://` (or the whole of a plain path, less a leading './', the
+    way a person names a folder here), less one leading '/' (an absolute path's root) and one
+    trailing '/'.
     """
     if "%" in url:
         return f"a '%' (an encoded character such as %2e%2e or %2f) is not allowed: {ALLOWED_SEGMENTS}"
     _, scheme, rest = url.partition("://")
-    path = (rest if scheme else url).removeprefix("/").removesuffix("/")
+    path = (rest if scheme else url.removeprefix("./")).removeprefix("/").removesuffix("/")
     segments = path.split("/")
     if "" in segments:
         return f"an empty segment ('//') is not allowed: {ALLOWED_SEGMENTS}"
