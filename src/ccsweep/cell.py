@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,6 +41,11 @@ class Frozen(BaseModel):
     """Base for resolved parameters: immutable and strict, so a hash stays a hash."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Fields added after schema 1, with the default that means what the model did before each
+    #: existed: canonical_json hashes such a field only when it differs from that default, at any
+    #: depth, so adding one never moves a stored cell's id.
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {}
 
 
 class QueueParams(Frozen):
@@ -165,6 +171,8 @@ class CellParams(Frozen):
     link_offload: LinkOffload = Field(default="tso", description="how the link hands packets over (ccsweep-link's "
                                       "--offload); absent: the link's default, DEFAULT_LINK_OFFLOAD")
 
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
+
     @model_validator(mode="before")
     @classmethod
     def _offload_of_the_link(cls, data: object) -> object:
@@ -256,28 +264,43 @@ class Cell(BaseModel):
         return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
 
 
-#: CellParams fields added after schema 1, with the default that keeps a cell as it was before.
-FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
-#: The same for fields whose default depends on the cell's link.
+#: CellParams fields added after schema 1 whose default depends on the cell's link.
 LINK_FIELDS_AFTER_SCHEMA_1: dict[str, dict[LinkBackend, LinkOffload]] = {"link_offload": DEFAULT_LINK_OFFLOAD}
 
 
 def canonical_json(params: CellParams) -> str:
     """Sorted, compact JSON of the parameters: the exact bytes that are hashed.
 
-    A field added after schema 1 (FIELDS_AFTER_SCHEMA_1) is hashed only when it differs from its
+    A field added after schema 1 (a model's `added_after_schema_1`, at any depth: a new field
+    inside DirectionParams as much as one of CellParams) is hashed only when it differs from its
     default: a cell that does not use it is the same experiment as before the field existed, so it
     keeps its id, and the results already stored under that id stay found. A new field takes a
     default that means what cells did before it. Some defaults depend on the cell's link
     (LINK_FIELDS_AFTER_SCHEMA_1): a Mahimahi cell has no offloads, a ccsweep-link cell has its
     emulator's default ones.
     """
-    data = params.model_dump(mode="json")
-    by_link = {name: defaults[params.link] for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items()}
-    for name, default in {**FIELDS_AFTER_SCHEMA_1, **by_link}.items():
-        if data.get(name) == default:
+    data = _without_later_defaults(params, params.model_dump(mode="json"))
+    for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items():
+        if data.get(name) == defaults[params.link]:
             del data[name]
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _without_later_defaults(model: Frozen, data: dict[str, Any]) -> dict[str, Any]:
+    """`data`, the JSON dump of `model`, without the fields added after schema 1 that hold their
+    default, in `model` and in every model nested in it (directly or in a tuple)."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, Frozen):
+            _without_later_defaults(value, data[name])
+        elif isinstance(value, tuple):
+            for item, item_data in zip(value, data[name], strict=True):
+                if isinstance(item, Frozen):
+                    _without_later_defaults(item, item_data)
+    for name, default in type(model).added_after_schema_1.items():
+        if data.get(name) == default:
+            del data[name]
+    return data
 
 
 def cell_id(params: CellParams) -> str:
