@@ -103,6 +103,57 @@ class QueueParams(Frozen):
         return f"{self.kind} {' / '.join(limits)}"
 
 
+class BernoulliLoss(Frozen):
+    """Each packet lost with probability `p`, independently of every other: ccsweep-link's
+    `--*-loss`, mm-loss's model. Held in a direction as its `loss` (a bare fraction, as every
+    cell since schema 1 has it)."""
+
+    p: float = Field(ge=0, le=1)
+
+    @property
+    def mean_loss_rate(self) -> float:
+        return self.p
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it (after `--uplink-` or `--downlink-`), then one argv
+        element per value: `loss 0.01`."""
+        return ("loss", f"{self.p:g}")
+
+
+class GilbertElliottLoss(Frozen):
+    """Gilbert-Elliott loss with netem's `gemodel` parameters, as fractions: a Good and a Bad
+    state; a packet is lost with the probability of the state it finds, then the state moves
+    (docs/emulator.md, "Gilbert-Elliott loss"). Resolved: all four given, the spec's defaults and
+    its friendlier form (mean loss rate, mean burst length) already applied."""
+
+    p: float = Field(ge=0, le=1, description="probability of moving from Good to Bad, per packet")
+    r: float = Field(ge=0, le=1, description="probability of moving from Bad to Good, per packet")
+    one_minus_h: float = Field(ge=0, le=1, description="loss probability in the Bad state (netem's 1-h)")
+    one_minus_k: float = Field(ge=0, le=1, description="loss probability in the Good state (netem's 1-k)")
+
+    @model_validator(mode="after")
+    def _chain_moves(self) -> GilbertElliottLoss:
+        if self.p + self.r <= 0:
+            raise ValueError("gilbert_elliott: p and r are both 0; p + r must be above 0")
+        return self
+
+    @property
+    def mean_loss_rate(self) -> float:
+        """The long-run share of packets lost, rounded to 12 significant digits (so the form given
+        as 1 % reads 0.01, as a figure's loss axis and a table show it)."""
+        rate = (self.r * self.one_minus_k + self.p * self.one_minus_h) / (self.p + self.r)
+        return float(f"{rate:.12g}")
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it, then its four values, one argv element each and exact
+        (repr: the emulator draws with the probabilities the cell id hashed)."""
+        return ("gilbert-elliott", *(repr(v) for v in (self.p, self.r, self.one_minus_h, self.one_minus_k)))
+
+
+#: The loss model of one direction.
+LossModel = BernoulliLoss | GilbertElliottLoss
+
+
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
 
@@ -126,6 +177,10 @@ class DirectionParams(Frozen):
     delay_ms: float = Field(ge=0)
     loss: float = Field(ge=0, le=1, description="Bernoulli loss probability (a fraction)")
     queue: QueueParams = QueueParams()
+    gilbert_elliott: GilbertElliottLoss | None = Field(
+        default=None, description="Gilbert-Elliott loss instead of Bernoulli (`loss` is then 0)")
+
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:
@@ -133,7 +188,14 @@ class DirectionParams(Frozen):
             raise ValueError("a direction needs exactly one of rate_mbps and trace")
         if self.rate_schedule and self.rate_mbps is None:
             raise ValueError("rate_schedule applies to a constant rate, not a trace")
+        if self.gilbert_elliott is not None and self.loss:
+            raise ValueError(f"a direction has one loss model: loss {self.loss:g} and gilbert_elliott both given")
         return self
+
+    @property
+    def loss_model(self) -> LossModel:
+        """The direction's loss as its model: Gilbert-Elliott where given, else Bernoulli `loss`."""
+        return self.gilbert_elliott if self.gilbert_elliott is not None else BernoulliLoss(p=self.loss)
 
 
 class FlowParams(Frozen):
@@ -206,8 +268,9 @@ class CellParams(Frozen):
 
     @property
     def loss(self) -> float:
-        """Loss on the data direction, the x axis of the goodput-vs-loss figures."""
-        return self.uplink.loss
+        """Loss rate on the data direction (a model's long-run rate), the x axis of the
+        goodput-vs-loss figures."""
+        return self.uplink.loss_model.mean_loss_rate
 
     @property
     def rtt_ms(self) -> float:
