@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ccsweep.cell import BernoulliLoss, CellParams, GilbertElliottLoss, canonical_json
 from ccsweep.cli import main
 from ccsweep.expand import expand
+from ccsweep.figures.points import Point, cell_summary, loss_series, path_label, series_label, varying_facets
 from ccsweep.linkrules import LinkError, mahimahi_cannot
 from ccsweep.runner.link import link_command
 from ccsweep.runner.mahimahi import mahimahi_command
@@ -123,3 +124,18 @@ def test_mahimahi_refuses_it_in_one_line_naming_the_field(tmp_path: Path):
     folder, logs = Path("/mm/bin"), {"uplink": Path("/w/up.log"), "downlink": Path("/w/down.log")}
     with pytest.raises(LinkError, match="mahimahi cannot draw uplink loss from GilbertElliottLoss"):
         mahimahi_command(moved, folder, {"uplink": Path("/w/up"), "downlink": Path("/w/down")}, logs, ["true"])
+
+
+def test_figures_draw_a_line_per_burst_length_and_name_it():
+    settings = [{"mean_loss_percent": 1, "mean_burst_packets": 4}, {"mean_loss_percent": 2, "mean_burst_packets": 4},
+                {"mean_loss_percent": 1, "mean_burst_packets": 2}]
+    points = [Point(cell.params, []) for cell in cells(gilbert_elliott=settings, loss_direction="both")]
+    series = loss_series(points, "both")
+    assert [[p.params.loss for p in line] for line in series] == [[0.01, 0.02], [0.01]]
+    facets = varying_facets([line[0].params for line in series], skip=("loss",))
+    assert [series_label(line[0].params, facets) for line in series] == ["CUBIC (bursts of 4 pkts)",
+                                                                        "CUBIC (bursts of 2 pkts)"]
+    assert cell_summary(points[0].params, repetition=False).startswith("CUBIC, 1 % loss in bursts of 4 pkts, 40 ms")
+    acks, = cells(gilbert_elliott=[settings[0]], loss_direction="downlink")
+    assert path_label(acks.params) == "reverse 20 ms, 1 % loss in bursts of 4 pkts"
+    assert path_label(points[0].params) == "symmetric"
