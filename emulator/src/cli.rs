@@ -3,7 +3,7 @@
 use clap::{CommandFactory, FromArgMatches, Parser};
 use crate::link::Side;
 
-/// Emulate a bottleneck link (rate or Mahimahi trace, one-way delay, Bernoulli loss, queue)
+/// Emulate a bottleneck link (rate or Mahimahi trace, one-way delay, Bernoulli or Gilbert-Elliott loss, queue)
 /// between a sender and a receiver network namespace, with TUN devices in each.
 #[derive(Parser, Debug)]
 #[command(name = "ccsweep-link", version, about, long_about = None)]
@@ -60,6 +60,13 @@ pub struct Args {
     /// Downlink Bernoulli loss probability, a fraction in [0, 1].
     #[arg(long, default_value = "0")]
     pub downlink_loss: String,
+    /// Uplink Gilbert-Elliott loss instead, with netem's gemodel parameters as four fractions in
+    /// [0, 1]: P (Good to Bad), R (Bad to Good), 1-H (loss in Bad), 1-K (loss in Good).
+    #[arg(long, num_args = 4, value_names = ["P", "R", "1-H", "1-K"], conflicts_with = "uplink_loss")]
+    pub uplink_gilbert_elliott: Option<Vec<String>>,
+    /// Downlink Gilbert-Elliott loss instead (same parameters).
+    #[arg(long, num_args = 4, value_names = ["P", "R", "1-H", "1-K"], conflicts_with = "downlink_loss")]
+    pub downlink_gilbert_elliott: Option<Vec<String>>,
     /// Loss after the bottleneck (as Mahimahi's usual nesting) or before it.
     #[arg(long, default_value = "after", value_parser = ["after", "before"])]
     pub loss_position: String,
@@ -117,6 +124,7 @@ pub struct DirectionArgs<'a> {
     pub trace: Option<&'a str>,
     pub delay: &'a str,
     pub loss: &'a str,
+    pub gilbert_elliott: Option<&'a [String]>,
     pub queue: &'a str,
     pub log: Option<&'a str>,
 }
@@ -130,6 +138,7 @@ impl Args {
                 trace: self.uplink_trace.as_deref(),
                 delay: &self.uplink_delay,
                 loss: &self.uplink_loss,
+                gilbert_elliott: self.uplink_gilbert_elliott.as_deref(),
                 queue: &self.uplink_queue,
                 log: self.uplink_log.as_deref(),
             },
@@ -139,6 +148,7 @@ impl Args {
                 trace: self.downlink_trace.as_deref(),
                 delay: &self.downlink_delay,
                 loss: &self.downlink_loss,
+                gilbert_elliott: self.downlink_gilbert_elliott.as_deref(),
                 queue: &self.downlink_queue,
                 log: self.downlink_log.as_deref(),
             },

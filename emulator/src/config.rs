@@ -6,11 +6,12 @@ use crate::error::Error;
 use crate::inject::{InjectSpec, Injector};
 use crate::link::{Direction, LossPosition, Server, Side, Stages};
 use crate::linklog::LinkLog;
+use crate::loss::LossModel;
 use crate::netdev::{check_device_name, check_netns_name, parse_address, Endpoint};
 use crate::queue::{Queue, QueueSpec};
 use crate::sched::parse_priority;
 use crate::trace::Trace;
-use crate::units::{parse_duration_ns, parse_probability, parse_rate};
+use crate::units::{parse_duration_ns, parse_rate};
 use serde_json::{json, Value};
 
 /// The longest `--spin` a real-time loop may busy-wait: its core is not free while it spins.
@@ -21,7 +22,7 @@ pub struct DirectionConfig {
     pub side: Side,
     pub server: ServerConfig,
     pub delay_ns: u64,
-    pub loss: f64,
+    pub loss: LossModel,
     pub queue: QueueSpec,
     pub log: Option<String>,
 }
@@ -67,7 +68,10 @@ impl DirectionConfig {
             side: args.side,
             server,
             delay_ns: parse_duration_ns(args.delay).map_err(option("delay"))?,
-            loss: parse_probability(args.loss).map_err(option("loss"))?,
+            loss: match args.gilbert_elliott {
+                Some(values) => LossModel::gilbert_elliott(values).map_err(option("gilbert-elliott"))?,
+                None => LossModel::bernoulli(args.loss).map_err(option("loss"))?,
+            },
             queue: QueueSpec::parse(args.queue).map_err(option("queue"))?,
             log: args.log.map(str::to_string),
         })
@@ -88,7 +92,7 @@ impl DirectionConfig {
             }
         };
         let delay_us = self.delay_ns as f64 / 1e3;
-        json!({"server": server, "delay_us": delay_us, "loss": self.loss, "queue": self.queue.describe()})
+        json!({"server": server, "delay_us": delay_us, "loss": self.loss.to_json(), "queue": self.queue.describe()})
     }
 
     /// The running direction: its log file is created here, its random streams (loss, queue,
@@ -265,6 +269,33 @@ mod tests {
         assert_eq!(error(&["--stats-interval", "10us"]), "--stats-interval: must be at least 1ms");
         assert!(error(&["--inject-lateness", "fixed:2s"]).starts_with("--inject-lateness: \"2s\" is longer"));
         assert!(error(&["--realtime-priority", "0"]).starts_with("--realtime-priority: \"0\" is not a SCHED_FIFO"));
+    }
+
+    /// The configuration of a 10 Mbit/s link given `extra` argv elements as they are.
+    fn config_argv(extra: &[&str]) -> Result<Config, Error> {
+        let base = ["ccsweep-link", "--sender-netns", "s", "--receiver-netns", "r", "--uplink-rate", "10mbit"];
+        let argv = base.iter().chain(["--downlink-rate", "10mbit"].iter()).chain(extra.iter());
+        let args = parse_args(argv.map(|s| s.to_string())).map_err(|e| Error::Arguments(crate::cli::one_line(&e)))?;
+        Config::from_args(&args)
+    }
+
+    #[test]
+    fn gilbert_elliott_takes_one_argument_per_value() {
+        let config = config_argv(&["--downlink-gilbert-elliott", "0.01", "0.25", "1", "0"]).unwrap();
+        let model = LossModel::GilbertElliott { p: 0.01, r: 0.25, one_minus_h: 1.0, one_minus_k: 0.0 };
+        assert_eq!(config.downlink.loss, model);
+        assert_eq!(config.uplink.loss, LossModel::Bernoulli { p: 0.0 });
+        let json = config.to_json();
+        assert_eq!(json["downlink"]["loss"]["model"], "gilbert-elliott");
+        assert!((json["downlink"]["loss"]["mean_loss_rate"].as_f64().unwrap() - 0.01 / 0.26).abs() < 1e-12);
+        assert_eq!(json["uplink"]["loss"], 0.0, "Bernoulli loss is echoed as before");
+        let error = config_argv(&["--uplink-gilbert-elliott", "0.1", "0.3", "2", "0"]).err().unwrap().to_string();
+        assert!(error.starts_with("--uplink-gilbert-elliott: 1-H: 2 is outside [0, 1]"), "{error}");
+        // One string holding the four values is not four values.
+        assert!(config_argv(&["--uplink-gilbert-elliott", "0.1 0.3 1 0"]).is_err());
+        let both = config_argv(&["--uplink-loss", "0.01", "--uplink-gilbert-elliott", "0.1", "0.3", "1", "0"]);
+        let error = both.err().unwrap().to_string();
+        assert!(error.contains("--uplink-gilbert-elliott") && error.contains("--uplink-loss"), "{error}");
     }
 
     #[test]

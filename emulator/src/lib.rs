@@ -13,6 +13,7 @@ pub mod inject;
 pub mod lateness;
 pub mod link;
 pub mod linklog;
+pub mod loss;
 pub mod netdev;
 pub mod offload;
 pub mod pacing;

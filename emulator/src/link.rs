@@ -1,5 +1,6 @@
-//! One direction of the emulated link: Bernoulli loss, the bottleneck queue and its server (a
-//! constant rate or a Mahimahi trace), then a fixed one-way delay.
+//! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), the
+//! bottleneck queue and its server (a constant rate or a Mahimahi trace), then a fixed one-way
+//! delay.
 //!
 //! Order (documented, recorded in every summary): with loss "after" (the default, as in
 //! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
@@ -13,12 +14,10 @@
 use crate::inject::Injector;
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
+use crate::loss::{Loss, LossModel};
 use crate::queue::{DropCause, Packet, Queue};
 use crate::offload::{self, Coalescer, VNET_HDR_LEN};
 use crate::trace::{Trace, HEADER_BYTES, OPPORTUNITY_BYTES, OPPORTUNITY_IP_BITS};
-use rand::Rng;
-use rand::SeedableRng;
-use rand_pcg::Pcg64Mcg;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 
@@ -47,7 +46,7 @@ impl Side {
     }
 }
 
-/// Where Bernoulli loss sits relative to the bottleneck.
+/// Where the loss stage sits relative to the bottleneck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LossPosition {
     Before,
@@ -115,7 +114,7 @@ pub struct Stages {
     pub server: Server,
     pub queue: Queue,
     pub delay_ns: u64,
-    pub loss: f64,
+    pub loss: LossModel,
     pub loss_position: LossPosition,
     /// Frames carry a `virtio_net_hdr`, and packets that continue one another leave as one
     /// GSO write (`--offload tso`).
@@ -129,9 +128,8 @@ pub struct Stages {
 
 pub struct Direction {
     pub name: &'static str,
-    loss: f64,
+    loss: Loss,
     loss_position: LossPosition,
-    rng: Pcg64Mcg,
     queue: Queue,
     server: Server,
     delay_ns: u64,
@@ -164,9 +162,8 @@ impl Direction {
     pub fn new(name: &'static str, stages: Stages) -> Self {
         Self {
             name,
-            loss: stages.loss,
+            loss: Loss::new(stages.loss, stages.loss_seed),
             loss_position: stages.loss_position,
-            rng: Pcg64Mcg::seed_from_u64(stages.loss_seed),
             queue: stages.queue,
             server: stages.server,
             delay_ns: stages.delay_ns,
@@ -181,10 +178,6 @@ impl Direction {
             split: Vec::new(),
             spare: Vec::new(),
         }
-    }
-
-    fn lost(&mut self) -> bool {
-        self.loss > 0.0 && self.rng.random::<f64>() < self.loss
     }
 
     /// Whether frames carry a `virtio_net_hdr` (and may be TSO segments).
@@ -219,7 +212,7 @@ impl Direction {
         let ip_bytes = data.len().saturating_sub(self.frame_offset()) as u32;
         self.counters.in_packets += 1;
         self.counters.in_bytes += u64::from(ip_bytes);
-        if self.loss_position == LossPosition::Before && self.lost() {
+        if self.loss_position == LossPosition::Before && self.loss.lost() {
             self.counters.drops_loss += 1;
             self.spare.push(data);
             return;
@@ -332,7 +325,7 @@ impl Direction {
         if let Some(log) = self.log.as_mut() {
             log.departure(t_ns, packet.size, packet.arrival_ns);
         }
-        if self.loss_position == LossPosition::After && self.lost() {
+        if self.loss_position == LossPosition::After && self.loss.lost() {
             self.counters.drops_loss += 1;
             self.spare.push(packet.data);
             return;
@@ -542,7 +535,7 @@ mod tests {
             server,
             queue,
             delay_ns,
-            loss,
+            loss: LossModel::Bernoulli { p: loss },
             loss_position: LossPosition::After,
             offload: false,
             loss_seed: 42,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,6 +41,11 @@ class Frozen(BaseModel):
     """Base for resolved parameters: immutable and strict, so a hash stays a hash."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Fields added after schema 1, with the default that means what the model did before each
+    #: existed: canonical_json hashes such a field only when it differs from that default, at any
+    #: depth, so adding one never moves a stored cell's id.
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {}
 
 
 class QueueParams(Frozen):
@@ -97,6 +103,57 @@ class QueueParams(Frozen):
         return f"{self.kind} {' / '.join(limits)}"
 
 
+class BernoulliLoss(Frozen):
+    """Each packet lost with probability `p`, independently of every other: ccsweep-link's
+    `--*-loss`, mm-loss's model. Held in a direction as its `loss` (a bare fraction, as every
+    cell since schema 1 has it)."""
+
+    p: float = Field(ge=0, le=1)
+
+    @property
+    def mean_loss_rate(self) -> float:
+        return self.p
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it (after `--uplink-` or `--downlink-`), then one argv
+        element per value: `loss 0.01`."""
+        return ("loss", f"{self.p:g}")
+
+
+class GilbertElliottLoss(Frozen):
+    """Gilbert-Elliott loss with netem's `gemodel` parameters, as fractions: a Good and a Bad
+    state; a packet is lost with the probability of the state it finds, then the state moves
+    (docs/emulator.md, "Gilbert-Elliott loss"). Resolved: all four given, the spec's defaults and
+    its friendlier form (mean loss rate, mean burst length) already applied."""
+
+    p: float = Field(ge=0, le=1, description="probability of moving from Good to Bad, per packet")
+    r: float = Field(ge=0, le=1, description="probability of moving from Bad to Good, per packet")
+    one_minus_h: float = Field(ge=0, le=1, description="loss probability in the Bad state (netem's 1-h)")
+    one_minus_k: float = Field(ge=0, le=1, description="loss probability in the Good state (netem's 1-k)")
+
+    @model_validator(mode="after")
+    def _chain_moves(self) -> GilbertElliottLoss:
+        if self.p + self.r <= 0:
+            raise ValueError("gilbert_elliott: p and r are both 0; p + r must be above 0")
+        return self
+
+    @property
+    def mean_loss_rate(self) -> float:
+        """The long-run share of packets lost, rounded to 12 significant digits (so the form given
+        as 1 % reads 0.01, as a figure's loss axis and a table show it)."""
+        rate = (self.r * self.one_minus_k + self.p * self.one_minus_h) / (self.p + self.r)
+        return float(f"{rate:.12g}")
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it, then its four values, one argv element each and exact
+        (repr: the emulator draws with the probabilities the cell id hashed)."""
+        return ("gilbert-elliott", *(repr(v) for v in (self.p, self.r, self.one_minus_h, self.one_minus_k)))
+
+
+#: The loss model of one direction.
+LossModel = BernoulliLoss | GilbertElliottLoss
+
+
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
 
@@ -120,6 +177,10 @@ class DirectionParams(Frozen):
     delay_ms: float = Field(ge=0)
     loss: float = Field(ge=0, le=1, description="Bernoulli loss probability (a fraction)")
     queue: QueueParams = QueueParams()
+    gilbert_elliott: GilbertElliottLoss | None = Field(
+        default=None, description="Gilbert-Elliott loss instead of Bernoulli (`loss` is then 0)")
+
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:
@@ -127,7 +188,14 @@ class DirectionParams(Frozen):
             raise ValueError("a direction needs exactly one of rate_mbps and trace")
         if self.rate_schedule and self.rate_mbps is None:
             raise ValueError("rate_schedule applies to a constant rate, not a trace")
+        if self.gilbert_elliott is not None and self.loss:
+            raise ValueError(f"a direction has one loss model: loss {self.loss:g} and gilbert_elliott both given")
         return self
+
+    @property
+    def loss_model(self) -> LossModel:
+        """The direction's loss as its model: Gilbert-Elliott where given, else Bernoulli `loss`."""
+        return self.gilbert_elliott if self.gilbert_elliott is not None else BernoulliLoss(p=self.loss)
 
 
 class FlowParams(Frozen):
@@ -165,6 +233,8 @@ class CellParams(Frozen):
     link_offload: LinkOffload = Field(default="tso", description="how the link hands packets over (ccsweep-link's "
                                       "--offload); absent: the link's default, DEFAULT_LINK_OFFLOAD")
 
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
+
     @model_validator(mode="before")
     @classmethod
     def _offload_of_the_link(cls, data: object) -> object:
@@ -198,8 +268,9 @@ class CellParams(Frozen):
 
     @property
     def loss(self) -> float:
-        """Loss on the data direction, the x axis of the goodput-vs-loss figures."""
-        return self.uplink.loss
+        """Loss rate on the data direction (a model's long-run rate), the x axis of the
+        goodput-vs-loss figures."""
+        return self.uplink.loss_model.mean_loss_rate
 
     @property
     def rtt_ms(self) -> float:
@@ -256,28 +327,43 @@ class Cell(BaseModel):
         return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
 
 
-#: CellParams fields added after schema 1, with the default that keeps a cell as it was before.
-FIELDS_AFTER_SCHEMA_1: dict[str, object] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
-#: The same for fields whose default depends on the cell's link.
+#: CellParams fields added after schema 1 whose default depends on the cell's link.
 LINK_FIELDS_AFTER_SCHEMA_1: dict[str, dict[LinkBackend, LinkOffload]] = {"link_offload": DEFAULT_LINK_OFFLOAD}
 
 
 def canonical_json(params: CellParams) -> str:
     """Sorted, compact JSON of the parameters: the exact bytes that are hashed.
 
-    A field added after schema 1 (FIELDS_AFTER_SCHEMA_1) is hashed only when it differs from its
+    A field added after schema 1 (a model's `added_after_schema_1`, at any depth: a new field
+    inside DirectionParams as much as one of CellParams) is hashed only when it differs from its
     default: a cell that does not use it is the same experiment as before the field existed, so it
     keeps its id, and the results already stored under that id stay found. A new field takes a
     default that means what cells did before it. Some defaults depend on the cell's link
     (LINK_FIELDS_AFTER_SCHEMA_1): a Mahimahi cell has no offloads, a ccsweep-link cell has its
     emulator's default ones.
     """
-    data = params.model_dump(mode="json")
-    by_link = {name: defaults[params.link] for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items()}
-    for name, default in {**FIELDS_AFTER_SCHEMA_1, **by_link}.items():
-        if data.get(name) == default:
+    data = _without_later_defaults(params, params.model_dump(mode="json"))
+    for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items():
+        if data.get(name) == defaults[params.link]:
             del data[name]
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _without_later_defaults(model: Frozen, data: dict[str, Any]) -> dict[str, Any]:
+    """`data`, the JSON dump of `model`, without the fields added after schema 1 that hold their
+    default, in `model` and in every model nested in it (directly or in a tuple)."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, Frozen):
+            _without_later_defaults(value, data[name])
+        elif isinstance(value, tuple):
+            for item, item_data in zip(value, data[name], strict=True):
+                if isinstance(item, Frozen):
+                    _without_later_defaults(item, item_data)
+    for name, default in type(model).added_after_schema_1.items():
+        if data.get(name) == default:
+            del data[name]
+    return data
 
 
 def cell_id(params: CellParams) -> str:

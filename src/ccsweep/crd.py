@@ -264,10 +264,15 @@ def cel_rules() -> list[dict[str, str]]:
     def given(field: str) -> str:
         return f"(has(e.{field}) || (has(self.defaults) && has(self.defaults.{field})))"
 
+    def exactly_one(names: tuple[str, ...]) -> str:
+        if len(names) == 2:
+            return f"{given(names[0])} != {given(names[1])}"
+        return " + ".join(f"({given(name)} ? 1 : 0)" for name in names) + " == 1"
+
     rules = [{
-        "rule": f"!has(self.experiments) || self.experiments.all(e, {given(first)} != {given(second)})",
-        "message": f"each experiment (or defaults) gives exactly one of {first} and {second}",
-    } for first, second, _ in EXACTLY_ONE_OF]
+        "rule": f"!has(self.experiments) || self.experiments.all(e, {exactly_one(names)})",
+        "message": f"each experiment (or defaults) gives exactly one of {', '.join(names[:-1])} and {names[-1]}",
+    } for names in EXACTLY_ONE_OF]
     rules.append({
         "rule": ("(has(self.experiments) && size(self.experiments) > 0) || "
                  "(has(self.include) && size(self.include) > 0)"),

@@ -23,6 +23,8 @@ from ccsweep.cell import (
     CellParams,
     DirectionParams,
     FlowParams,
+    GilbertElliottLoss,
+    LossModel,
     QueueParams,
     RateStep,
     TraceRef,
@@ -158,6 +160,9 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     def scaled(seconds: float) -> float:
         return round(seconds * time_scale, 6)
 
+    if exp.link == "mahimahi" and exp.gilbert_elliott is not None:
+        raise SpecError(f"experiments[{exp.name}].gilbert_elliott: needs link ccsweep-link; mahimahi's mm-loss loses "
+                        "each packet independently (give loss or loss_percent)")
     if exp.link == "mahimahi" and exp.link_offload not in (None, "none"):
         raise SpecError(f"experiments[{exp.name}].link_offload: {exp.link_offload} needs link ccsweep-link; "
                         "mahimahi moves one packet at a time (give none, or leave it unset)")
@@ -169,22 +174,24 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     buffers = BufferParams(tcp_rmem=exp.buffers.tcp_rmem, tcp_wmem=exp.buffers.tcp_wmem)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
-    axes = itertools.product(exp.flow_mixes(), exp.loss_fractions, exp.rtt_ms, links, enumerate(exp.queue), reverses,
+    axes = itertools.product(exp.flow_mixes(), exp.loss_models(), exp.rtt_ms, links, enumerate(exp.queue), reverses,
                              kernels, range(exp.max_runs))
     for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, rep in axes:
-        up_loss = loss if exp.loss_direction in ("uplink", "both") else 0.0
-        down_loss = loss if exp.loss_direction in ("downlink", "both") else 0.0
+        up_loss, up_bursts = _loss_fields(loss if exp.loss_direction in ("uplink", "both") else None)
+        down_loss, down_bursts = _loss_fields(loss if exp.loss_direction in ("downlink", "both") else None)
         down_delay = rtt / 2
         if reverse is not None:
             down_delay = reverse.delay_ms if reverse.delay_ms is not None else down_delay
             # Rounded as the forward loss is (Experiment.loss_fractions): one physical cell, one id.
-            down_loss = round(reverse.loss_percent / 100, 12) if reverse.loss_percent is not None else down_loss
+            if reverse.loss_percent is not None:
+                down_loss, down_bursts = round(reverse.loss_percent / 100, 12), None
         params = CellParams(
             flows=tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix)),
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
-                                   delay_ms=rtt / 2, loss=up_loss,
+                                   delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
-            downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss),
+            downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss,
+                                     gilbert_elliott=down_bursts),
             duration_s=scaled(exp.duration_s),
             warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
@@ -200,6 +207,14 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
             raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")
         yield Cell.build(sweep, exp.name, params)
+
+
+def _loss_fields(model: LossModel | None) -> tuple[float, GilbertElliottLoss | None]:
+    """A direction's (loss, gilbert_elliott) for its model (None: no loss): Bernoulli as the `loss`
+    fraction every cell has held since schema 1, Gilbert-Elliott beside a `loss` of 0."""
+    if isinstance(model, GilbertElliottLoss):
+        return 0.0, model
+    return (model.p if model is not None else 0.0), None
 
 
 #: (uplink rate, uplink trace, downlink rate, downlink trace, mean data rate) of one bottleneck value.

@@ -112,6 +112,9 @@ def mahimahi_cannot(p: CellParams) -> str | None:
         return f"delay by {p.uplink.delay_ms:g} ms: mm-delay takes whole milliseconds (give an even rtt_ms)"
     for name in DIRECTIONS:
         direction: DirectionParams = getattr(p, name)
+        if direction.gilbert_elliott is not None:
+            return (f"draw {name} loss from a Gilbert-Elliott model (gilbert_elliott): mm-loss loses each packet "
+                    "independently (give loss or loss_percent, or link ccsweep-link)")
         if direction.rate_schedule:
             return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]

@@ -20,7 +20,16 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
-from ccsweep.cell import KERNEL_RELEASE, LinkBackend, LinkOffload, LossPosition, QueueKind
+from ccsweep.cell import (
+    KERNEL_RELEASE,
+    BernoulliLoss,
+    GilbertElliottLoss,
+    LinkBackend,
+    LinkOffload,
+    LossModel,
+    LossPosition,
+    QueueKind,
+)
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
@@ -146,6 +155,11 @@ def _bounds(low: float, high: float, *, open_low: bool = False) -> WithJsonSchem
 LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
 LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
 RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
+Probability = Annotated[float, _within(0, 1, "(a fraction)"), _bounds(0, 1)]
+MeanLossPercent = Annotated[float, _within(0, 100, "(percent)", open_low=True), _bounds(0, 100, open_low=True)]
+#: A mean burst of more than 100,000 packets (over a second at 1 Gbit/s) is an outage, not loss.
+MAX_MEAN_BURST_PACKETS = 100_000
+MeanBurstPackets = Annotated[float, _within(1, MAX_MEAN_BURST_PACKETS, "packets"), _bounds(1, MAX_MEAN_BURST_PACKETS)]
 #: 0.01 Mbit/s is ReBBR's lowest rate (the bandwidth preset): a full-size packet then takes 1.2 s on
 #: the wire. Below it a cell measures the link's start-up, not congestion control (at 1e-9 Mbit/s
 #: one packet would take 380 years). docs/spec.md, "Bounds".
@@ -237,6 +251,58 @@ class ReversePath(SpecModel):
     label: str = Field(pattern=SLUG)
     delay_ms: float | None = Field(default=None, ge=0, le=10_000, description="one-way; default: half the RTT")
     loss_percent: float | None = Field(default=None, ge=0, le=100, description="default: per loss_direction")
+
+
+class GilbertElliottSetting(SpecModel):
+    """Gilbert-Elliott loss in one of two forms: netem's `gemodel` parameters as fractions (`p`,
+    `r`, `one_minus_h`, `one_minus_k`), or the simple Gilbert model by what it does
+    (`mean_loss_percent`, `mean_burst_packets`)."""
+
+    p: Probability | None = Field(default=None, description="probability of moving from Good to Bad, per packet")
+    r: Probability | None = Field(default=None, description="probability of moving from Bad to Good, per packet")
+    one_minus_h: Probability | None = Field(default=None,
+                                            description="loss probability in Bad (netem's 1-h); default 1")
+    one_minus_k: Probability | None = Field(default=None,
+                                            description="loss probability in Good (netem's 1-k); default 0")
+    mean_loss_percent: MeanLossPercent | None = Field(
+        default=None, description="instead of p and r: the long-run loss rate, in percent")
+    mean_burst_packets: MeanBurstPackets | None = Field(
+        default=None, description="with mean_loss_percent: the mean length of a burst of losses, in packets")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> GilbertElliottSetting:
+        netem = [name for name in ("p", "r", "one_minus_h", "one_minus_k") if getattr(self, name) is not None]
+        friendly = [name for name in ("mean_loss_percent", "mean_burst_packets") if getattr(self, name) is not None]
+        if netem and friendly:
+            raise ValueError(f"give netem's parameters or mean_loss_percent and mean_burst_packets, not both "
+                             f"({', '.join(netem + friendly)} given)")
+        if friendly:
+            if len(friendly) == 1:
+                raise ValueError("mean_loss_percent and mean_burst_packets go together: give both")
+            burst = self.mean_burst_packets or 1.0
+            most = 100 * burst / (burst + 1)
+            if (self.mean_loss_percent or 0) > most:
+                raise ValueError(f"mean_loss_percent: {self.mean_loss_percent:g} is outside (0, {most:.6g}], the "
+                                 f"most bursts of mean {burst:g} packets can lose (100 B / (B + 1) %)")
+            return self
+        if self.p is None or self.r is None:
+            raise ValueError("give p and r (and optionally one_minus_h, one_minus_k), or mean_loss_percent and "
+                             "mean_burst_packets")
+        if self.p + self.r <= 0:
+            raise ValueError("p and r are both 0: the chain never moves (p + r must be above 0)")
+        return self
+
+    def resolved(self) -> GilbertElliottLoss:
+        """The four parameters a cell holds. The friendly form is the simple Gilbert model (loss
+        only in Bad, all of it): a burst lasts a geometric number of packets of mean 1/r, and the
+        loss rate p / (p + r)."""
+        if self.mean_loss_percent is not None and self.mean_burst_packets is not None:
+            loss = self.mean_loss_percent / 100
+            r = 1 / self.mean_burst_packets
+            return GilbertElliottLoss(p=loss * r / (1 - loss), r=r, one_minus_h=1.0, one_minus_k=0.0)
+        return GilbertElliottLoss(p=self.p, r=self.r,
+                                  one_minus_h=1.0 if self.one_minus_h is None else self.one_minus_h,
+                                  one_minus_k=0.0 if self.one_minus_k is None else self.one_minus_k)
 
 
 class RateStepSetting(SpecModel):
@@ -349,6 +415,10 @@ class Experiment(SpecModel):
     flow_stagger_s: float = Field(default=0, ge=0, le=3600)
     loss_percent: list[LossPercent] | None = _axis()
     loss: list[LossFraction] | None = _axis("fractions; give this or loss_percent")
+    gilbert_elliott: list[GilbertElliottSetting] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="instead of loss or loss_percent: Gilbert-Elliott loss, netem's four parameters or a mean loss "
+                    "rate and burst length, on the directions loss_direction names")
     loss_direction: LossDirection = "uplink"
     loss_position: LossPosition = "after"
     rtt_ms: list[RttMs] = Field(min_length=1, max_length=MAX_AXIS)
@@ -382,9 +452,9 @@ class Experiment(SpecModel):
 
     @model_validator(mode="after")
     def _exactly_one_of_each(self) -> Experiment:
-        for first, second, what in EXACTLY_ONE_OF:
-            if (getattr(self, first) is None) == (getattr(self, second) is None):
-                raise ValueError(f"give exactly one of {first}{what} and {second}")
+        for names in EXACTLY_ONE_OF:
+            if sum(getattr(self, name) is not None for name in names) != 1:
+                raise ValueError(f"give exactly one of {_listed([FIELD_WORDS.get(n, n) for n in names])}")
         if self.rate_schedule and self.trace is not None:
             raise ValueError("rate_schedule needs bandwidth_mbps, not a trace")
         if self.warmup_s is not None and self.warmup_s >= self.duration_s:
@@ -414,7 +484,8 @@ class Experiment(SpecModel):
         """Each value of an axis once: a repeat is the same cell twice, or two cells under one label."""
         axes: list[tuple[str, list[Any]]] = [
             ("cc", self.cc or []), ("mixes", [[g.model_dump() for g in m] for m in self.mixes or []]),
-            ("loss" if self.loss is not None else "loss_percent", self.loss_fractions), ("rtt_ms", self.rtt_ms),
+            ("loss" if self.loss is not None else "loss_percent", self.loss_fractions),
+            ("gilbert_elliott", [g.resolved() for g in self.gilbert_elliott or []]), ("rtt_ms", self.rtt_ms),
             ("bandwidth_mbps", self.bandwidth_mbps or []), ("trace", [t.name for t in self.trace or []]),
             ("trace", [(t.uplink, t.downlink) for t in self.trace or []]),
             ("queue", [q.model_dump() for q in self.queue]), ("reverse", [r.label for r in self.reverse or []]),
@@ -450,6 +521,12 @@ class Experiment(SpecModel):
         # Rounded so loss_percent 0.1 and loss 0.001 give the same cell id (0.1 / 100 is not exactly 0.001).
         return [self._fraction(value) for value in (self.loss if self.loss is not None else self.loss_percent or [])]
 
+    def loss_models(self) -> list[LossModel]:
+        """The loss axis, one model per value: Bernoulli from loss or loss_percent, or Gilbert-Elliott."""
+        if self.gilbert_elliott is not None:
+            return [setting.resolved() for setting in self.gilbert_elliott]
+        return [BernoulliLoss(p=fraction) for fraction in self.loss_fractions]
+
     @property
     def effective_warmup_s(self) -> float:
         """Default warm-up: 5 s, or a quarter of a short flow."""
@@ -475,16 +552,24 @@ class Experiment(SpecModel):
         bottlenecks = len(self.bandwidth_mbps if self.bandwidth_mbps is not None else self.trace or [])
         reverses = len(self.reverse) if self.reverse else 1
         kernels = len(self.kernels) if self.kernels else 1
-        return (len(self.flow_mixes()) * len(self.loss_fractions) * len(self.rtt_ms) * bottlenecks * len(self.queue)
+        losses = len(self.gilbert_elliott if self.gilbert_elliott is not None else self.loss_fractions)
+        return (len(self.flow_mixes()) * losses * len(self.rtt_ms) * bottlenecks * len(self.queue)
                 * reverses * kernels * self.max_runs)
 
 
 #: Fields of which an experiment gives exactly one (the Sweep CRD states the same as CEL rules).
-EXACTLY_ONE_OF: tuple[tuple[str, str, str], ...] = (
-    ("cc", "mixes", ""),
-    ("loss", "loss_percent", " (fraction)"),
-    ("bandwidth_mbps", "trace", ""),
+EXACTLY_ONE_OF: tuple[tuple[str, ...], ...] = (
+    ("cc", "mixes"),
+    ("loss", "loss_percent", "gilbert_elliott"),
+    ("bandwidth_mbps", "trace"),
 )
+#: How the exactly-one errors name a field where its name alone misleads.
+FIELD_WORDS = {"loss": "loss (fraction)"}
+
+
+def _listed(words: list[str]) -> str:
+    """`a and b`, `a, b and c`."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 class SweepSpec(SpecModel):

@@ -24,7 +24,7 @@ def with_exp(**changes):
     ({"cc": ["BBR"]}, "experiments[e].cc[0]: 'BBR': Input should be 'bbr', 'bbr2', 'bbr3', 'bic', 'cdg', 'cubic'"),
     ({"repetitions": 0}, "experiments[e].repetitions: Input should be greater than or equal to 1"),
     ({"warmup_s": 10}, "warmup_s 10.0 must be below duration_s 10.0"),
-    ({"loss": [0.1]}, "give exactly one of loss (fraction) and loss_percent"),
+    ({"loss": [0.1]}, "give exactly one of loss (fraction), loss_percent and gilbert_elliott"),
     ({"queue": [{"kind": "fifo"}]}, "experiments[e].queue[0].kind: 'fifo': Input should be 'infinite', 'droptail'"),
     ({"colour": "red"}, "experiments[e].colour: unknown field"),
     ({"queue": [{"kind": "droptail"}]},

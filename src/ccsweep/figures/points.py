@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from weakref import WeakKeyDictionary
 
-from ccsweep.cell import CellParams, PackedParams
+from ccsweep.cell import CellParams, DirectionParams, PackedParams
 from ccsweep.figures.held import Results
 from ccsweep.figures.stats import Interval, median_ci
 from ccsweep.result import CellResult
@@ -128,8 +128,16 @@ def loss_series(points: Iterable[Point], loss_direction: LossDirection) -> list[
     value on the axis cannot be told from following it: the cell's parameters are the same.
     """
     def key(params: CellParams) -> str:
-        follows = loss_direction == "both" and params.downlink.loss == params.uplink.loss
-        return _key(params, uplink__loss=0.0, **({"downlink__loss": "axis"} if follows else {}))
+        up, down = params.uplink, params.downlink
+        follows = loss_direction == "both" and down.loss_model == up.loss_model
+        blank: dict[str, object] = {"uplink__loss": 0.0, **({"downlink__loss": "axis"} if follows else {})}
+        if up.gilbert_elliott is not None:
+            # Along a Gilbert-Elliott axis p sets the loss rate; the bursts (r) and each state's
+            # loss (1-h, 1-k) tell series apart, as the friendly form's burst length does.
+            blank["uplink__gilbert_elliott__p"] = 0.0
+            if follows:
+                blank["downlink__gilbert_elliott__p"] = "axis"
+        return _key(params, **blank)
 
     return _grouped(points, key)
 
@@ -187,12 +195,32 @@ def queue_label(params: CellParams) -> str:
     return f"{label} ({multiple:g} BDP)" if multiple is not None else label
 
 
+def loss_model_label(direction: DirectionParams) -> str:
+    """'' for Bernoulli loss (what every figure assumed before other models), else the model:
+    'bursts of 4 pkts' for the simple Gilbert model, or its four parameters."""
+    model = direction.gilbert_elliott
+    if model is None:
+        return ""
+    if model.one_minus_h == 1 and model.one_minus_k == 0:
+        return f"bursts of {1 / model.r:.3g} pkts"
+    return (f"Gilbert-Elliott p {model.p:.3g}, r {model.r:.3g}, 1-h {model.one_minus_h:.3g}, "
+            f"1-k {model.one_minus_k:.3g}")
+
+
+def _loss_label(direction: DirectionParams) -> str:
+    """A direction's loss for people: '1 % loss', '2 % loss in bursts of 3 pkts'."""
+    rate = f"{direction.loss_model.mean_loss_rate * 100:g} % loss"
+    model = loss_model_label(direction)
+    return f"{rate} in {model}" if model.startswith("bursts") else f"{rate} ({model})" if model else rate
+
+
 def path_label(params: CellParams) -> str:
     """'symmetric', or the ACK direction's own delay and loss when they differ from the data direction's."""
     up, down = params.uplink, params.downlink
-    if down.delay_ms == up.delay_ms and down.loss in (0.0, up.loss):
+    lossless = down.gilbert_elliott is None and down.loss == 0.0
+    if down.delay_ms == up.delay_ms and (lossless or down.loss_model == up.loss_model):
         return "symmetric"
-    return f"reverse {down.delay_ms:g} ms, {down.loss * 100:g} % loss"
+    return f"reverse {down.delay_ms:g} ms, {_loss_label(down)}"
 
 
 #: Axes that can tell series apart, with their labels; the flows come first.
@@ -204,6 +232,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "queue": queue_label,
     "path": path_label,
     "loss": lambda p: f"{p.loss * 100:g} % loss",
+    "loss model": lambda p: loss_model_label(p.uplink) or "independent loss",
     "kernel": lambda p: f"kernel {p.kernel}",
 }
 
@@ -224,7 +253,7 @@ def series_label(params: CellParams, facets: Sequence[str]) -> str:
 
 def cell_summary(params: CellParams, repetition: bool = True) -> str:
     """One line naming a cell (or, without the repetition, a point) for tables and check details."""
-    parts = [flows_label(params), f"{params.loss * 100:g} % loss", f"{params.rtt_ms:g} ms", bottleneck_label(params),
+    parts = [flows_label(params), _loss_label(params.uplink), f"{params.rtt_ms:g} ms", bottleneck_label(params),
              queue_label(params)]
     if path_label(params) != "symmetric":
         parts.append(path_label(params))

@@ -50,7 +50,8 @@ def _direction(prefix: str, direction: DirectionParams) -> Row:
         f"{prefix}_rate_schedule": json.dumps([s.model_dump() for s in direction.rate_schedule])
         if direction.rate_schedule else None,
         f"{prefix}_delay_ms": direction.delay_ms,
-        f"{prefix}_loss": direction.loss,
+        f"{prefix}_loss": direction.loss_model.mean_loss_rate,
+        f"{prefix}_gilbert_elliott": direction.gilbert_elliott.model_dump_json() if direction.gilbert_elliott else None,
     }
     row.update({f"{prefix}_queue_{name}": getattr(direction.queue, name) for name in QUEUE_FIELDS})
     return row

@@ -173,7 +173,8 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
             argv += [f"--{name}-trace", str(traces[name])]
         else:
             argv += [f"--{name}-rate", f"{direction.rate_mbps:g}mbit"]
-        argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-loss", f"{direction.loss:g}",
+        loss_option, *loss_values = direction.loss_model.emulator_spec()
+        argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-{loss_option}", *loss_values,
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
     argv += ["--loss-position", p.loss_position, "--offload", p.link_offload, "--seed", str(p.seed), "--stats", "-",
              "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]

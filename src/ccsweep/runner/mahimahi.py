@@ -19,7 +19,7 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
-from ccsweep.cell import CellParams, QueueParams
+from ccsweep.cell import BernoulliLoss, CellParams, QueueParams
 from ccsweep.linkrules import OPPORTUNITY_BITS, LinkError, rate_period_ms
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
 from ccsweep.runner.measure import LinkLogTotals
@@ -89,8 +89,10 @@ def mahimahi_command(p: CellParams, folder: Path, traces: dict[str, Path], logs:
     ACK-direction loss the other way round, since those packets cross the shells outside-in.
     """
     def loss(direction: str) -> list[str]:
-        rate: float = getattr(p, direction).loss
-        return [str(folder / "mm-loss"), direction, repr(rate)] if rate else []
+        model = getattr(p, direction).loss_model
+        if not isinstance(model, BernoulliLoss):
+            raise LinkError(f"mahimahi cannot draw {direction} loss from {type(model).__name__} (see mahimahi_cannot)")
+        return [str(folder / "mm-loss"), direction, repr(model.p)] if model.p else []
 
     after = p.loss_position == "after"
     link = [str(folder / "mm-link"), *queue_options("uplink", p.uplink.queue),
