@@ -347,7 +347,8 @@ def test_the_local_executor_starts_an_adaptive_sweeps_runs_a_chunk_at_a_time(tmp
     monkeypatch.setattr("ccsweep.executor.cells_to_run", stored_meanwhile)
     summary = run_sweep(parse_spec(cubic), store, workdir=tmp_path / "work", cpu_budget=64.0,
                         console=Console(file=io.StringIO(), width=400))
-    assert list(summary.tried.items()) == [(c.id, "cached") for c in whole.pending]
+    # Several start at once (the executor opens with half its budget), so they end in any order.
+    assert summary.tried == {c.id: "cached" for c in whole.pending}
     assert all(len(ids) <= 4 for ids in read_chunks) and len(read_chunks) == 4
     assert sum(read_chunks, []) == [c.id for c in whole.pending] * 2
     assert summary.rounds == 1 and plan_counts(parse_spec(cubic), store).pending == 0  # settled
