@@ -11,9 +11,9 @@ JSON text (docs/security.md, "Who may submit what").
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 
 #: An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest] (no spaces or quotes).
@@ -34,15 +34,6 @@ _MEMORY_UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 
 
 class PodValueError(ValueError):
     """A value that may not reach a pod; str() is one line naming the parameter and what is allowed."""
-
-
-@dataclass(frozen=True)
-class CellPod:
-    """The checked values every cell pod of a sweep gets (besides its own node selector and deadline)."""
-
-    image: str
-    cpu: str
-    memory: str
 
 
 def image_allowed(image: str, allowed: Sequence[str]) -> bool:
@@ -91,30 +82,33 @@ def check_image(image: str, allowed: Sequence[str]) -> str:
     return image
 
 
-def check_cpu(cpu: str) -> str:
-    """A cell pod's CPU request, as given, when it is a quantity of 100m to 64 cores."""
+def cpu_milli(cpu: str) -> int:
+    """A CPU quantity ("1", "500m", "1.5") in millicores, rounded up; PodValueError when it is none."""
     if len(cpu) > 16 or not re.fullmatch(CPU_QUANTITY, cpu):
         raise PodValueError(f"cell-cpu {cpu[:32]!r}: not a CPU quantity (e.g. 900m or 1)")
-    milli = Decimal(cpu[:-1]) if cpu.endswith("m") else Decimal(cpu) * 1000
+    return math.ceil(Decimal(cpu[:-1]) if cpu.endswith("m") else Decimal(cpu) * 1000)
+
+
+def memory_bytes(memory: str) -> int:
+    """A memory quantity ("512Mi", "1G", bytes) in bytes, rounded up; PodValueError when it is none."""
+    found = re.fullmatch(MEMORY_QUANTITY, memory) if len(memory) <= 16 else None
+    if found is None:
+        raise PodValueError(f"cell-memory {memory[:32]!r}: not a memory quantity (e.g. 512Mi or 1Gi)")
+    unit = found.group(2) or ""
+    return math.ceil(Decimal(memory.removesuffix(unit)) * _MEMORY_UNITS[unit])
+
+
+def check_cpu(cpu: str) -> str:
+    """A cell pod's CPU request, as given, when it is a quantity of 100m to 64 cores."""
     low, high = CPU_MILLI_RANGE
-    if not low <= milli <= high:
+    if not low <= cpu_milli(cpu) <= high:
         raise PodValueError(f"cell-cpu {cpu}: must be {low}m to {high // 1000} cores")
     return cpu
 
 
 def check_memory(memory: str) -> str:
     """A cell pod's memory request and limit, as given, when it is 128Mi to 64Gi."""
-    found = re.fullmatch(MEMORY_QUANTITY, memory) if len(memory) <= 16 else None
-    if found is None:
-        raise PodValueError(f"cell-memory {memory[:32]!r}: not a memory quantity (e.g. 512Mi or 1Gi)")
-    unit = found.group(2) or ""
-    size = Decimal(memory.removesuffix(unit)) * _MEMORY_UNITS[unit]
     low, high = MEMORY_BYTES_RANGE
-    if not low <= size <= high:
+    if not low <= memory_bytes(memory) <= high:
         raise PodValueError(f"cell-memory {memory}: must be {low >> 20}Mi to {high >> 30}Gi")
     return memory
-
-
-def cell_pod(image: str, cpu: str, memory: str, allowed_images: Sequence[str]) -> CellPod:
-    """Every value a sweep's cell pods get from the Workflow's parameters, checked (PodValueError)."""
-    return CellPod(image=check_image(image, allowed_images), cpu=check_cpu(cpu), memory=check_memory(memory))
