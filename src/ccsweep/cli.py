@@ -430,13 +430,27 @@ def validate(spec: str, link: LinkBackend | None) -> None:
 @main.command()
 @click.argument("specs", nargs=-1, required=True)
 @click.option("--cores", "cores_list", type=click.IntRange(1, 4096), multiple=True, default=(2, 8, 64),
-              show_default=True, help="Machine sizes to estimate for (repeat the option).")
-def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
-    """Estimate the wall time of SPECS (run one after the other, as one study) on machines of N cores.
+              show_default=True, help="Machine sizes to estimate for (repeat the option); with --nodes, each node's.")
+@click.option("--nodes", "nodes_list", type=click.IntRange(1, 100_000), multiple=True,
+              help="Estimate the Argo workflow on clusters of this many nodes of --cores cores each instead (repeat "
+                   "the option): cell pods packed by their requests, each held for its flow plus the measured slot "
+                   "overhead.")
+@click.option("--parallelism", type=click.IntRange(1, 100_000), default=50, show_default=True,
+              help="With --nodes: the Workflow's cell pods at once (the sweep template's spec.parallelism).")
+@click.option("--cell-cpu", default="",
+              help="With --nodes: every cell pod's CPU request in place of its cost model's (the workflow's cell-cpu).")
+@time_scale_option
+@link_option
+def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...], nodes_list: tuple[int, ...], parallelism: int,
+             cell_cpu: str, time_scale: float | None, link: LinkBackend | None) -> None:
+    """Estimate the wall time of SPECS (run one after the other, as one study) on machines of N cores,
+    or with --nodes through Argo on clusters of N nodes.
 
     Each cell's cost is the admission's model of it (fitted to measured cells), its time its flow
-    time plus set-up; the local executor's admission is played on a simulated clock. Late re-runs
-    are not counted.
+    time plus set-up; the local executor's admission is played on a simulated clock. With --nodes,
+    each cell pod asks for the plan step's requests (the same model) and holds its place for its
+    flow time plus the slot overhead measured through Argo (clusterestimate.py). Late re-runs are
+    not counted.
     """
     from ccsweep.estimate import estimate_wall, format_duration
     from ccsweep.expand import expand as expand_cells
@@ -444,16 +458,41 @@ def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
     cells: list[Cell] = []
     for spec in specs:
         try:
-            cells += list({c.id: c for c in expand_cells(_load(spec, None))}.values())
+            cells += list({c.id: c for c in expand_cells(_load(spec, None, time_scale, link))}.values())
         except SpecError as exc:
             fail(exc)
     flow_s = sum(c.params.duration_s for c in cells)
     click.echo(f"{' + '.join(specs)}: {len(cells)} cells, {format_duration(flow_s)} of flow time one after the other")
+    if nodes_list:
+        _estimate_cluster(cells, nodes_list, cores_list, parallelism, cell_cpu)
+        return
     for cores in cores_list:
         result = estimate_wall(cells, cores)
         refused = f"; {result.refused} cells refused: they need more than this machine" if result.refused else ""
         click.echo(f"{cores:5d} cores: {format_duration(result.wall_s):>14}  (up to {result.peak_cells} cells at "
                    f"once, {result.mean_cores_busy:.1f} cores busy on average{refused})")
+
+
+def _estimate_cluster(cells: list[Cell], nodes_list: tuple[int, ...], cores_list: tuple[int, ...], parallelism: int,
+                      cell_cpu: str) -> None:
+    """`estimate --nodes`: a line per cluster size, through Argo (clusterestimate.estimate_cluster)."""
+    from ccsweep.clusterestimate import SLOT_OVERHEAD_S, estimate_cluster
+    from ccsweep.estimate import format_duration
+    from ccsweep.podspec import PodValueError, check_cpu
+
+    try:
+        sizing = CellSizing(cpu=check_cpu(cell_cpu) if cell_cpu else None)
+    except PodValueError as exc:
+        fail(exc)
+    click.echo(f"through Argo: pods at their requests ({'cell-cpu ' + cell_cpu if cell_cpu else 'cost model'}, "
+               f"with Argo's wait container), {SLOT_OVERHEAD_S:g} s of slot overhead each, parallelism {parallelism}")
+    for nodes in nodes_list:
+        for cores in cores_list:
+            result = estimate_cluster(cells, nodes, cores, sizing=sizing, parallelism=parallelism)
+            unplaceable = (f"; {result.unplaceable} cells unplaceable: no node holds their pods"
+                           if result.unplaceable else "")
+            click.echo(f"{nodes:5d} nodes x {cores} cores: {format_duration(result.wall_s):>14}  (up to "
+                       f"{result.peak_pods} pods at once{unplaceable})")
 
 
 @main.command()
