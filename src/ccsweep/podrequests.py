@@ -35,7 +35,10 @@ CPU_FLOOR_MILLI = 150
 CPU_CAP_MILLI = 4_000
 #: Memory of a cell's processes beside its sockets: the runner (43 MiB at start, numpy and the
 #: results after the flows), two endpoint interpreters, the emulator or Mahimahi's shells and
-#: their dnsmasq, with room: the flat 512Mi every cell had ran every preset.
+#: their dnsmasq, and Argo's emissary around them. Measured as a memory cgroup's peak (cgroup v1,
+#: which leaves socket buffers out; page cache in) for figure8's CUBIC cell at 100 Mbit/s, 100 ms:
+#: 58 MiB with 15 s flows, 134 MiB with 140 s (the study's longest), on 2026-11-29. Twice the
+#: longest leaves room for the emissary and for what a longer series holds.
 MEMORY_BASE_BYTES = 256 << 20
 #: Per flow, what its sockets and the link can hold at most: the sender's buffer (tcp_wmem's
 #: maximum), a copy of what is in flight in the link's queue and delay line (no more than the
