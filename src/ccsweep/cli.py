@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
@@ -23,6 +24,7 @@ from ccsweep.buildinfo import build_identity
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
 from ccsweep.plan import CHUNK_SIZE
+from ccsweep.podrequests import CellSizing
 from ccsweep.podspec import CPU_BOUNDS, MEMORY_BOUNDS
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
@@ -218,11 +220,12 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @click.option("--allowed-images", envvar="CCSWEEP_ALLOWED_IMAGES", default="", show_envvar=True,
               help="Comma-separated images --image may name (`*` matches any characters); the chart sets them "
                    "(its image and operator.allowedImages). Empty: any well-formed image.")
-@click.option("--cell-cpu", default="1", show_default=True,
-              help=f"A ccsweep-link cell pod's CPU request ({CPU_BOUNDS}); a Mahimahi cell's is scaled by its "
-                   "measured cost.")
-@click.option("--cell-memory", default="512Mi", show_default=True,
-              help=f"Each cell pod's memory request and limit ({MEMORY_BOUNDS}).")
+@click.option("--cell-cpu", default="",
+              help=f"Every cell pod's CPU request on its first attempt ({CPU_BOUNDS}), in place of the cost "
+                   "model's (empty: the model's, per cell; docs/kubernetes.md). A retry asks for twice as much.")
+@click.option("--cell-memory", default="",
+              help=f"Every cell pod's memory request and limit on its first attempt ({MEMORY_BOUNDS}), in place "
+                   "of the model's (empty: the model's, per cell). A retry asks for twice as much.")
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
          chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
@@ -234,13 +237,17 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     cells to run whose sender writes small messages are named in one note on stderr, as `ccsweep run`
     names them (docs/spec.md, message_bytes).
 
-    Each item: {id, experiment, node_selector, deadline_s, link, cpu, memory[, image]}; deadline_s bounds
-    the cell pod (its flows plus the overhead budget, see plan.pod_deadline_s); link, the cell's link
-    backend, picks the cell pod's template (plan.CELL_TEMPLATES); node_selector (an object of node
-    labels) asks for nodes whose kernel offers the cell's algorithms, as labelled by the chart's node
-    probe. cpu, memory and image are --cell-cpu, --cell-memory and --image once checked (podspec.py):
-    a value the checks refuse is one line and exit 2, before anything is planned. These fields are
-    the only values of a cell pod's spec that come from a Workflow's parameters.
+    Each item: {id, experiment, node_selector, deadline_s, link, cpu, memory, retry_cpu, retry_memory[,
+    image]}; deadline_s bounds the cell pod (its flows plus the overhead budget, see
+    plan.pod_deadline_s); link, the cell's link backend, picks the cell pod's template
+    (plan.CELL_TEMPLATES); node_selector (an object of node labels) asks for nodes whose kernel offers
+    the cell's algorithms, as labelled by the chart's node probe. cpu and memory are the first
+    attempt's requests, from the cell's cost model or --cell-cpu and --cell-memory, retry_cpu and
+    retry_memory every retry's (twice as much, at most what the largest node holds: podrequests.py);
+    image is --image. All are checked (podspec.py): a value the checks refuse is one line and exit 2,
+    before anything is planned. These fields are the only values of a cell pod's spec that come from
+    a Workflow's parameters. With --check-nodes, a cell whose pod no node offering its algorithms can
+    hold is unplaceable, as one no node offers them.
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`. A sweep with more cells to run
@@ -253,7 +260,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     from ccsweep.planned import stored_manifest
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
-    pod = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
+    pod, sizing = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
     if chunk is not None:
         if sweep_name is None:
             fail("--chunk reads a planned sweep's manifest: give --sweep")
@@ -265,7 +272,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             fail(exc)
         click.echo(f"sweep {sweep_name}: chunk {chunk} (cells {chunk * chunk_size}-{(chunk + 1) * chunk_size - 1}): "
                    f"{len(cells)} to run", err=True)
-        click.echo(_plan_items(cells, pod))
+        click.echo(_plan_items(cells, pod, sizing))
         return
     store = _open(store_url)
     if round_number is not None:  # a later round of an adaptive sweep: judged again from what is stored
@@ -278,30 +285,32 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         except StoreError as exc:
             fail(exc)
         _plan_outputs(name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size,
-                      pod, round_number=round_number)
+                      pod, sizing, round_number=round_number)
         return
     inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
     if not inline and spec is None:
         fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
     sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
-    found = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size,
-                            keep_all=chunks_file is None)
+    found, sizing = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size, sizing,
+                                    keep_all=chunks_file is None)
     small_writes = small_writes_note(found.small_writes)
     if small_writes:
         click.echo(small_writes, err=True)
-    _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size, pod)
+    _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size, pod,
+                  sizing)
 
 
 def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_nodes: bool, on_unplaceable: str,
-                    chunk_size: int, *, keep_all: bool) -> Survey:
+                    chunk_size: int, sizing: CellSizing, *, keep_all: bool) -> tuple[Survey, CellSizing]:
     """Plan and survey a sweep one stored chunk at a time (every cell to run kept with `keep_all`,
     else only while they fit one Workflow); one with adaptive repetitions is judged first, also a
-    chunk at a time (see plan.survey)."""
+    chunk at a time (see plan.survey). With `check_nodes`, `sizing` comes back with the room the
+    largest node leaves a retry."""
     from ccsweep.plan import set_aside_cells, store_plan, survey
 
     try:
         manifest = store_plan(sweep, store, revise=revise)
-        check = _node_check() if check_nodes else None
+        check, sizing = _node_check(sizing) if check_nodes else (None, sizing)
         found = survey(store, manifest, chunk_size, check=check, keep_all=keep_all)
         if check is not None:
             _refuse_unplaceable(found.unplaceable, on_unplaceable)
@@ -309,12 +318,12 @@ def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_no
     except (SpecError, StoreError) as exc:
         fail(exc)
     _say_unplaceable(sweep.name, found.unplaceable)
-    return found
+    return found, sizing
 
 
 def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: Path | None,
                   rounds_file: Path | None, pending_file: Path | None, chunks_file: Path | None, chunk_size: int,
-                  pod: dict[str, str], round_number: int = 1) -> None:
+                  pod: dict[str, str], sizing: CellSizing, round_number: int = 1) -> None:
     """What the plan step prints and writes for a surveyed sweep (round `round_number` of one with
     adaptive repetitions)."""
     if name_file is not None:
@@ -340,15 +349,17 @@ def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: 
         if chunks:
             click.echo(f"sweep {name}: {len(found.missing)} cells to run in {len(chunks)} chunks of up to "
                        f"{chunk_size} cells", err=True)
-    click.echo(_plan_items([] if chunks_file is not None and chunks else found.to_run, pod))
+    click.echo(_plan_items([] if chunks_file is not None and chunks else found.to_run, pod, sizing))
 
 
-def _node_check() -> UnplaceableCheck | None:
-    """What tells cells no node of the cluster can run from the rest (placement.unplaceable_cells).
-    Nodes that cannot be read for good (not in a cluster, no RBAC) give None, with a warning: cells
-    are not checked; an API that does not answer is tried again (exit 75)."""
+def _node_check(sizing: CellSizing) -> tuple[UnplaceableCheck | None, CellSizing]:
+    """What tells cells no node of the cluster can run from the rest (placement.unplaceable_cells:
+    no node offers their algorithms, or none that does holds their pods), and `sizing` with the room
+    the largest node leaves a retry. Nodes that cannot be read for good (not in a cluster, no RBAC)
+    give no check, with a warning: cells are not checked; an API that does not answer is tried
+    again (exit 75)."""
     from ccsweep.clusternodes import NodesUnreadable, list_nodes
-    from ccsweep.placement import unplaceable_cells
+    from ccsweep.placement import largest_room, unplaceable_cells
 
     try:
         nodes = list_nodes()
@@ -358,8 +369,9 @@ def _node_check() -> UnplaceableCheck | None:
         click.echo(f"ccsweep: warning: --check-nodes: {exc}: cells are not checked against the nodes, and a cell "
                    "no node offers waits Pending (grant get/list on nodes: the chart's workflow ServiceAccount has it)",
                    err=True)
-        return None
-    return lambda cells: unplaceable_cells(cells, nodes)
+        return None, sizing
+    sized = replace(sizing, room=largest_room(nodes))
+    return (lambda cells: unplaceable_cells(cells, nodes, sized.pod)), sized
 
 
 def _refuse_unplaceable(reasons: dict[str, str], on_unplaceable: str) -> dict[str, str]:
@@ -374,28 +386,28 @@ def _say_unplaceable(sweep: str, reasons: dict[str, str]) -> None:
         click.echo(f"sweep {sweep}: {count} cells unplaceable, not submitted: {reason}", err=True)
 
 
-def _cell_pod(image: str | None, allowed_images: str, cpu: str, memory: str) -> dict[str, str]:
-    """The checked pod values every item carries ({cpu, memory[, image]}), or a one-line exit 2."""
+def _cell_pod(image: str | None, allowed_images: str, cpu: str, memory: str) -> tuple[dict[str, str], CellSizing]:
+    """The checked image every item carries ({} or {image}) and how cell pods are sized (--cell-cpu
+    and --cell-memory, empty: the cost model), or a one-line exit 2."""
     from ccsweep.podspec import PodValueError, check_cpu, check_image, check_memory
 
     allowed = [pattern.strip() for pattern in allowed_images.split(",") if pattern.strip()] or ["*"]
     try:
-        values = {"cpu": check_cpu(cpu), "memory": check_memory(memory)}
-        if image is not None:
-            values["image"] = check_image(image, allowed)
+        sizing = CellSizing(cpu=check_cpu(cpu) if cpu else None, memory=check_memory(memory) if memory else None)
+        values = {} if image is None else {"image": check_image(image, allowed)}
     except PodValueError as exc:
         fail(exc)
-    return values
+    return values, sizing
 
 
-def _plan_items(cells: list[Cell], pod: dict[str, str]) -> str:
-    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link} and `pod` each,
-    whose cpu follows the cell's link backend (plan.cell_cpu_request: a Mahimahi cell costs more)."""
-    from ccsweep.plan import cell_cpu_request, node_selector, pod_deadline_s
+def _plan_items(cells: list[Cell], pod: dict[str, str], sizing: CellSizing) -> str:
+    """The fan-out's items for `cells` (JSON): {id, experiment, node_selector, deadline_s, link}, `pod` and
+    each cell's requests (podrequests.CellSizing: the cost model's unless overridden, and the retries')."""
+    from ccsweep.plan import node_selector, pod_deadline_s
 
     return json.dumps([{"id": c.id, "experiment": c.experiment, "node_selector": node_selector(c),
-                        "deadline_s": pod_deadline_s(c), "link": c.params.link, **pod,
-                        "cpu": cell_cpu_request(c, pod["cpu"])} for c in cells])
+                        "deadline_s": pod_deadline_s(c), "link": c.params.link, **pod, **sizing.item_fields(c)}
+                       for c in cells])
 
 
 @main.command()
@@ -419,13 +431,27 @@ def validate(spec: str, link: LinkBackend | None) -> None:
 @main.command()
 @click.argument("specs", nargs=-1, required=True)
 @click.option("--cores", "cores_list", type=click.IntRange(1, 4096), multiple=True, default=(2, 8, 64),
-              show_default=True, help="Machine sizes to estimate for (repeat the option).")
-def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
-    """Estimate the wall time of SPECS (run one after the other, as one study) on machines of N cores.
+              show_default=True, help="Machine sizes to estimate for (repeat the option); with --nodes, each node's.")
+@click.option("--nodes", "nodes_list", type=click.IntRange(1, 100_000), multiple=True,
+              help="Estimate the Argo workflow on clusters of this many nodes of --cores cores each instead (repeat "
+                   "the option): cell pods packed by their requests, each held for its flow plus the measured slot "
+                   "overhead.")
+@click.option("--parallelism", type=click.IntRange(1, 100_000), default=50, show_default=True,
+              help="With --nodes: the Workflow's cell pods at once (the sweep template's spec.parallelism).")
+@click.option("--cell-cpu", default="",
+              help="With --nodes: every cell pod's CPU request in place of its cost model's (the workflow's cell-cpu).")
+@time_scale_option
+@link_option
+def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...], nodes_list: tuple[int, ...], parallelism: int,
+             cell_cpu: str, time_scale: float | None, link: LinkBackend | None) -> None:
+    """Estimate the wall time of SPECS (run one after the other, as one study) on machines of N cores,
+    or with --nodes through Argo on clusters of N nodes.
 
     Each cell's cost is the admission's model of it (fitted to measured cells), its time its flow
-    time plus set-up; the local executor's admission is played on a simulated clock. Late re-runs
-    are not counted.
+    time plus set-up; the local executor's admission is played on a simulated clock. With --nodes,
+    each cell pod asks for the plan step's requests (the same model) and holds its place for its
+    flow time plus the slot overhead measured through Argo (clusterestimate.py). Late re-runs are
+    not counted.
     """
     from ccsweep.estimate import estimate_wall, format_duration
     from ccsweep.expand import expand as expand_cells
@@ -433,16 +459,41 @@ def estimate(specs: tuple[str, ...], cores_list: tuple[int, ...]) -> None:
     cells: list[Cell] = []
     for spec in specs:
         try:
-            cells += list({c.id: c for c in expand_cells(_load(spec, None))}.values())
+            cells += list({c.id: c for c in expand_cells(_load(spec, None, time_scale, link))}.values())
         except SpecError as exc:
             fail(exc)
     flow_s = sum(c.params.duration_s for c in cells)
     click.echo(f"{' + '.join(specs)}: {len(cells)} cells, {format_duration(flow_s)} of flow time one after the other")
+    if nodes_list:
+        _estimate_cluster(cells, nodes_list, cores_list, parallelism, cell_cpu)
+        return
     for cores in cores_list:
         result = estimate_wall(cells, cores)
         refused = f"; {result.refused} cells refused: they need more than this machine" if result.refused else ""
         click.echo(f"{cores:5d} cores: {format_duration(result.wall_s):>14}  (up to {result.peak_cells} cells at "
                    f"once, {result.mean_cores_busy:.1f} cores busy on average{refused})")
+
+
+def _estimate_cluster(cells: list[Cell], nodes_list: tuple[int, ...], cores_list: tuple[int, ...], parallelism: int,
+                      cell_cpu: str) -> None:
+    """`estimate --nodes`: a line per cluster size, through Argo (clusterestimate.estimate_cluster)."""
+    from ccsweep.clusterestimate import SLOT_OVERHEAD_S, estimate_cluster
+    from ccsweep.estimate import format_duration
+    from ccsweep.podspec import PodValueError, check_cpu
+
+    try:
+        sizing = CellSizing(cpu=check_cpu(cell_cpu) if cell_cpu else None)
+    except PodValueError as exc:
+        fail(exc)
+    click.echo(f"through Argo: pods at their requests ({'cell-cpu ' + cell_cpu if cell_cpu else 'cost model'}, "
+               f"with Argo's wait container), {SLOT_OVERHEAD_S:g} s of slot overhead each, parallelism {parallelism}")
+    for nodes in nodes_list:
+        for cores in cores_list:
+            result = estimate_cluster(cells, nodes, cores, sizing=sizing, parallelism=parallelism)
+            unplaceable = (f"; {result.unplaceable} cells unplaceable: no node holds their pods"
+                           if result.unplaceable else "")
+            click.echo(f"{nodes:5d} nodes x {cores} cores: {format_duration(result.wall_s):>14}  (up to "
+                       f"{result.peak_pods} pods at once{unplaceable})")
 
 
 @main.command()

@@ -60,7 +60,8 @@ class RunSettings(SpecModel):
     image: str | None = Field(default=None, pattern=IMAGE_REF, max_length=512,
                               description="cell image; default: the chart's image")
     cell_cpu: str | None = Field(default=None, pattern=CPU_QUANTITY,
-                                 description="CPU request of each cell pod (no CPU limit), e.g. \"1\" or \"500m\"")
+                                 description="CPU request of every cell pod's first attempt in place of each "
+                                             "cell's cost model (no CPU limit), e.g. \"1\" or \"500m\"")
     parallelism: int | None = Field(default=None, ge=1, le=10_000, description="cell pods running at once")
     pushgateway: str | None = Field(default=None, pattern=PUSHGATEWAY, max_length=512,
                                     description="Pushgateway for live cell metrics (host:port)")

@@ -1,22 +1,25 @@
 """Whether some node can run each cell, decided before any cell pod exists.
 
-A cell pod selects nodes by the node probe's `ccsweep.io/cc-<alg>=true` labels. When no node
-carries them, the pod stays Pending (for ever under Argo, whose retried steps never time out while
+A cell pod selects nodes by the node probe's `ccsweep.io/cc-<alg>=true` labels and asks for its
+requests (podrequests.py). When no node carries the labels, or none of those that do can hold the
+requests, the pod stays Pending (for ever under Argo, whose retried steps never time out while
 Pending) and Kubernetes says only that no node matched. The operator and `ccsweep plan
---check-nodes` (an Argo sweep's plan step) check the same labels first: the operator fails the
-Sweep at once, the plan step leaves such cells out and records them as unplaceable; either says
-why in one line: the algorithm, each node's kernel, and whether the kernel could load it (the
-chart's node-setup option loads modules). Pure functions over labels: reading the nodes is the
+--check-nodes` (an Argo sweep's plan step) check the same labels first (the plan step the nodes'
+allocatable too): the operator fails the Sweep at once, the plan step leaves such cells out and
+records them as unplaceable; either says why in one line: the algorithm, each node's kernel, and
+whether the kernel could load it (the chart's node-setup option loads modules), or the pod's
+requests and the largest node's allocatable. Pure functions over nodes: reading them is the
 caller's (operator/ccsweep_operator/kube.py, ccsweep.clusternodes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ccsweep.cell import Cell
 from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL, node_selector
+from ccsweep.podrequests import EXECUTOR_CPU_MILLI, EXECUTOR_MEMORY_BYTES, PodRequests
 
 #: Node label prefix the node probe sets for each algorithm the node's kernel could load as a module.
 LOADABLE_LABEL_PREFIX = "ccsweep.io/loadable-cc-"
@@ -27,13 +30,21 @@ NAMED_NODES = 5
 
 @dataclass(frozen=True)
 class Node:
-    """A node as the check needs it: its name and labels."""
+    """A node as the check needs it: its name, labels and allocatable CPU (millicores) and memory
+    (bytes), None where not known (then nothing is refused for its size)."""
 
     name: str
     labels: Mapping[str, str]
+    cpu_milli: int | None = None
+    memory_bytes: int | None = None
 
     def offers(self, selector: Mapping[str, str]) -> bool:
         return all(self.labels.get(k) == v for k, v in selector.items())
+
+    def holds(self, pod: PodRequests) -> bool:
+        """Whether the node's allocatable can hold a pod of these requests (an unknown size can)."""
+        return ((self.cpu_milli is None or pod.cpu_milli <= self.cpu_milli)
+                and (self.memory_bytes is None or pod.memory_bytes <= self.memory_bytes))
 
     def can_load(self, cc: str) -> bool:
         return self.labels.get(f"{LOADABLE_LABEL_PREFIX}{cc}") == "true"
@@ -43,6 +54,10 @@ class Node:
         return KERNEL_LABEL in self.labels or any(k.startswith(CC_LABEL_PREFIX) for k in self.labels)
 
 
+#: A cell's whole pod's requests (podrequests.PodRequests.with_executor), when sizes are checked.
+PodOf = Callable[[Cell], PodRequests]
+
+
 def unplaceable(cells: Iterable[Cell], nodes: Sequence[Node]) -> str | None:
     """None when every cell has a node offering its algorithms; else why not, in one line (the
     first such cell's reason, see unplaceable_cells)."""
@@ -50,8 +65,9 @@ def unplaceable(cells: Iterable[Cell], nodes: Sequence[Node]) -> str | None:
     return next(iter(reasons.values()), None)
 
 
-def unplaceable_cells(cells: Iterable[Cell], nodes: Sequence[Node]) -> dict[str, str]:
-    """Each cell no known node can run, by id, with why in one line; {} when all can run.
+def unplaceable_cells(cells: Iterable[Cell], nodes: Sequence[Node], pod_of: PodOf | None = None) -> dict[str, str]:
+    """Each cell no known node can run, by id, with why in one line; {} when all can run. With
+    `pod_of`, a node runs a cell only if its allocatable also holds the cell's pod.
 
     Only nodes whose offer is known count. None known says nothing: a node pool scaled to zero,
     an API server without kubelets, or a probe that has not reported yet (just installed); the
@@ -61,16 +77,30 @@ def unplaceable_cells(cells: Iterable[Cell], nodes: Sequence[Node]) -> dict[str,
     if not nodes:
         return {}
     cells = list(cells)
-    why = {selector: _why_not(selector, nodes) for selector in sorted({_selector(c) for c in cells})}
-    return {c.id: reason for c in cells if (reason := why[_selector(c)]) is not None}
+    keys = {c.id: (_selector(c), pod_of(c) if pod_of else None) for c in cells}
+    why = {key: _why_not(*key, nodes) for key in set(keys.values())}
+    return {c.id: reason for c in cells if (reason := why[keys[c.id]]) is not None}
+
+
+def largest_room(nodes: Sequence[Node]) -> PodRequests | None:
+    """The most a cell's main container may ask for on the largest node whose size is known (its
+    allocatable less Argo's wait container), or None when no node's size is known."""
+    sized = [n for n in nodes if n.cpu_milli is not None and n.memory_bytes is not None]
+    if not sized:
+        return None
+    return PodRequests(cpu_milli=max(0, max(n.cpu_milli or 0 for n in sized) - EXECUTOR_CPU_MILLI),
+                       memory_bytes=max(0, max(n.memory_bytes or 0 for n in sized) - EXECUTOR_MEMORY_BYTES))
 
 
 def _selector(cell: Cell) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(node_selector(cell).items()))
 
 
-def _why_not(selector: tuple[tuple[str, str], ...], nodes: Sequence[Node]) -> str | None:
-    if any(n.offers(dict(selector)) for n in nodes):
+def _why_not(selector: tuple[tuple[str, str], ...], pod: PodRequests | None, nodes: Sequence[Node]) -> str | None:
+    offering = [n for n in nodes if n.offers(dict(selector))]
+    if pod is not None and offering and not any(n.holds(pod) for n in offering):
+        return _too_large(pod, offering)
+    if offering:
         return None
     wanted = [k.removeprefix(CC_LABEL_PREFIX) for k, _ in selector if k.startswith(CC_LABEL_PREFIX)]
     missing = [cc for cc in wanted if not any(n.offers({f"{CC_LABEL_PREFIX}{cc}": "true"}) for n in nodes)]
@@ -99,3 +129,14 @@ def _hint(nodes: Sequence[Node], missing: Sequence[str]) -> str:
     if missing and any(n.can_load(cc) for n in nodes for cc in missing):
         return " - the chart's nodeSetup.enabled=true with nodeSetup.modules loads them"
     return ""
+
+
+def _too_large(pod: PodRequests, offering: Sequence[Node]) -> str:
+    """Why no node that offers a cell's algorithms can take its pod: its requests and the largest such node."""
+    largest = max(offering, key=lambda n: (n.cpu_milli or 0, n.memory_bytes or 0))
+    sizes = ", ".join(part for part in (
+        f"{largest.cpu_milli / 1000:g} CPU" if largest.cpu_milli is not None else "",
+        f"{largest.memory_bytes / (1 << 30):.1f}Gi" if largest.memory_bytes is not None else "") if part)
+    return (f"no node can hold its pod's requests, {pod.cpu_milli / 1000:g} CPU and {pod.memory_bytes >> 20}Mi "
+            f"(the cell's cost model and Argo's wait container); the largest node offering its algorithms: "
+            f"{largest.name} {sizes} allocatable")

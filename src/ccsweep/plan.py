@@ -20,7 +20,6 @@ asked for left out.  No step holds a sweep's whole plan.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,10 +28,9 @@ from typing import Any
 
 from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
-from ccsweep.cell import DEFAULT_LINK_OFFLOAD, Cell, LinkBackend
+from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
-from ccsweep.podspec import CPU_MILLI_RANGE
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
@@ -260,25 +258,6 @@ def node_selector_refusal(given: str, cell: Cell) -> str | None:
 #: not have (docs/security.md). The plan's items carry `link`, and ccsweep-sweep.yaml's fan-out
 #: sends each item to this template (tests/workflows/test_lint.py holds the two together).
 CELL_TEMPLATES: dict[LinkBackend, str] = {"ccsweep-link": "cell", "mahimahi": "cell-mahimahi"}
-
-
-
-def cell_cpu_request(cell: Cell, link_cpu: str) -> str:
-    """A cell pod's CPU request: `link_cpu` (the sweep's, e.g. "1" or "500m") for a ccsweep-link cell
-    with its default offloads, scaled for another backend or for `link_offload: none` by what such
-    cells measurably cost against those on the same path (admission.prior_cost, fitted to measured
-    cells: a Mahimahi cell at 100 Mbit/s, 100 ms, about 2.2 times as much), so one kind's pods are
-    not packed as tightly as the cheaper one's.
-    """
-    default = {"link": "ccsweep-link", "link_offload": DEFAULT_LINK_OFFLOAD["ccsweep-link"]}
-    if (cell.params.link, cell.params.link_offload) == tuple(default.values()):
-        return link_cpu
-    from ccsweep.admission import prior_cost
-
-    as_link = cell.model_copy(update={"params": cell.params.model_copy(update=default)})
-    milli = float(link_cpu[:-1]) if link_cpu.endswith("m") else float(link_cpu) * 1000
-    scaled = math.ceil(milli * prior_cost(cell) / prior_cost(as_link))
-    return f"{min(scaled, CPU_MILLI_RANGE[1])}m"
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

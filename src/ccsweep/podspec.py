@@ -11,9 +11,9 @@ JSON text (docs/security.md, "Who may submit what").
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 
 from ccsweep.store.urls import path_problem
@@ -44,15 +44,6 @@ _MEMORY_UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 
 
 class PodValueError(ValueError):
     """A value that may not reach a pod; str() is one line naming the parameter and what is allowed."""
-
-
-@dataclass(frozen=True)
-class CellPod:
-    """The checked values every cell pod of a sweep gets (besides its own node selector and deadline)."""
-
-    image: str
-    cpu: str
-    memory: str
 
 
 def image_allowed(image: str, allowed: Sequence[str]) -> bool:
@@ -130,20 +121,20 @@ def check_memory(memory: str) -> str:
     return memory
 
 
-def cpu_milli(cpu: str) -> Decimal:
-    """The millicores of a CPU quantity ("900m", "1.5"), as Kubernetes reads it."""
+def cpu_milli(cpu: str) -> int:
+    """A CPU quantity ("1", "500m", "1.5") in millicores, rounded up; PodValueError when it is none."""
     if len(cpu) > 16 or not re.fullmatch(CPU_QUANTITY, cpu):
         raise PodValueError(f"cell-cpu {cpu[:32]!r}: not a CPU quantity (e.g. 900m or 1)")
-    return Decimal(cpu[:-1]) if cpu.endswith("m") else Decimal(cpu) * 1000
+    return math.ceil(Decimal(cpu[:-1]) if cpu.endswith("m") else Decimal(cpu) * 1000)
 
 
-def memory_bytes(memory: str) -> Decimal:
-    """The bytes of a memory quantity ("512Mi", "1G"), as Kubernetes reads it."""
+def memory_bytes(memory: str) -> int:
+    """A memory quantity ("512Mi", "1G", bytes) in bytes, rounded up; PodValueError when it is none."""
     found = re.fullmatch(MEMORY_QUANTITY, memory) if len(memory) <= 16 else None
     if found is None:
         raise PodValueError(f"cell-memory {memory[:32]!r}: not a memory quantity (e.g. 512Mi or 1Gi)")
     unit = found.group(2) or ""
-    return Decimal(memory.removesuffix(unit)) * _MEMORY_UNITS[unit]
+    return math.ceil(Decimal(memory.removesuffix(unit)) * _MEMORY_UNITS[unit])
 
 
 def check_cpu_milli(name: str, shown: str, milli: Decimal | int) -> None:
@@ -158,8 +149,3 @@ def check_memory_bytes(name: str, shown: str, size: Decimal | int) -> None:
     low, high = MEMORY_BYTES_RANGE
     if not low <= size <= high:
         raise PodValueError(f"{name} {shown}: must be {MEMORY_BOUNDS}")
-
-
-def cell_pod(image: str, cpu: str, memory: str, allowed_images: Sequence[str]) -> CellPod:
-    """Every value a sweep's cell pods get from the Workflow's parameters, checked (PodValueError)."""
-    return CellPod(image=check_image(image, allowed_images), cpu=check_cpu(cpu), memory=check_memory(memory))

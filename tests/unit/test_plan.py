@@ -1,7 +1,6 @@
 """Planning: the manifest in the store, stored cells skipped, a pod finding its cell by id."""
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -133,32 +132,13 @@ def test_chunks_are_cut_from_the_manifest_and_list_only_cells_to_run(tmp_path: P
     # As many as a chunk holds or fewer: the cells themselves, as before, and no chunk.
     items = plan("--chunks-file", str(chunks), "--chunk-size=5", str(spec_file))
     assert [i["id"] for i in items] == [c.id for c in planned.cells[5:]] and json.loads(chunks.read_text()) == []
-    assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s", "link", "cpu", "memory"}
+    assert set(items[0]) == {"id", "experiment", "node_selector", "deadline_s", "link", "cpu", "memory", "retry_cpu",
+                             "retry_memory"}
     done = CliRunner().invoke(main, ["plan", f"--store={tmp_path / 'store'}", "--sweep=nope", "--chunk=0"])
     assert done.exit_code == 2 and "has no manifest" in done.output
 
 
-def test_a_cell_pods_cpu_request_follows_its_backends_measured_cost():
-    from ccsweep.admission import prior_cost
-    from ccsweep.expand import expand as expand_cells
-    from ccsweep.plan import cell_cpu_request
-
-    def cell(link: str):
-        return expand_cells(parse_spec({"name": "x", "experiments": [
-            {"name": "x", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100],
-             "duration_s": 10, "link": link}]}))[0]
-
-    link, mahimahi = cell("ccsweep-link"), cell("mahimahi")
-    assert cell_cpu_request(link, "1") == "1" and cell_cpu_request(link, "500m") == "500m"
-    # Mahimahi's shells cost more than ccsweep-link at 100 Mbit/s: its pods ask for that much more.
-    ratio = prior_cost(mahimahi) / prior_cost(link)
-    assert ratio > 1.5
-    assert cell_cpu_request(mahimahi, "1") == f"{math.ceil(1000 * ratio)}m"
-    assert cell_cpu_request(mahimahi, "500m") == f"{math.ceil(500 * ratio)}m"
-    assert cell_cpu_request(mahimahi, "16") == "16000m"  # never past the bound every cell pod checks (podspec)
-
-
-def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Path):
+def test_the_plan_step_gives_each_items_pod_the_requests_of_its_cost(tmp_path: Path):
     import yaml
     from click.testing import CliRunner
 
@@ -168,11 +148,20 @@ def test_the_plan_step_gives_each_items_pod_the_cpu_of_its_backend(tmp_path: Pat
     spec.write_text(yaml.safe_dump({"name": "both", "experiments": [
         {"name": name, "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100],
          "duration_s": 10, "link": name} for name in ("ccsweep-link", "mahimahi")]}))
-    done = CliRunner().invoke(main, ["plan", str(spec), "--store", str(tmp_path / "store"), "--cell-cpu", "1"])
-    assert done.exit_code == 0, done.output
-    items = json.loads(done.stdout.strip().splitlines()[-1])
-    cpu = {item["link"]: item["cpu"] for item in items}
-    assert cpu["ccsweep-link"] == "1" and cpu["mahimahi"] == "2185m", cpu
+
+    def requests(*args: str) -> dict[str, tuple[str, ...]]:
+        done = CliRunner().invoke(main, ["plan", str(spec), "--store", str(tmp_path / "store"), *args])
+        assert done.exit_code == 0, done.output
+        items = json.loads(done.stdout.strip().splitlines()[-1])
+        return {i["link"]: (i["cpu"], i["memory"], i["retry_cpu"], i["retry_memory"]) for i in items}
+
+    # The cost model's, per backend (a flat "1" and "2185m" before, which no 2-core node can hold);
+    # a retry asks for twice as much.
+    assert requests() == {"ccsweep-link": ("224m", "320Mi", "448m", "640Mi"),
+                          "mahimahi": ("490m", "320Mi", "980m", "640Mi")}
+    # An override is every cell's first attempt, whatever its backend.
+    assert requests("--cell-cpu", "1", "--cell-memory", "1Gi") == {
+        link: ("1000m", "1024Mi", "2000m", "2048Mi") for link in ("ccsweep-link", "mahimahi")}
 
 
 def test_the_plan_step_notes_fast_cells_writing_small_messages_on_stderr(tmp_path: Path):

@@ -62,4 +62,4 @@ def test_plan_refuses_an_image_the_chart_does_not_allow_in_one_line(tmp_path: Pa
                           timeout=120)
     assert done.returncode == 0, done.stderr
     (item, *_) = json.loads(done.stdout)
-    assert (item["image"], item["cpu"], item["memory"]) == ("ccsweep/cell:0.1.0", "500m", "512Mi")
+    assert (item["image"], item["cpu"], item["memory"]) == ("ccsweep/cell:0.1.0", "500m", "320Mi")

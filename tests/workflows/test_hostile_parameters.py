@@ -69,9 +69,9 @@ def render() -> Any:
         pytest.skip("bin/argo-render missing: run `make tools` (hack/tools/argo-render.sh)")
 
     def run(name: str, arguments: dict[str, str], globals_: dict[str, str],
-            node_pool: dict[str, str] | None = None) -> dict[str, Any]:
+            node_pool: dict[str, str] | None = None, retries: int = 0) -> dict[str, Any]:
         template = templates()[name] if node_pool is None else {**templates()[name], "nodeSelector": node_pool}
-        request = {"template": template, "arguments": arguments,
+        request = {"template": template, "arguments": arguments, "retries": str(retries),
                    "globals": {f"workflow.parameters.{k}": v for k, v in globals_.items()}}
         done = subprocess.run([str(RENDER)], input=json.dumps(request), capture_output=True, text=True, timeout=60,
                               check=True)
@@ -152,7 +152,8 @@ def test_every_pod_template_and_every_parameter_is_tried():
     tried = {(name, param) for name, _, param, _ in cases()}
     assert {name for name, _ in tried} == set(POD_TEMPLATES) >= {"cell", "cell-mahimahi", "plan", "plan-chunk",
                                                                "verdict", "figures"}
-    assert {("cell", p) for p in ("image", "cpu", "memory", "node-selector", "sweep", "id")} <= tried
+    assert {("cell", p) for p in ("image", "cpu", "memory", "retry-cpu", "retry-memory", "node-selector", "sweep",
+                                  "id")} <= tried
 
 
 def test_the_cell_pod_from_plans_values(render: Any):
@@ -168,6 +169,20 @@ def test_the_cell_pod_from_plans_values(render: Any):
     assert main["resources"] == {"requests": {"cpu": "900m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     (init,) = pod["initContainers"]
     assert init["resources"] == {"requests": {"cpu": "900m"}, "limits": {"cpu": "900m"}}
+
+
+@pytest.mark.parametrize("retries", [1, 2])
+def test_a_retried_cell_pod_asks_for_the_plans_retry_requests(render: Any, retries: int):
+    """A cell retried after running late or starved must not meet the same crowding: its pod asks
+    for the plan's retry_cpu and retry_memory (ccsweep.podrequests.retry_requests), still no CPU limit."""
+    inputs = {**benign_inputs("cell"), "cpu": "224m", "memory": "320Mi", "retry-cpu": "448m", "retry-memory": "640Mi"}
+    rendered = render("cell", inputs, workflow_parameters(), retries)
+    assert "error" not in rendered, rendered
+    (main,) = rendered["pod"]["containers"]
+    assert main["resources"] == {"requests": {"cpu": "448m", "memory": "640Mi"}, "limits": {"memory": "640Mi"}}
+    (init,) = rendered["pod"]["initContainers"]
+    assert init["resources"] == {"requests": {"cpu": "448m"}, "limits": {"cpu": "448m"}}
+    assert f"--attempt={retries + 1}" in main["args"]
 
 
 @pytest.mark.parametrize("image", ["evil.example/root:latest", f"{ALLOWED_IMAGE}-x", "docker.io/ccsweep/cell:0.1.0"])

@@ -228,7 +228,7 @@ def test_cell_pods_use_the_runtime_default_seccomp_profile():
 
 def test_only_checked_values_reach_the_cell_pod_spec_patch():
     """podSpecPatch is JSON inside a string: a value pasted into it could add fields to the pod. The
-    cell template pastes none: Argo's toJson writes the patch from three parameters, which the
+    cell template pastes none: Argo's toJson writes the patch from five parameters, which the
     sweep's fan-out takes from plan's checked item fields (ccsweep.podspec). What Argo makes of
     hostile values there: tests/workflows/test_hostile_parameters.py."""
     from pydantic import ValidationError
@@ -244,8 +244,9 @@ def test_only_checked_values_reach_the_cell_pod_spec_patch():
         assert patch.startswith("{{=toJson(") and patch.endswith(")}}") and patch.count("{{") == 1
         assert not PARAMETER.search(patch), "a parameter pasted into the patch's JSON text"
         fed = {p["name"]: p["value"] for p in fan_out["arguments"]["parameters"]}
-        assert (fed["node-selector"], fed["cpu"], fed["memory"], fed["image"]) == (
-            "{{item.node_selector}}", "{{item.cpu}}", "{{item.memory}}", "{{item.image}}")
+        assert (fed["node-selector"], fed["cpu"], fed["memory"], fed["retry-cpu"], fed["retry-memory"],
+                fed["image"]) == ("{{item.node_selector}}", "{{item.cpu}}", "{{item.memory}}", "{{item.retry_cpu}}",
+                                  "{{item.retry_memory}}", "{{item.image}}")
         # The plan's output, filtered by an item's link (tests/workflows/test_lint.py): still plan's own JSON.
         assert fan_out["withParam"].startswith("{{=toJson(filter(jsonpath(steps.plan.outputs.result, '$'), ")
     assert RunSettings(cell_cpu="500m").cell_cpu == "500m"

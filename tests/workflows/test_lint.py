@@ -128,8 +128,9 @@ def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
     assert selector and all(k.startswith("ccsweep.io/cc-") and v == "true" for k, v in selector.items())
     # The pod values come from plan's checks, whatever the parameters held: the cell pod's patch
     # is built from these fields by Argo (tests/workflows/test_hostile_parameters.py renders it).
-    assert {k: items[0][k] for k in ("image", "cpu", "memory")} == {"image": "ccsweep/cell:0.1.0", "cpu": "1",
-                                                                     "memory": "512Mi"}
+    # With the workflow's defaults (cell-cpu and cell-memory empty), the requests are the cost model's.
+    assert {k: items[0][k] for k in ("image", "cpu", "memory", "retry_cpu", "retry_memory")} == {
+        "image": "ccsweep/cell:0.1.0", "cpu": "224m", "memory": "320Mi", "retry_cpu": "448m", "retry_memory": "640Mi"}
 
 
 def test_each_link_backend_runs_from_its_own_cell_template():

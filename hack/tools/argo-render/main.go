@@ -6,7 +6,11 @@
 // podSpecPatch alone (workflowpod.go, processPodSpecPatch), and ApplyPodSpecPatch merges that patch
 // into the pod spec (createWorkflowPod). tests/workflows/test_argo_render.py feeds it hostile values.
 //
-// stdin:  {"template": <Template>, "arguments": {"name": "value"}, "globals": {"workflow.parameters.x": "v"}}
+// A template with a retryStrategy gets the attempt's number as `retries` ("0" unless the request
+// names another), as executeTemplate injects it before ProcessArgs.
+//
+// stdin:  {"template": <Template>, "arguments": {"name": "value"}, "globals": {"workflow.parameters.x": "v"},
+//          "retries": "1"}
 // stdout: {"template": <the substituted Template>, "pod": <PodSpec>} or {"error": "..."}
 package main
 
@@ -25,6 +29,7 @@ type request struct {
 	Template  wfv1.Template     `json:"template"`
 	Arguments map[string]string `json:"arguments"`
 	Globals   map[string]string `json:"globals"`
+	Retries   string            `json:"retries"`
 }
 
 type answer struct {
@@ -40,6 +45,12 @@ func render(req request) (*wfv1.Template, *apiv1.PodSpec, error) {
 	}
 	globals := common.Parameters(req.Globals)
 	local := common.Parameters{common.LocalVarPodName: "pod"}
+	if req.Template.RetryStrategy != nil {
+		local[common.LocalVarRetries] = "0"
+		if req.Retries != "" {
+			local[common.LocalVarRetries] = req.Retries
+		}
+	}
 	tmpl, err := common.ProcessArgs(&req.Template, &args, globals, local, false, "ns", nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("template: %w", err)
