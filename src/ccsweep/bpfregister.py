@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,8 @@ STATE_ENV = "CCSWEEP_BPF_STATE"
 DEFAULT_STATE = Path("/run/ccsweep/bpf-registrations.json")
 #: bpftool's slowest call here, dumping the kernel's BTF (some 12 MB of text), takes about 2 s.
 BPFTOOL_TIMEOUT_S = 60.0
+#: The longest wait for another process's turn at the state file: it holds it for a few bpftool calls.
+LOCK_TIMEOUT_S = 4 * BPFTOOL_TIMEOUT_S
 #: The type the kernel's BTF has when it can run a BPF struct_ops tcp_congestion_ops.
 STRUCT_OPS_TYPE = "bpf_struct_ops_tcp_congestion_ops"
 
@@ -235,7 +238,16 @@ def _locked(path: Path) -> Iterator[RegistrationState]:
     """The state, read under an exclusive lock and written back (atomically) when the block ends."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BpfUnavailable(f"{path}: another ccsweep process held its lock for {LOCK_TIMEOUT_S:g} s") \
+                        from None
+                time.sleep(0.1)
         state = _read(path)
         try:
             yield state

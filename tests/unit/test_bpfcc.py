@@ -7,11 +7,13 @@ the objects are real files, written into a temporary folder named by $CCSWEEP_BP
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -40,8 +42,6 @@ def objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_shipped_program_is_a_known_algorithm_with_gpl_source_named_as_its_map():
-    from typing import get_args
-
     assert sorted(PROGRAMS) == sorted(get_args(BpfCongestionControl))
     assert set(PROGRAMS) <= set(KNOWN_CONGESTION_CONTROLS)
     assert "GPL-2.0" in (SOURCES / "LICENSE").read_text()
@@ -148,3 +148,13 @@ def test_a_damaged_state_file_is_refused_in_one_line_not_overwritten(tmp_path: P
         bpfregister.recover(state)
     assert "not a ccsweep BPF registration state" in str(refused.value) and "\n" not in str(refused.value)
     assert state.read_text() == "{not json"
+
+
+def test_waiting_for_another_process_at_the_state_file_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    state = tmp_path / "state.json"
+    state.write_text(bpfregister.RegistrationState().model_dump_json())
+    monkeypatch.setattr(bpfregister, "LOCK_TIMEOUT_S", 0.3)
+    with open(tmp_path / "state.json.lock", "w") as held:  # another open file: as another process holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(bpfregister.BpfUnavailable, match="held its lock for 0.3 s"):
+            bpfregister.recover(state)
