@@ -46,10 +46,10 @@ test: deps tools lint ## Set up, lint, and run every test: unit, emulator, integ
 ##@ Setup
 
 .PHONY: deps
-deps: apt venv emulator ## Install everything the demo and the tests need (idempotent).
+deps: apt venv emulator bpf ## Install everything the demo and the tests need (idempotent).
 
 .PHONY: apt
-apt: ## Debian packages (iproute2, iperf3, ping, Prometheus, Pushgateway), only those missing.
+apt: ## Debian packages (iproute2, iperf3, ping, Prometheus, Pushgateway, clang, libbpf, bpftool), only those missing.
 	hack/deps.sh
 
 .PHONY: venv
@@ -78,6 +78,33 @@ mahimahi: ## Upstream Mahimahi (pinned commit; setuid mm-delay, mm-loss, mm-link
 emulator: ## Build the link emulator (cargo; target dir in the cache, outside the clone).
 	cargo build --release --locked --manifest-path emulator/Cargo.toml
 	mkdir -p bin && ln -sf $(LINK_BIN) bin/ccsweep-link
+
+# BPF congestion controls (bpf/cc/, GPL-2.0): built from source here with Debian's clang, libbpf
+# and bpftool, against this kernel's BTF (vmlinux.h is generated, never committed). The debug
+# prefix map keeps the clone's path out of the objects: their digests are part of cell ids.
+BPF_SRC      := bpf/cc
+BPF_OUT      := bin/bpf
+BTF_VMLINUX  := /sys/kernel/btf/vmlinux
+BPF_ARCH     := $(subst x86_64,x86,$(subst aarch64,arm64,$(shell uname -m)))
+BPF_OBJECTS  := $(patsubst $(BPF_SRC)/%.bpf.c,$(BPF_OUT)/%.bpf.o,$(wildcard $(BPF_SRC)/*.bpf.c))
+
+.PHONY: bpf
+ifneq ($(wildcard $(BTF_VMLINUX)),)
+bpf: $(BPF_OBJECTS) ## Build the BPF congestion controls of bpf/cc/ into bin/bpf/ (clang, bpftool; needs the kernel's BTF).
+else
+bpf:
+	@echo "bpf: no BTF at $(BTF_VMLINUX): this kernel cannot load BPF congestion controls; not built"
+endif
+
+$(BPF_OUT)/vmlinux.h: $(BTF_VMLINUX)
+	mkdir -p $(BPF_OUT)
+	bpftool btf dump file $< format c > $@.tmp
+	mv $@.tmp $@
+
+$(BPF_OUT)/%.bpf.o: $(BPF_SRC)/%.bpf.c $(wildcard $(BPF_SRC)/*.h) $(BPF_OUT)/vmlinux.h
+	clang -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -fdebug-prefix-map=$(CURDIR)=. \
+	  -I$(BPF_OUT) -c $< -o $@.tmp
+	mv $@.tmp $@
 
 ##@ Lint
 

@@ -161,6 +161,14 @@ class TraceRef(Frozen):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+class BpfProgramRef(Frozen):
+    """A BPF congestion control a cell's flows use, named as sockets pick it and pinned by its
+    object's SHA-256: a changed program is another cell (ccsweep.bpfcc)."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]{1,15}$")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class RateStep(Frozen):
     """From `at_s` seconds into the flow on, the bottleneck runs at `factor` x its base rate."""
 
@@ -232,8 +240,11 @@ class CellParams(Frozen):
                               description="flow times were scaled by this: a shortened run, never a full-length one")
     link_offload: LinkOffload = Field(default="tso", description="how the link hands packets over (ccsweep-link's "
                                       "--offload); absent: the link's default, DEFAULT_LINK_OFFLOAD")
+    bpf_programs: tuple[BpfProgramRef, ...] = Field(
+        default=(), description="the BPF congestion controls the flows use, each once, with its object's digest")
 
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0}
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0,
+                                                            "bpf_programs": []}
 
     @model_validator(mode="before")
     @classmethod
@@ -252,6 +263,13 @@ class CellParams(Frozen):
     def _warmup_fits(self) -> CellParams:
         if self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s {self.warmup_s} must be below duration_s {self.duration_s}")
+        return self
+
+    @model_validator(mode="after")
+    def _bpf_programs_are_the_flows(self) -> CellParams:
+        named = [ref.name for ref in self.bpf_programs]
+        if len(set(named)) != len(named) or not set(named) <= {f.cc for f in self.flows}:
+            raise ValueError(f"bpf_programs {named}: each once, and only algorithms the flows use")
         return self
 
     @model_validator(mode="after")

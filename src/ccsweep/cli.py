@@ -662,6 +662,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     runs again, asking for more CPU headroom, and alone on its last attempt; a cell late (starved) on every attempt
     counts as `late` (`starved`), is left out of figures, and the exit status is 1.
     """
+    from ccsweep.bpfregister import BpfUnavailable
     from ccsweep.executor import HostCannotRun, SweepSummary, notice, run_sweep, summary_table
 
     sweep = _load(spec, sweep_name, time_scale, link)
@@ -673,7 +674,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
         summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
                             pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise,
                             max_failed_cells=max_failed_cells)
-    except (SpecError, StoreError, HostCannotRun) as exc:
+    except (SpecError, StoreError, BpfUnavailable, HostCannotRun) as exc:
         fail(exc)
     finally:
         kept = summary.kept_in if summary else []
@@ -708,13 +709,20 @@ def gc() -> None:
 
     A cell killed with SIGKILL (or a machine that lost power) cannot clean up after itself. Its
     namespaces carry its runner's pid; those whose runner is gone are deleted, with the cell's
-    processes still in them. Live cells, of this run or another, are never touched. `ccsweep run`
-    does this before it starts.
+    processes still in them. Live cells, of this run or another, are never touched. BPF congestion
+    controls a killed `ccsweep run` registered are unregistered. `ccsweep run` does this before it starts.
     """
+    from ccsweep.bpfregister import BpfUnavailable, recover
     from ccsweep.runner.netns import remove_leftovers
 
     removed = remove_leftovers()
     click.echo(f"removed {len(removed)} namespace(s) of dead cells" + (f": {' '.join(removed)}" if removed else ""))
+    try:
+        unregistered = recover()
+    except (BpfUnavailable, OSError) as exc:
+        fail(exc)
+    if unregistered:
+        click.echo(f"unregistered BPF congestion control(s) of dead runs: {' '.join(unregistered)}")
 
 
 @main.command(name="upload-spool")

@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, cast
@@ -27,6 +28,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ccsweep.admission import Admission, refusal
+from ccsweep.bpfcc import is_bpf
+from ccsweep.bpfregister import BpfUnavailable, recover, registered, registered_digests
 from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
 from ccsweep.linkrules import small_writes_note, small_writes_rates
@@ -178,6 +181,39 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
         notice(console, f"removed namespace {name} left by a dead cell")
     _flush_spool(store, console)
     manifest = store_plan(spec, store, revise=revise)
+    # From here to the end, SIGTERM unwinds as Ctrl-C does: what this run registered is unregistered.
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with _bpf_registered(spec, console):
+            return _run_planned(spec, store, manifest, workdir, cpu_budget, jobs, pushgateway, console, max_attempts,
+                                max_failed_cells)
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+
+
+@contextmanager
+def _bpf_registered(spec: SweepSpec, console: Console) -> Iterator[None]:
+    """Register the BPF congestion controls `spec` names for the run, and unregister what this run
+    registered when it ends, however it ends; first unregister what a killed run left registered.
+    One that cannot be registered is said in one line, and its cells are counted unavailable."""
+    names = [group.cc for exp in spec.experiments for mix in exp.flow_mixes() for group in mix if is_bpf(group.cc)]
+    with ExitStack() as registrations:
+        try:
+            for name in recover():
+                notice(console, f"unregistered BPF congestion control {name}, left registered by a ccsweep run "
+                                "that died")
+            mine = registrations.enter_context(registered(names))
+            if mine:
+                console.print(f"registered BPF congestion control(s) {', '.join(mine)} for this run", soft_wrap=True)
+        except (BpfUnavailable, OSError) as exc:
+            notice(console, f"BPF congestion controls not registered: {exc}")
+        yield
+
+
+def _run_planned(spec: SweepSpec, store: ResultStore, manifest: SweepManifest, workdir: Path,
+                 cpu_budget: float | None, jobs: int | None, pushgateway: str | None, console: Console,
+                 max_attempts: int, max_failed_cells: int | None) -> SweepSummary:
+    """run_sweep once the sweep is planned and its algorithms registered."""
     found = survey(store, manifest, CHUNK_SIZE)
     summary = SweepSummary(sweep=spec.name, store_url=store.url, cached=found.stored)
     cores_for_cells = cpu_budget if cpu_budget is not None else default_cpu_budget()
@@ -239,12 +275,14 @@ class _Machine:
     available: list[str] = field(default_factory=available_congestion_controls)
     #: Each link and set of algorithms checked once (runner.links.host_refusal).
     hosts_checked: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    #: The BPF congestion controls ccsweep registered here, by name, with their digests (bpfregister).
+    bpf_registered: dict[str, str] = field(default_factory=registered_digests)
 
     def refusal(self, cell: Cell) -> str | None:
         """Why this machine cannot run `cell` (an algorithm or kernel it lacks, more CPU than its
         budget); None if it can. HostCannotRun if no cell of its link can run here."""
         try:
-            check_runnable(cell, self.available)
+            check_runnable(cell, self.available, self.bpf_registered)
         except CellUnavailable as exc:
             return str(exc)
         host = (cell.params.link, tuple(sorted({f.cc for f in cell.params.flows})))

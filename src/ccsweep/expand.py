@@ -16,8 +16,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ccsweep.bpfcc import BpfObjectMissing, is_bpf, object_digest
 from ccsweep.cell import (
     MAHIMAHI_OPPORTUNITY_BYTES,
+    BpfProgramRef,
     BufferParams,
     Cell,
     CellParams,
@@ -176,7 +178,9 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_models(), exp.rtt_ms, links, enumerate(exp.queue), reverses,
                              kernels, range(exp.max_runs))
+    bpf_programs = _bpf_programs(exp)
     for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, rep in axes:
+        flows = tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix))
         up_loss, up_bursts = _loss_fields(loss if exp.loss_direction in ("uplink", "both") else None)
         down_loss, down_bursts = _loss_fields(loss if exp.loss_direction in ("downlink", "both") else None)
         down_delay = rtt / 2
@@ -186,7 +190,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             if reverse.loss_percent is not None:
                 down_loss, down_bursts = round(reverse.loss_percent / 100, 12), None
         params = CellParams(
-            flows=tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix)),
+            flows=flows,
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
@@ -203,6 +207,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             kernel=kernel,
             time_scale=time_scale,
             link_offload=exp.link_offload,
+            bpf_programs=tuple(bpf_programs[cc] for cc in dict.fromkeys(f.cc for f in flows) if cc in bpf_programs),
         )
         if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
             raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")
@@ -215,6 +220,16 @@ def _loss_fields(model: LossModel | None) -> tuple[float, GilbertElliottLoss | N
     if isinstance(model, GilbertElliottLoss):
         return 0.0, model
     return (model.p if model is not None else 0.0), None
+
+
+def _bpf_programs(exp: Experiment) -> dict[str, BpfProgramRef]:
+    """The BPF congestion controls the experiment names, each pinned by its object's digest as
+    built now (as a trace is pinned by its content): planning needs the objects (`make bpf`)."""
+    names = dict.fromkeys(group.cc for mix in exp.flow_mixes() for group in mix if is_bpf(group.cc))
+    try:
+        return {name: BpfProgramRef(name=name, sha256=object_digest(name)) for name in names}
+    except BpfObjectMissing as exc:
+        raise SpecError(f"experiments[{exp.name}].cc: {exc}") from None
 
 
 #: (uplink rate, uplink trace, downlink rate, downlink trace, mean data rate) of one bottleneck value.

@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ccsweep.cell import Cell, LinkBackend
+from ccsweep.cell import BpfProgramRef, Cell, LinkBackend
 
 RESULT_SCHEMA_VERSION: Final = 1
 
@@ -254,6 +254,9 @@ class Environment(Record):
     tcp_rmem: list[int] | None = None
     tcp_wmem: list[int] | None = None
     executor: str = Field(default="local", description="local, argo or operator")
+    bpf_programs: list[BpfProgramRef] = Field(
+        default_factory=list, description="the BPF congestion controls the cell ran, each with the digest of the "
+        "object registered when it ran (the runner checks it against the cell's)")
 
 
 class CellResult(Record):
@@ -277,6 +280,9 @@ class CellResult(Record):
     link: LinkSummary | None = None
     environment: Environment
     artifacts: list[str] = Field(default_factory=list, description="names of the files stored beside the record")
+    not_measured: list[str] = Field(
+        default_factory=list, description="what a record like it would carry and this one cannot: `bbr_info` for "
+        "BBR through BPF, whose program the kernel does not let provide BBR's estimates (get_info)")
 
     @property
     def late(self) -> bool | None:

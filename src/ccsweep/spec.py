@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic.functional_validators import AfterValidator
 from pydantic.json_schema import WithJsonSchema
 
+from ccsweep.bpfcc import BpfCongestionControl
 from ccsweep.cell import (
     KERNEL_RELEASE,
     BernoulliLoss,
@@ -70,12 +71,13 @@ MAX_FLOWS = 64
 LossDirection = Literal["uplink", "downlink", "both"]
 
 #: The congestion controls a Linux kernel can offer (in-tree modules, plus the out-of-tree BBRv2,
-#: BBRv3 and Prague). A name outside this list is a typo: refused when the spec is read instead of
-#: planning cells that no node will ever run.
-CongestionControl = Literal[
+#: BBRv3 and Prague), and the BPF ones ccsweep ships (ccsweep.bpfcc). A name outside this list is a
+#: typo: refused when the spec is read instead of planning cells that no node will ever run.
+KernelCongestionControl = Literal[
     "bbr", "bbr2", "bbr3", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
     "prague", "reno", "scalable", "vegas", "veno", "westwood", "yeah",
 ]
+CongestionControl = Literal[KernelCongestionControl, BpfCongestionControl]
 KNOWN_CONGESTION_CONTROLS: tuple[str, ...] = get_args(CongestionControl)
 
 #: Figure builders a spec can ask for (see ccsweep.figures).

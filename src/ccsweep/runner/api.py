@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ccsweep.bpfregister import registered_digests
 from ccsweep.cell import Cell
 from ccsweep.result import CellResult, TimeSeries
 
@@ -30,6 +31,16 @@ class CongestionControlUnavailable(CellUnavailable):
                          f"(available: {' '.join(available)})")
 
 
+class BpfProgramUnregistered(CellUnavailable):
+    """A BPF congestion control the cell is pinned to is not registered here from that very object."""
+
+    def __init__(self, name: str, wanted: str, registered: str | None):
+        self.name = name
+        where = ("is not registered by ccsweep on this machine (`ccsweep run` registers what a sweep needs)"
+                 if registered is None else f"is registered from another object (sha256 {registered[:16]})")
+        super().__init__(f"congestion control {name!r} {where}; the cell is pinned to sha256 {wanted[:16]}")
+
+
 class KernelUnavailable(CellUnavailable):
     """The cell is pinned to another kernel release (a `kernels` axis) than this machine runs."""
 
@@ -37,11 +48,14 @@ class KernelUnavailable(CellUnavailable):
         super().__init__(f"the cell asks for kernel {wanted}; this machine runs {running}")
 
 
-def check_runnable(cell: Cell, available: list[str] | None = None) -> None:
+def check_runnable(cell: Cell, available: list[str] | None = None,
+                   bpf_registered: dict[str, str] | None = None) -> None:
     """Raise CellUnavailable when this machine cannot run `cell`: it is pinned to another kernel
-    release, or asks for algorithms a socket here refuses. The one check the runner makes before
-    setting anything up and the local executor makes before starting a cell's process.
-    `available`: the kernel's algorithms, when the caller has read them already."""
+    release, asks for algorithms a socket here refuses, or for a BPF one not registered by ccsweep
+    from the object its id is pinned to (so a record says what ran). The one check the runner makes
+    before setting anything up and the local executor makes before starting a cell's process.
+    `available`, `bpf_registered`: the kernel's algorithms and bpfregister.registered_digests, when
+    the caller has read them already."""
     from ccsweep.runner.tcpinfo import available_congestion_controls, unavailable_congestion_controls
 
     running = platform.release()
@@ -50,6 +64,11 @@ def check_runnable(cell: Cell, available: list[str] | None = None) -> None:
     refused = unavailable_congestion_controls(f.cc for f in cell.params.flows)
     if refused:
         raise CongestionControlUnavailable(refused, available_congestion_controls() if available is None else available)
+    if cell.params.bpf_programs:
+        digests = registered_digests() if bpf_registered is None else bpf_registered
+        for program in cell.params.bpf_programs:
+            if digests.get(program.name) != program.sha256:
+                raise BpfProgramUnregistered(program.name, program.sha256, digests.get(program.name))
 
 
 @dataclass(frozen=True)

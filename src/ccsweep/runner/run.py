@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ccsweep import __version__
+from ccsweep.bpfcc import not_measured
 from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
 from ccsweep.linkrules import lateness_threshold_us as lateness_threshold_for
@@ -84,7 +85,8 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
     check_runnable(cell, available)
     environment = Environment(hostname=platform.node(), kernel=platform.release(), available_cc=available,
                               ccsweep_version=__version__, ccsweep_commit=source_commit(),
-                              python=platform.python_version(), executor=executor)
+                              python=platform.python_version(), executor=executor,
+                              bpf_programs=list(cell.params.bpf_programs))  # as check_runnable found them registered
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     run = CellRun(cell, workdir, environment, started_at, attempt, lateness_threshold_us)
@@ -274,6 +276,7 @@ def _collect(run: CellRun, status: CellStatus | None = None, error: str | None =
         flows=[flow_result(i, p, samples[i], curves) for i in range(len(p.flows))] if flows_ran else [],
         link=run.summary,
         environment=run.environment,
+        not_measured=not_measured([f.cc for f in p.flows]),
     )
     stats = run.link.of_kind("stats") if run.link else []
     timeseries = TimeSeries(
