@@ -150,8 +150,14 @@ def figures_of(kind: str, tmp_path: Path) -> tuple[Path, str, Path, str]:
     return store, sweep, folder, (folder / "report.html").read_text()
 
 
-def test_report_links_the_csvs_and_each_cells_record(tmp_path: Path):
-    store, sweep, folder, report = figures_of("goodput-vs-loss", tmp_path)
+@pytest.fixture(scope="module")
+def figure8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path, str]:
+    """Figure 8's fixture store drawn once for the tests that only read what was drawn."""
+    return figures_of("goodput-vs-loss", tmp_path_factory.mktemp("figure8"))
+
+
+def test_report_links_the_csvs_and_each_cells_record(figure8):
+    store, sweep, folder, report = figure8
     assert 'href="cells.csv"' in report and 'href="flows.csv"' in report
     records = re.findall(r'href="(\.\./\.\./cells/[0-9a-f]{16}/result\.json)"', report)
     assert len(set(records)) == len(list((store / "cells").iterdir()))
@@ -162,9 +168,9 @@ def test_report_links_the_csvs_and_each_cells_record(tmp_path: Path):
     assert all((folder / link).resolve().is_file() for link in beside["record"])
 
 
-def test_report_shows_each_cells_series_beside_its_row(tmp_path: Path):
+def test_report_shows_each_cells_series_beside_its_row(figure8):
     """Figure 8 in small: every stored cell gets its small multiples (cwnd, RTT, delivery rate, BBR's estimate)."""
-    store, _, folder, report = figures_of("goodput-vs-loss", tmp_path)
+    store, _, folder, report = figure8
     cells = sorted(p.name for p in (store / "cells").iterdir())
     for cell_id in cells:
         image = folder / "cells" / f"{cell_id}.png"

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,20 @@ def ccsweep_figures(root: Path, sweep: str) -> Path:
     return root / "sweeps" / sweep
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, str, Path]]:
+    """`ccsweep figures` run once per fixture store for the whole module (the store copy, its sweep and
+    its output folder): tests that only read what it wrote share the run instead of drawing it again."""
+    done: dict[str, tuple[Path, str, Path]] = {}
+
+    def render(kind: str) -> tuple[Path, str, Path]:
+        if kind not in done:
+            root, sweep = copy_store(kind, tmp_path_factory.mktemp(kind))
+            done[kind] = (root, sweep, ccsweep_figures(root, sweep))
+        return done[kind]
+    return render
+
+
 def check_rows(report: str) -> list[tuple[str, str, str]]:
     """(statement, experiment, status) per row of the report's reference-check table: pass, fail or not
     settled, the last with how its verdicts' medians read where they do ("not settled (by their medians: ...)")."""
@@ -86,9 +101,8 @@ def not_checked(report: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", sorted(FIGURES))
-def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
-    root, sweep = copy_store(kind, tmp_path)
-    out = ccsweep_figures(root, sweep)
+def test_figures_report_and_csv_from_a_fixture_store(kind: str, rendered):
+    root, sweep, out = rendered(kind)
     for name in FIGURES[kind]:
         assert (out / "figures" / f"{name}.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), name
         assert b"<svg" in (out / "figures" / f"{name}.svg").read_bytes()[:2000], name
@@ -119,9 +133,8 @@ def test_figures_report_and_csv_from_a_fixture_store(kind: str, tmp_path: Path):
         assert rebbr_csv.read_csv((out / "rebbr" / f"{exp.name}.csv").read_text()) == rebbr_csv.rows_of(exp.results)
 
 
-def test_figure8_fixture_checks_the_issue_claims(tmp_path: Path):
-    root, sweep = copy_store("goodput-vs-loss", tmp_path)
-    report = (ccsweep_figures(root, sweep) / "report.html").read_text()
+def test_figure8_fixture_checks_the_issue_claims(rendered):
+    report = (rendered("goodput-vs-loss")[2] / "report.html").read_text()
     status = claim_status(report)
     # BBR, CUBIC and Reno at 20 Mbit/s, 40 ms, 0.001-5 % loss: the BBR and Mathis claims apply...
     assert status["bbr-ideal"] == "pass"
@@ -130,18 +143,17 @@ def test_figure8_fixture_checks_the_issue_claims(tmp_path: Path):
     assert STATEMENT["cubic-tenfold"] in not_checked(report)
 
 
-def test_bufferbloat_fixture_passes_the_delay_checks(tmp_path: Path):
-    root, sweep = copy_store("bufferbloat", tmp_path)
-    report = (ccsweep_figures(root, sweep) / "report.html").read_text()
+def test_bufferbloat_fixture_passes_the_delay_checks(rendered):
+    report = (rendered("bufferbloat")[2] / "report.html").read_text()
     status = claim_status(report)
     assert status["bbr-low-delay"] == "pass"
     assert status["cubic-fills-buffer"] == "pass"
 
 
-def claim_verdicts(kind: str, tmp_path: Path, claim_id: str) -> list[tuple[str, bool, str]]:
+def claim_verdicts(rendered, kind: str, claim_id: str) -> list[tuple[str, bool, str]]:
     """(cell, pass, detail) of one claim's verdicts on a fixture store, after its report is built."""
-    root, sweep = copy_store(kind, tmp_path)
-    report = html.unescape((ccsweep_figures(root, sweep) / "report.html").read_text())
+    root, sweep, out = rendered(kind)
+    report = html.unescape((out / "report.html").read_text())
     rows = [row for row in run_checks(load_sweep(FileStore(root), sweep)) if row.claim.id == claim_id]
     for row in rows:  # the report shows each verdict's numbers and the claim's source
         assert row.claim.source in report
@@ -149,26 +161,26 @@ def claim_verdicts(kind: str, tmp_path: Path, claim_id: str) -> list[tuple[str, 
     return [(v.subject, v.ok, v.detail) for row in rows for v in row.verdicts]
 
 
-def test_loss_table_fixture_checks_thousandeyes(tmp_path: Path):
-    verdicts = claim_verdicts("loss-table", tmp_path, "thousandeyes-1pct")
+def test_loss_table_fixture_checks_thousandeyes(rendered):
+    verdicts = claim_verdicts(rendered, "loss-table", "thousandeyes-1pct")
     # BBR and CUBIC on each path, each against the 0 % cell of its own path: recorded once each, so no
     # interval, and a claim on one run is not settled whichever side of the bound that run fell.
     assert len(verdicts) == 4
     assert all(ok is None and "median of 1 run, no interval" in detail for _, ok, detail in verdicts), verdicts
 
 
-def test_shallow_buffers_fixture_checks_hock(tmp_path: Path):
+def test_shallow_buffers_fixture_checks_hock(rendered):
     verdicts = {subject.split(", ")[4]: ok for subject, ok, _ in
-                claim_verdicts("shallow-buffers", tmp_path, "shallow-loss")}
+                claim_verdicts(rendered, "shallow-buffers", "shallow-loss")}
     # 4 x BBR only (the mix has CUBIC flows). Recorded on this kernel in 8 s cells: high loss at 0.5 BDP and none
     # at 3 BDP, as the study says, but about 1.2 % after start-up at 1.75 BDP, above the 0.5 % bound: it fails there.
     assert verdicts == {"droptail 62.5 kB (0.5 BDP)": True, "droptail 218.75 kB (1.75 BDP)": False,
                         "droptail 375 kB (3 BDP)": True}
 
 
-def test_rtt_2ms_fixture_checks_rebbr(tmp_path: Path):
+def test_rtt_2ms_fixture_checks_rebbr(rendered):
     verdicts = dict((subject.split(", ")[3], (ok, detail)) for subject, ok, detail in
-                    claim_verdicts("rtt-2ms", tmp_path, "rebbr-short-rtt"))
+                    claim_verdicts(rendered, "rtt-2ms", "rebbr-short-rtt"))
     assert set(verdicts) == {"10 Mbit/s", "100 Mbit/s"}
     # One recorded run per cell: the ratios sit on either side of the bound (0.48 at 100 Mbit/s, about 1 at 10,
     # where the link, not loss, limits CUBIC), but a single run has no interval, so neither verdict is settled.
