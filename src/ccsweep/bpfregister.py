@@ -193,8 +193,16 @@ def _recover(state: RegistrationState) -> list[str]:
 
 
 def _unregister(name: str) -> None:
-    if name in kernel_registered():
+    """Unregister `name` if the kernel lists it. bpftool unregisters every struct_ops map of that name,
+    and fails on those unregistered already that live on while a socket still uses them (a cell's
+    last sockets in TIME_WAIT): what counts is that the kernel no longer offers the algorithm."""
+    if name not in kernel_registered():
+        return
+    try:
         _bpftool("struct_ops", "unregister", "name", name)
+    except BpfUnavailable:
+        if name in kernel_registered():
+            raise
 
 
 def _bpftool(*args: str) -> str:
