@@ -176,7 +176,7 @@ def test_a_retried_cell_pod_asks_for_the_plans_retry_requests(render: Any, retri
     """A cell retried after running late or starved must not meet the same crowding: its pod asks
     for the plan's retry_cpu and retry_memory (ccsweep.podrequests.retry_requests), still no CPU limit."""
     inputs = {**benign_inputs("cell"), "cpu": "224m", "memory": "320Mi", "retry-cpu": "448m", "retry-memory": "640Mi"}
-    rendered = render("cell", inputs, workflow_parameters(), retries)
+    rendered = render("cell", inputs, workflow_parameters(), retries=retries)
     assert "error" not in rendered, rendered
     (main,) = rendered["pod"]["containers"]
     assert main["resources"] == {"requests": {"cpu": "448m", "memory": "640Mi"}, "limits": {"memory": "640Mi"}}
@@ -284,4 +284,4 @@ def test_the_planned_cell_in_the_charts_pool_is_accepted(render: Any, planned_ce
     env = {e["name"]: e["valueFrom"]["resourceFieldRef"] for e in rendered["pod"]["containers"][0]["env"]
            if "resourceFieldRef" in e.get("valueFrom", {})}
     assert env == {"CCSWEEP_POD_CPU_MILLI": {"containerName": "main", "resource": "requests.cpu", "divisor": "1m"},
-                   "CCSWEEP_POD_MEMORY_BYTES": {"containerName": "main", "resource": "limits.memory"}}
+                   "CCSWEEP_POD_MEMORY_BYTES": {"containerName": "main", "resource": "limits.memory", "divisor": "1"}}
