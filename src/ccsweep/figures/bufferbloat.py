@@ -25,9 +25,9 @@ from ccsweep.figures.points import (
     varying_facets,
 )
 from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.stats import mean_ci_columns
 from ccsweep.figures.style import new_figure, series_colors
 from ccsweep.figures.timeplot import Run, plot_band, within
+from ccsweep.stats import mean_ci_columns
 
 QUANTILES = np.linspace(0, 1, 201)
 

@@ -41,8 +41,8 @@ from ccsweep.figures.points import (
 )
 from ccsweep.figures.quantities import STEADY_GOODPUT, payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
-from ccsweep.figures.stats import Interval
 from ccsweep.result import CellResult
+from ccsweep.stats import Interval
 
 #: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.
 PAPER_BDP_BYTES = 100e6 / 8 * 0.1

@@ -16,9 +16,9 @@ from weakref import WeakKeyDictionary
 
 from ccsweep.cell import CellParams, PackedParams
 from ccsweep.figures.held import Results
-from ccsweep.figures.stats import Interval, median_ci
 from ccsweep.result import CellResult
 from ccsweep.spec import LossDirection
+from ccsweep.stats import Interval, median_ci
 
 #: Payload of a 1500-byte packet with TCP timestamps (1500 - 20 IP - 20 TCP - 12 options).
 MSS_BYTES = 1448

@@ -31,8 +31,8 @@ from ccsweep.figures.points import cell_summary
 from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
 from ccsweep.figures.source_checks import ALL_CLAIMS
-from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.result import CellResult, SelfCheck
+from ccsweep.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.store.base import record_key
 
 #: Bytes of SVG per part of a figure's data URI.

@@ -32,10 +32,10 @@ from ccsweep.figures.points import (
     varying_facets,
 )
 from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.stats import Interval, bars_caption, mean_ci
 from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
 from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
 from ccsweep.result import CellResult, LinkSeries, TimeSeries
+from ccsweep.stats import Interval, bars_caption, mean_ci
 
 #: The buffer of the study's per-flow plot, in BDPs.
 FOCUS_BDP = 1.75

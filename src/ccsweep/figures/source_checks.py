@@ -35,8 +35,8 @@ from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
 from ccsweep.figures.quantities import payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
-from ccsweep.figures.stats import Interval
 from ccsweep.result import CellResult
+from ccsweep.stats import Interval
 
 #: ReBBR's Figure 8 path.
 REBBR_RATE_MBPS = 100.0
