@@ -24,9 +24,9 @@ from ccsweep.cell import PackedParams
 from ccsweep.cli import main
 from ccsweep.executor import run_sweep
 from ccsweep.expand import expand
-from ccsweep.figures.data import load_sweep
 from ccsweep.plan import cells_to_run, plan_counts
 from ccsweep.result import CellResult
+from ccsweep.results.data import load_sweep
 from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
 from ccsweep.stats import median_ci
 from ccsweep.store import open_store

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData, SweepData
-from ccsweep.figures.points import (
+from ccsweep.figures.shallow_buffers import steady_loss_percent
+from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData, SweepData
+from ccsweep.results.points import (
     MSS_BYTES,
     Point,
     bdp_bytes,
@@ -39,9 +41,7 @@ from ccsweep.figures.points import (
     group_series,
     loss_series,
 )
-from ccsweep.figures.quantities import STEADY_GOODPUT, payload_ideal_mbps
-from ccsweep.figures.shallow_buffers import steady_loss_percent
-from ccsweep.result import CellResult
+from ccsweep.results.quantities import STEADY_GOODPUT, payload_ideal_mbps
 from ccsweep.stats import Interval
 
 #: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.

@@ -19,9 +19,13 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
-from ccsweep.figures import sources
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import (
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
+from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
+from ccsweep.result import CellResult, LinkSeries, TimeSeries
+from ccsweep.results import sources
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import (
     Point,
     bdp_bytes,
     buffer_bdp,
@@ -31,10 +35,6 @@ from ccsweep.figures.points import (
     series_label,
     varying_facets,
 )
-from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
-from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
-from ccsweep.result import CellResult, LinkSeries, TimeSeries
 from ccsweep.stats import Interval, bars_caption, mean_ci
 
 #: The buffer of the study's per-flow plot, in BDPs.

@@ -31,11 +31,11 @@ from ccsweep.figures.checks import (
     steady_goodput,
     weighed,
 )
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
-from ccsweep.figures.quantities import payload_ideal_mbps
 from ccsweep.figures.shallow_buffers import steady_loss_percent
 from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
+from ccsweep.results.quantities import payload_ideal_mbps
 from ccsweep.stats import Interval
 
 #: ReBBR's Figure 8 path.
