@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep.figures.checks import CLAIMS, CheckRow, Verdict
+from ccsweep.checks.claims import CLAIMS, CheckRow, Verdict
 from ccsweep.figures.report import render_report
 from ccsweep.results.data import load_sweep
 from ccsweep.results.published_sets import SETS, load

@@ -14,8 +14,8 @@ import pytest
 
 import synthetic
 from ccsweep.cell import Cell
+from ccsweep.checks.source_claims import TE_BBR_10PCT_DROP
 from ccsweep.figures.registry import build_section
-from ccsweep.figures.source_checks import TE_BBR_10PCT_DROP
 from ccsweep.result import FlowResult
 from ccsweep.results import sources
 from ccsweep.results.published_sets import PublishedDataError

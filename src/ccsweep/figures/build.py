@@ -13,13 +13,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
+from ccsweep.checks.claims import run_checks
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import cell_png, image_name
-from ccsweep.figures.checks import run_checks
 from ccsweep.figures.links import links_section
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.report import RenderedFigure, report_pieces
 from ccsweep.figures.section import Section
-from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
 from ccsweep.result import CellResult
 from ccsweep.results import rebbr_csv, tidy

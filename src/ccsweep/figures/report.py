@@ -24,10 +24,10 @@ import yaml
 from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
 from ccsweep.buildinfo import build_identity, source_commit
+from ccsweep.checks.claims import CheckRow
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import image_name
-from ccsweep.figures.checks import CheckRow
 from ccsweep.figures.section import Section
-from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.result import CellResult, SelfCheck
 from ccsweep.results.data import ExperimentData, SweepData
 from ccsweep.results.points import cell_summary
