@@ -21,7 +21,6 @@ from itertools import chain
 import jinja2
 import yaml
 
-from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
 from ccsweep.buildinfo import build_identity, source_commit
 from ccsweep.checks.claims import CheckRow
@@ -34,6 +33,7 @@ from ccsweep.results.points import cell_summary
 from ccsweep.results.quantities import QUANTITIES
 from ccsweep.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.store.base import record_key
+from ccsweep.version import __version__
 
 #: Bytes of SVG per part of a figure's data URI.
 DATA_URI_PART = 48 * 1024
