@@ -39,11 +39,11 @@ import yaml
 
 from ccsweep.adaptive import judge, point_of, target_met
 from ccsweep.cell import Cell
-from ccsweep.figures.points import cell_summary
 from ccsweep.figures.report import cell_seconds
-from ccsweep.figures.stats import Interval, collapsed_fraction, median_ci
 from ccsweep.plan import planned_cells, stored_manifest
+from ccsweep.results.points import cell_summary
 from ccsweep.spec import AdaptiveRepetitions, parse_spec
+from ccsweep.stats import Interval, collapsed_fraction, median_ci
 from ccsweep.store import ResultStore, open_store
 
 HERE = Path(__file__).resolve().parent

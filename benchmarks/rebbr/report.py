@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from benchmarks.quoted import fill
-from ccsweep.figures.study import Occupancy, occupancy
+from ccsweep.results.study import Occupancy, occupancy
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "benchmarks/results/2026-11-25-rebbr-full"

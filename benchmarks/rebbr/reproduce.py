@@ -16,7 +16,7 @@ Then it writes to --out, from the store alone (the same step runs without runnin
 - `README.md`: the machine and the commands, wall time, cells per minute, cells at once, the link's
   CPU per cell for each link, late attempts; and per experiment a table of each cell on
   ccsweep-link, on Mahimahi and in ReBBR's published CSV, with the median and worst relative
-  difference of each pair (ccsweep.figures.study);
+  difference of each pair (ccsweep.results.study);
 - `SWEEP/`: each sweep's figures (PNG), report and tidy tables (`cells.csv`, `flows.csv`: one row
   per stored cell and flow, every parameter and metric), as `ccsweep figures` builds them in the
   store; the report's per-cell pictures and the SVG copies stay in the store (megabytes, rebuilt
@@ -40,9 +40,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ccsweep.figures.data import SweepData, load_sweep
-from ccsweep.figures.study import compare_links, run_stats, table_markdown
 from ccsweep.result import CellResult
+from ccsweep.results.data import SweepData, load_sweep
+from ccsweep.results.study import compare_links, run_stats, table_markdown
 from ccsweep.store import ResultStore, open_store
 from ccsweep.store.base import ATTEMPT_STATUSES
 

@@ -7,10 +7,7 @@ cell), `ccsweep.load_timeseries(...)` their 100 ms series and `ccsweep.read_csv(
 
 from typing import Any
 
-# The one place the version is written (pyproject.toml reads it): a literal, because every cell
-# process imports this package and importlib.metadata costs 25 ms of start-up CPU each time.
-__version__ = "0.1.0"
-
+from ccsweep.version import __version__ as __version__
 
 _DATAFRAME_API = ("load", "load_timeseries", "read_csv")
 

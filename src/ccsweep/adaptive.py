@@ -23,14 +23,11 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ccsweep.cell import Cell, CellParams, PackedParams
 from ccsweep.result import CellResult
 from ccsweep.spec import AdaptiveRepetitions, Experiment, PrecisionTarget
-
-if TYPE_CHECKING:
-    from ccsweep.figures.stats import Interval
+from ccsweep.stats import Interval, median_ci
 
 #: The quantity a ci target judges: the goodput over the whole flow (Figure 8's y axis).
 TARGET_QUANTITY = "goodput_mbps"
@@ -98,8 +95,6 @@ def target_met(target: PrecisionTarget, interval: Interval) -> bool:
 
 def judge(rule: AdaptiveRepetitions, values: list[float]) -> tuple[int, str, str]:
     """(runs wanted, state, reason) for a point with these stored runs."""
-    from ccsweep.figures.stats import median_ci
-
     if len(values) < rule.min:
         return rule.min, "below min", f"{len(values)} of min {rule.min} runs stored"
     target = rule.target

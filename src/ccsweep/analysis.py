@@ -1,6 +1,6 @@
 """A sweep's results as pandas DataFrames: `ccsweep.load`, `ccsweep.load_timeseries`, `ccsweep.read_csv`.
 
-The tables are `figures.tidy`'s (one row per stored cell, or per flow), typed by column name:
+The tables are `results.tidy`'s (one row per stored cell, or per flow), typed by column name:
 ints as pandas' nullable Int64 (a trace link has no queue limit), floats as float64 with NaN,
 flags as nullable boolean (`emulator_late` is empty where lateness was not measured), text as
 string.  `read_csv` applies the same types, so a CSV written by `ccsweep export` reads back equal
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 from ccsweep.cell import Cell
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.tidy import ColumnType, Row, column_type, experiments_by_cell, tables
 from ccsweep.result import TimeSeries
+from ccsweep.results.data import load_sweep
+from ccsweep.results.tidy import ColumnType, Row, column_type, experiments_by_cell, tables
 from ccsweep.store import ResultStore, open_store
 
 try:

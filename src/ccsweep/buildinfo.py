@@ -1,6 +1,6 @@
 """Which build of ccsweep this is: the package version plus the git commit it was built from.
 
-The version alone (ccsweep.__version__, the one place it is written) is the same for every commit
+The version alone (ccsweep.version, the one place it is written) is the same for every commit
 between two releases, so results, image tags and the chart's appVersion carry the commit as well.
 Where the commit comes from:
 - a build that left its source tree (the cell image, `make release`'s wheel and sdist) writes it
@@ -17,7 +17,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ccsweep import __version__
+from ccsweep.version import __version__
 
 PACKAGE = Path(__file__).resolve().parent
 #: Written by builds outside a clone; never committed (.gitignore).

@@ -883,8 +883,8 @@ def export_cmd(store_url: str, sweep_name: str, fmt: str, out_dir: Path) -> None
     cell's raw record is stored. docs/analysis.md lists the columns; ccsweep.load(STORE, SWEEP)
     returns the same table as a pandas DataFrame.
     """
-    from ccsweep.figures.data import load_sweep
-    from ccsweep.figures.tidy import tables, write_csv
+    from ccsweep.results.data import load_sweep
+    from ccsweep.results.tidy import tables, write_csv
 
     sweep_name = _sweep(sweep_name)
     store = _open(store_url)
@@ -917,7 +917,7 @@ def _build_figures(store_url: str, sweep_name: str, console: Console) -> None:
 
 def _write_figures(store: ResultStore, sweep_name: str, console: Console) -> None:
     from ccsweep.figures import build_sweep_outputs
-    from ccsweep.figures.published_sets import PublishedDataError
+    from ccsweep.results.published_sets import PublishedDataError
 
     try:
         locations = build_sweep_outputs(store, sweep_name)

@@ -41,13 +41,13 @@ from rich.table import Table
 from scipy import stats
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.points import cc_name, cell_summary
-from ccsweep.figures.published_sets import SETS, load
-from ccsweep.figures.rebbr_csv import RebbrRow, read_csv
-from ccsweep.figures.stats import Interval, median_difference_ci, rank_test_p
 from ccsweep.result import CellResult
+from ccsweep.results.data import load_sweep
+from ccsweep.results.points import cc_name, cell_summary
+from ccsweep.results.published_sets import SETS, load
+from ccsweep.results.rebbr_csv import RebbrRow, read_csv
 from ccsweep.spec import SLUG, SpecError, read_regular_file
+from ccsweep.stats import Interval, median_difference_ci, rank_test_p
 from ccsweep.store import ResultStore
 
 Verdict = Literal["agree", "differ", "not settled"]

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ccsweep import __version__
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
@@ -34,6 +33,7 @@ from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec, normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
+from ccsweep.version import __version__
 
 
 def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> SweepManifest:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
-from ccsweep.store.urls import path_problem
+from ccsweep.storeurls import path_problem
 
 #: An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest] (no spaces or quotes).
 IMAGE_REF = (r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
@@ -57,7 +57,7 @@ def endpoint_allowed(url: str, allowed: Sequence[str]) -> bool:
     code it runs. Matched segment by segment ('/' apart, a trailing '/' on either side ignored):
     a pattern and the URL have as many segments, and `*` matches any characters within one, so
     `s3://ccsweep/teams/*` names `s3://ccsweep/teams/a` but not `s3://ccsweep/teams/a/b`. A URL
-    whose path has a '.', '..', empty or percent-encoded segment (store.urls) matches nothing."""
+    whose path has a '.', '..', empty or percent-encoded segment (storeurls) matches nothing."""
     if path_problem(url) is not None:
         return False
     target = url.rstrip("/").split("/")
@@ -84,7 +84,7 @@ def listed_in_env(variable: str, env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def check_endpoint(option: str, url: str, variable: str, env: Mapping[str, str]) -> str:
-    """`url` (a store or a Pushgateway given as `option`) when its path is well formed (store.urls, on
+    """`url` (a store or a Pushgateway given as `option`) when its path is well formed (storeurls, on
     every path) and the chart's list in `variable` allows it, or no list is set (not in a pod of the
     chart's). One line naming the option otherwise."""
     problem = path_problem(url)

@@ -91,7 +91,7 @@ FigureKind = Literal[
     "loss-table",
 ]
 
-#: Published numbers a figure can draw beside the measured ones (ccsweep.figures.published_sets): ReBBR's
+#: Published numbers a figure can draw beside the measured ones (ccsweep.results.published_sets): ReBBR's
 #: CSVs of its official figures, one name per ReBBR experiment.
 PublishedName = Literal["rebbr-figure8", "rebbr-bandwidth", "rebbr-algorithms", "rebbr-rtt", "rebbr-cellular"]
 #: The figure kinds that draw published numbers: those with loss on the x axis, as ReBBR's.

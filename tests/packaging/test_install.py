@@ -90,7 +90,7 @@ def test_emulator_found_through_ccsweep_link_or_path(installed: Path, tmp_path: 
 
 def test_published_numbers_ship_in_the_wheel_with_their_license(installed: Path, tmp_path: Path):
     """ReBBR's CSVs load from the wheel (each checked against its pinned hash), beside its LICENSE."""
-    code = ("from ccsweep.figures.published_sets import DATA, SETS, load; "
+    code = ("from ccsweep.results.published_sets import DATA, SETS, load; "
             f"print(sum(len(load(s)) for s in SETS.values()), str(DATA).startswith({str(installed.parent)!r}), "
             "(DATA / 'LICENSE').read_text().splitlines()[0])")
     done = run(installed, str(installed / "python"), "-c", code, cwd=tmp_path)

@@ -11,8 +11,8 @@ from typing import Any
 
 from ccsweep.cell import Cell
 from ccsweep.expand import expand
-from ccsweep.figures.data import ExperimentData
 from ccsweep.result import CellResult, Environment, FlowResult, TimeSeries
+from ccsweep.results.data import ExperimentData
 from ccsweep.spec import parse_spec
 
 ENV = Environment(hostname="h", kernel="k", available_cc=["bbr", "cubic", "reno"], ccsweep_version="0", python="3")

@@ -24,11 +24,11 @@ from ccsweep.cell import PackedParams
 from ccsweep.cli import main
 from ccsweep.executor import run_sweep
 from ccsweep.expand import expand
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.stats import median_ci
 from ccsweep.plan import cells_to_run, plan_counts
 from ccsweep.result import CellResult
+from ccsweep.results.data import load_sweep
 from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
+from ccsweep.stats import median_ci
 from ccsweep.store import open_store
 from ccsweep.sweep_status import judged_whole, sweep_status
 from synthetic import ENV

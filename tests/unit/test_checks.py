@@ -16,10 +16,10 @@ import pytest
 
 import synthetic
 from ccsweep.cell import Cell
-from ccsweep.figures.checks import CLAIMS, CheckRow, mathis_mbps, run_checks
-from ccsweep.figures.data import ExperimentData, SweepData
-from ccsweep.figures.stats import collapsed_fraction, mean_ci, mean_ci_columns, median_ci
+from ccsweep.checks.claims import CLAIMS, CheckRow, mathis_mbps, run_checks
 from ccsweep.result import FlowSeries, LinkSeries, TimeSeries
+from ccsweep.results.data import ExperimentData, SweepData
+from ccsweep.stats import collapsed_fraction, mean_ci, mean_ci_columns, median_ci
 from ccsweep.store import SweepManifest
 from synthetic import goodput
 

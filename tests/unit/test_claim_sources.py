@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep.figures.checks import CLAIMS, CheckRow, Verdict
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.published_sets import SETS, load
-from ccsweep.figures.quantities import payload_ideal_mbps
+from ccsweep.checks.claims import CLAIMS, CheckRow, Verdict
 from ccsweep.figures.report import render_report
+from ccsweep.results.data import load_sweep
+from ccsweep.results.published_sets import SETS, load
+from ccsweep.results.quantities import payload_ideal_mbps
 from ccsweep.store.file import FileStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

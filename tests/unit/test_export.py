@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import ccsweep
 from ccsweep.cli import main
-from ccsweep.figures.tidy import column_type
+from ccsweep.results.tidy import column_type
 from ccsweep.store.base import record_key
 from ccsweep.store.file import FileStore
 

@@ -17,15 +17,16 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 
 from ccsweep.cell import Cell
-from ccsweep.figures.data import ExperimentData, MissingCell, load_sweep
-from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.loss_table import steady_seconds
-from ccsweep.figures.points import buffer_bdp, cc_name, flows_label, group_points, loss_series
 from ccsweep.figures.registry import BUILDERS, build_section
 from ccsweep.figures.section import Section
-from ccsweep.figures.shallow_buffers import cell_loss_percent, loss_rate_percent
+from ccsweep.figures.shallow_buffers import cell_loss_percent
 from ccsweep.figures.timeplot import rate_from_cumulative
 from ccsweep.result import FlowSeries, TimeSeries
+from ccsweep.results.data import ExperimentData, MissingCell, load_sweep
+from ccsweep.results.linklog import departure_delays
+from ccsweep.results.loss import loss_rate_percent
+from ccsweep.results.points import buffer_bdp, cc_name, flows_label, group_points, loss_series
 from ccsweep.spec import FigureKind
 from ccsweep.store.file import FileStore
 from synthetic import experiment, goodput

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.held import RecordFile, Results
-from ccsweep.figures.points import group_points
+from ccsweep.results.data import load_sweep
+from ccsweep.results.held import RecordFile, Results
+from ccsweep.results.points import group_points
 from ccsweep.store import open_store
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "goodput-vs-loss"

@@ -14,12 +14,12 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import PlanEntries, PlannedEntry, SweepData, load_sweep
 from ccsweep.figures.goodput_vs_loss import build
 from ccsweep.figures.links import links_comparison
-from ccsweep.figures.points import Point, group_points
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
 from ccsweep.result import CellResult
+from ccsweep.results.data import PlanEntries, PlannedEntry, SweepData, load_sweep
+from ccsweep.results.points import Point, group_points
 from ccsweep.spec import parse_spec
 from ccsweep.store import SweepManifest, open_store
 from synthetic import ENV, experiment, goodput

@@ -20,12 +20,12 @@ from click.testing import CliRunner
 
 from ccsweep import __version__
 from ccsweep.buildinfo import build_identity, source_commit
+from ccsweep.checks.claims import run_checks
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.cli import main
-from ccsweep.figures import rebbr_csv
-from ccsweep.figures.checks import run_checks
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.points import cell_summary
-from ccsweep.figures.source_checks import ALL_CLAIMS
+from ccsweep.results import rebbr_csv
+from ccsweep.results.data import load_sweep
+from ccsweep.results.points import cell_summary
 from ccsweep.spec import parse_spec
 from ccsweep.store.file import FileStore
 from wholeplan import plan_sweep

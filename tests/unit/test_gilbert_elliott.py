@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from ccsweep.cell import BernoulliLoss, CellParams, GilbertElliottLoss, canonical_json
 from ccsweep.cli import main
 from ccsweep.expand import expand
-from ccsweep.figures.points import Point, cell_summary, loss_series, path_label, series_label, varying_facets
 from ccsweep.linkrules import LinkError, mahimahi_cannot
+from ccsweep.results.points import Point, cell_summary, loss_series, path_label, series_label, varying_facets
 from ccsweep.runner.link import link_command
 from ccsweep.runner.mahimahi import mahimahi_command
 from ccsweep.spec import parse_spec

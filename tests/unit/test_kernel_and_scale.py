@@ -12,11 +12,11 @@ import pytest
 
 from ccsweep.cell import Cell
 from ccsweep.expand import expand
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import group_points, group_series, series_label, varying_facets
 from ccsweep.figures.registry import build_section
 from ccsweep.plan import node_selector
 from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import group_points, group_series, series_label, varying_facets
 from ccsweep.runner.api import KernelUnavailable, check_runnable
 from ccsweep.spec import SpecError, parse_spec
 from synthetic import ENV, PATH, goodput

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from ccsweep.cli import main
 from ccsweep.crd import store_name
-from ccsweep.figures.data import load_sweep
-from ccsweep.figures.points import cell_summary
 from ccsweep.plan import cell_from_manifest
+from ccsweep.results.data import load_sweep
+from ccsweep.results.points import cell_summary
 from ccsweep.runner.link import prepare_traces
 from ccsweep.spec import parse_spec
 from ccsweep.store import StoreError, open_store

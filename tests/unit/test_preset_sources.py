@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from ccsweep.expand import expand
-from ccsweep.figures import sources
-from ccsweep.figures.published_sets import SETS, load
+from ccsweep.results import sources
+from ccsweep.results.published_sets import SETS, load
 from ccsweep.spec import Experiment, load_spec
 from test_figures_presets import flows_of
 

@@ -17,10 +17,10 @@ import pytest
 from matplotlib.axes import Axes
 
 from ccsweep.cell import Cell
-from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.published import LABEL, published_section
-from ccsweep.figures.published_sets import COMMIT, DATA, SETS, PublishedDataError, load
 from ccsweep.figures.registry import build_section
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.published_sets import COMMIT, DATA, SETS, PublishedDataError, load
 from ccsweep.spec import PublishedName, SpecError, load_spec, parse_spec
 from synthetic import experiment
 

@@ -20,10 +20,10 @@ import pytest
 
 import synthetic
 from ccsweep.cell import Cell
-from ccsweep.figures.checks import ALL_EXPERIMENTS, Claim, run_checks
-from ccsweep.figures.data import ExperimentData, SweepData, load_sweep
-from ccsweep.figures.source_checks import ALL_CLAIMS, SOURCE_CLAIMS, Scoped
+from ccsweep.checks.claims import ALL_EXPERIMENTS, Claim, run_checks
+from ccsweep.checks.source_claims import ALL_CLAIMS, SOURCE_CLAIMS, Scoped
 from ccsweep.result import FlowResult, FlowSeries, LinkSeries, TimeSeries
+from ccsweep.results.data import ExperimentData, SweepData, load_sweep
 from ccsweep.store import SweepManifest
 from ccsweep.store.file import FileStore
 from synthetic import flow, goodput

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from ccsweep.figures.checks import Verdict, run_checks
-from ccsweep.figures.data import SweepData, load_sweep
+from ccsweep.checks.claims import Verdict, run_checks
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.report import render_report
-from ccsweep.figures.source_checks import ALL_CLAIMS
+from ccsweep.results.data import SweepData, load_sweep
 from ccsweep.store.file import FileStore
 
 STORE = Path(__file__).resolve().parents[1] / "fixtures" / "full-length" / "store"

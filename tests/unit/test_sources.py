@@ -14,12 +14,12 @@ import pytest
 
 import synthetic
 from ccsweep.cell import Cell
-from ccsweep.figures import sources
-from ccsweep.figures.published_sets import PublishedDataError
-from ccsweep.figures.quantities import PAYLOAD_IDEAL_LABEL, payload_ideal_mbps
+from ccsweep.checks.source_claims import TE_BBR_10PCT_DROP
 from ccsweep.figures.registry import build_section
-from ccsweep.figures.source_checks import TE_BBR_10PCT_DROP
 from ccsweep.result import FlowResult
+from ccsweep.results import sources
+from ccsweep.results.published_sets import PublishedDataError
+from ccsweep.results.quantities import PAYLOAD_IDEAL_LABEL, payload_ideal_mbps
 from ccsweep.spec import load_spec
 from test_figures import labels, line, sections
 

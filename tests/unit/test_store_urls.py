@@ -15,7 +15,7 @@ from ccsweep.cli import main
 from ccsweep.crd import RunSettings
 from ccsweep.podspec import endpoint_allowed
 from ccsweep.store import StoreError, open_store
-from ccsweep.store.urls import path_problem
+from ccsweep.storeurls import path_problem
 from ccsweep_operator.reconcile import OperatorSettings, SweepObject, decide
 
 TEAMS = "s3://ccsweep/teams/*"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from ccsweep.figures.published_sets import SETS, load
-from ccsweep.figures.study import FLOOR_MBPS, compare_links, relative, run_stats, table_markdown
 from ccsweep.result import CellResult
+from ccsweep.results.published_sets import SETS, load
+from ccsweep.results.study import FLOOR_MBPS, compare_links, relative, run_stats, table_markdown
 from synthetic import experiment, goodput
 
 FIGURE8 = {"cc": ["bbr", "cubic"], "loss_percent": [0.001, 1, 50], "duration_s": 60, "published": ["rebbr-figure8"]}

@@ -16,8 +16,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ccsweep.cli import main
-from ccsweep.figures.data import load_sweep
 from ccsweep.metrics import final_counts
+from ccsweep.results.data import load_sweep
 from ccsweep.store import UnplaceableCells
 from ccsweep.store.file import FileStore
 from ccsweep.sweep_status import sweep_status

@@ -14,11 +14,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ccsweep.cli import main
-from ccsweep.figures.data import load_sweep
 from ccsweep.figures.report import render_report
 from ccsweep.placement import Node, unplaceable_cells
 from ccsweep.plan import plan_chunk, set_aside_cells
 from ccsweep.result import CellResult
+from ccsweep.results.data import load_sweep
 from ccsweep.spec import load_spec
 from ccsweep.store import open_store
 from synthetic import ENV

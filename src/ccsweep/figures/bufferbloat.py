@@ -13,8 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import (
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.style import new_figure, series_colors
+from ccsweep.figures.timeplot import Run, plot_band, within
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import (
     MSS_BYTES,
     Point,
     bdp_bytes,
@@ -24,10 +27,7 @@ from ccsweep.figures.points import (
     series_label,
     varying_facets,
 )
-from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.stats import mean_ci_columns
-from ccsweep.figures.style import new_figure, series_colors
-from ccsweep.figures.timeplot import Run, plot_band, within
+from ccsweep.stats import mean_ci_columns
 
 QUANTILES = np.linspace(0, 1, 201)
 

@@ -13,16 +13,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from ccsweep.figures import rebbr_csv, tidy
+from ccsweep.checks.claims import run_checks
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import cell_png, image_name
-from ccsweep.figures.checks import run_checks
-from ccsweep.figures.data import load_sweep
+from ccsweep.figures.links import links_section
 from ccsweep.figures.registry import build_section
 from ccsweep.figures.report import RenderedFigure, report_pieces
 from ccsweep.figures.section import Section
-from ccsweep.figures.source_checks import ALL_CLAIMS
 from ccsweep.figures.style import render
 from ccsweep.result import CellResult
+from ccsweep.results import rebbr_csv, tidy
+from ccsweep.results.data import load_sweep
 from ccsweep.store import REPORT_FILE, ResultStore
 
 CELLS_CSV = "cells.csv"
@@ -95,8 +96,6 @@ def build_sweep_outputs(store: ResultStore, sweep: str) -> list[str]:
     with put_text(FLOWS_CSV) as flows_text, put_text(CELLS_CSV) as cells_text:  # sent in reverse: cells first
         cells, flows = tidy.tables_csv(data, lambda key: f"../../{key}", tidy.CsvText(cells_text),
                                        tidy.CsvText(flows_text))
-    from ccsweep.figures.links import links_section  # imports ccsweep.compare, which imports this package
-
     both = links_section(data)
     links = (both, store_section(both, data.distinct_results())) if both else None
     tables = {CELLS_CSV: cells.rows, FLOWS_CSV: flows.rows}

@@ -8,13 +8,13 @@ ideal is the payload share of the link, (1 - p) x 1448/1500.
 from __future__ import annotations
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.lossplot import plot_vs_loss
-from ccsweep.figures.points import group_points
-from ccsweep.figures.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import new_figure
 from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import group_points
+from ccsweep.results.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 
 
 def capacity_share(result: CellResult) -> float | None:

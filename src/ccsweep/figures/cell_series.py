@@ -16,9 +16,9 @@ import io
 
 import numpy as np
 
-from ccsweep.figures.points import cc_name, cell_summary
 from ccsweep.figures.style import cc_color, context, new_figure
 from ccsweep.result import CellResult, TimeSeries
+from ccsweep.results.points import cc_name, cell_summary
 
 DPI = 72
 #: (panel label, field of FlowSeries, scale to the label's unit)

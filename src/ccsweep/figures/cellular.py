@@ -16,14 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.linklog import departure_delays
 from ccsweep.figures.lossplot import plot_vs_loss
-from ccsweep.figures.points import Point, flows_label, group_points, rate_label
-from ccsweep.figures.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_color, new_figure
 from ccsweep.figures.timeplot import plot_band, rate_from_cumulative
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.linklog import departure_delays
+from ccsweep.results.points import Point, flows_label, group_points, rate_label
+from ccsweep.results.quantities import GOODPUT, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 
 WINDOW_S = 1.0
 UPLINK_LOG = "uplink.log.gz"

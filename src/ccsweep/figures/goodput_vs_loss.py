@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.lossplot import plot_vs_loss
-from ccsweep.figures.points import Point, group_points, rate_label
-from ccsweep.figures.quantities import GOODPUT, PAYLOAD_IDEAL_LABEL, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import new_figure
 from ccsweep.result import CellResult, FlowResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import Point, group_points, rate_label
+from ccsweep.results.quantities import GOODPUT, PAYLOAD_IDEAL_LABEL, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 
 
 def ideal_goodput(params: CellParams, loss: float) -> float | None:

@@ -16,12 +16,12 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 
 from ccsweep.compare import CSV_COLUMNS, QUANTITIES, Comparison, Row, compare, csv_rows, results_side, rule_text
-from ccsweep.figures.data import SweepData
 from ccsweep.figures.lossplot import loss_axis
-from ccsweep.figures.points import series_label, varying_facets
 from ccsweep.figures.section import FigureOut, Section, TableOut
-from ccsweep.figures.stats import bars_caption, median_ci
 from ccsweep.figures.style import cc_marker, new_figure, rasterize_dense, series_colors
+from ccsweep.results.data import SweepData
+from ccsweep.results.points import series_label, varying_facets
+from ccsweep.stats import bars_caption, median_ci
 
 LINKS = ("ccsweep-link", "mahimahi")
 #: Each link's points sit this factor left or right of their loss on the log axis, so the bars do not overlap.

@@ -16,15 +16,15 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 
-from ccsweep.figures import sources
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, cc_name, flows_label, group_points, loss_series, path_label
-from ccsweep.figures.quantities import PAYLOAD_IDEAL_LABEL, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.figures.section import FigureOut, Section, TableOut
-from ccsweep.figures.stats import mean_ci
 from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
 from ccsweep.result import CellResult
+from ccsweep.results import sources
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import Point, cc_name, flows_label, group_points, loss_series, path_label
+from ccsweep.results.quantities import PAYLOAD_IDEAL_LABEL, PAYLOAD_IDEAL_MEANING, payload_ideal_mbps
 from ccsweep.spec import LossDirection
+from ccsweep.stats import mean_ci
 
 COLUMNS = ["path", "algorithm", "loss (%)", "seconds", "mean", "std", "min", "25%", "50%", "75%", "max"]
 CHANGE_COLUMN = "% change vs baseline"

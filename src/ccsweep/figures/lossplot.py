@@ -16,11 +16,11 @@ from matplotlib.collections import PathCollection
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.points import Point, loss_series, series_label, varying_facets
-from ccsweep.figures.stats import Interval, bars_caption
 from ccsweep.figures.style import IDEAL_STYLE, cc_marker, rasterize_dense, series_colors
 from ccsweep.result import CellResult
+from ccsweep.results.points import Point, loss_series, series_label, varying_facets
 from ccsweep.spec import LossDirection
+from ccsweep.stats import Interval, bars_caption
 
 Value = Callable[[CellResult], float | None]
 #: The ideal value at a loss fraction for a series, or None where there is none.

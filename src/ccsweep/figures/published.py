@@ -8,7 +8,7 @@ per cell as `bottleneck_throughput_mbps`.  Beside ccsweep's receiver goodput it 
 1 / (1 - p) too good, so the measured series of this figure are that same quantity.  The
 capacity-share kind divides both by the capacity, as ReBBR's bandwidth figure did.
 
-The sets themselves, pinned by hash, are in figures.published_sets (compare reads them too).  Only the
+The sets themselves, pinned by hash, are in results.published_sets (compare reads them too).  Only the
 published series whose algorithm, RTT and bottleneck the experiment has are drawn; the caption
 cites the source.
 """
@@ -21,15 +21,17 @@ from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
+from ccsweep.compare import QUANTITIES as COMPARED_QUANTITIES
+from ccsweep.compare import SideRef, compare, csv_side, pooled, results_side, summary_line
 from ccsweep.figures.lossplot import loss_axis, plot_vs_loss
-from ccsweep.figures.points import cc_name, group_points, loss_series, rate_label
-from ccsweep.figures.published_sets import KERNEL, SETS, PublishedSet, load
-from ccsweep.figures.quantities import BOTTLENECK
-from ccsweep.figures.rebbr_csv import RebbrRow
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_marker, new_figure, series_colors
 from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import cc_name, group_points, loss_series, rate_label
+from ccsweep.results.published_sets import KERNEL, SETS, PublishedSet, load
+from ccsweep.results.quantities import BOTTLENECK
+from ccsweep.results.rebbr_csv import RebbrRow
 from ccsweep.spec import Experiment
 
 #: The series' label in every legend.
@@ -156,10 +158,7 @@ def published_section(data: ExperimentData, folder: Traversable | None = None) -
 
 def comparison_note(data: ExperimentData, published: PublishedSet) -> str:
     """What `ccsweep compare` says of the experiment's cells against the published set, in one line."""
-    # Imported here: compare imports figures.data, whose package's __init__ loads this module.
-    from ccsweep.compare import QUANTITIES, SideRef, compare, csv_side, pooled, results_side, summary_line
-
-    quantity = QUANTITIES["bottleneck-throughput"]
+    quantity = COMPARED_QUANTITIES["bottleneck-throughput"]
     ours = results_side(data.name, data.results, quantity, ())
     result = compare(ours, csv_side(SideRef("published", published.name), quantity), quantity)
     overall = pooled(result)

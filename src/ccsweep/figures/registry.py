@@ -13,10 +13,10 @@ from ccsweep.figures import (
     shallow_buffers,
     step_response,
 )
-from ccsweep.figures.data import ExperimentData
 from ccsweep.figures.published import published_section
 from ccsweep.figures.section import Section
 from ccsweep.figures.style import context
+from ccsweep.results.data import ExperimentData
 
 Builder = Callable[[ExperimentData], Section]
 

@@ -21,19 +21,19 @@ from itertools import chain
 import jinja2
 import yaml
 
-from ccsweep import __version__
 from ccsweep.adaptive import unwanted_ids
 from ccsweep.buildinfo import build_identity, source_commit
+from ccsweep.checks.claims import CheckRow
+from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import image_name
-from ccsweep.figures.checks import CheckRow
-from ccsweep.figures.data import ExperimentData, SweepData
-from ccsweep.figures.points import cell_summary
-from ccsweep.figures.quantities import QUANTITIES
 from ccsweep.figures.section import Section
-from ccsweep.figures.source_checks import ALL_CLAIMS
-from ccsweep.figures.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.result import CellResult, SelfCheck
+from ccsweep.results.data import ExperimentData, SweepData
+from ccsweep.results.points import cell_summary
+from ccsweep.results.quantities import QUANTITIES
+from ccsweep.stats import COLLAPSE_FRACTION, collapsed_fraction, median_ci
 from ccsweep.store.base import record_key
+from ccsweep.version import __version__
 
 #: Bytes of SVG per part of a figure's data URI.
 DATA_URI_PART = 48 * 1024
@@ -77,7 +77,7 @@ ENVIRONMENT_FIELDS = ("hostname", "kernel", "ccsweep_version", "ccsweep_commit",
 
 def _environment_summary(results: Iterable[CellResult]) -> list[tuple[str, str, int]]:
     """(field, value, cells) for each value seen: usually one value per field. One pass: each
-    record is parsed as it is reached (figures.held)."""
+    record is parsed as it is reached (results.held)."""
     counts: dict[str, Counter[str]] = {field: Counter() for field in ENVIRONMENT_FIELDS}
     scales: Counter[float] = Counter()
     for result in results:
@@ -192,7 +192,7 @@ def _mean(values: list[float | None]) -> float | None:
 
 def runs_rows(sweep: SweepData) -> list[dict[str, object]]:
     """Per setting of an adaptive experiment: its runs, interval, collapsed fraction, cell-seconds, why it stopped."""
-    # Each stored run's wall time, not its record: the records are parsed as reached (figures.held).
+    # Each stored run's wall time, not its record: the records are parsed as reached (results.held).
     stored = {r.cell.id: cell_seconds(r) for r in sweep.distinct_results()} if sweep.points else {}
     rows = []
     for point in sweep.points:

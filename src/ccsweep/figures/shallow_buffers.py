@@ -19,9 +19,14 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
-from ccsweep.figures import sources
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import (
+from ccsweep.figures.section import FigureOut, Section
+from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
+from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
+from ccsweep.result import CellResult, LinkSeries, TimeSeries
+from ccsweep.results import sources
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.loss import dropped, loss_rate_percent, steady_loss_percent
+from ccsweep.results.points import (
     Point,
     bdp_bytes,
     buffer_bdp,
@@ -31,29 +36,11 @@ from ccsweep.figures.points import (
     series_label,
     varying_facets,
 )
-from ccsweep.figures.section import FigureOut, Section
-from ccsweep.figures.stats import Interval, bars_caption, mean_ci
-from ccsweep.figures.style import IDEAL_STYLE, cc_color, cc_marker, new_figure
-from ccsweep.figures.timeplot import Run, per_window, plot_band, rate_from_cumulative, within
-from ccsweep.result import CellResult, LinkSeries, TimeSeries
+from ccsweep.stats import Interval, bars_caption, mean_ci
 
 #: The buffer of the study's per-flow plot, in BDPs.
 FOCUS_BDP = 1.75
 WINDOW_S = 1.0
-
-
-def loss_rate_percent(result: CellResult) -> float | None:
-    """Packets dropped on the data direction (queue, AQM and random loss) per packet offered, whole cell."""
-    if result.link is None or not result.link.uplink.in_packets:
-        return None
-    up = result.link.uplink
-    return 100 * (up.drops_queue + up.drops_aqm + up.drops_loss) / up.in_packets
-
-
-def dropped(link: LinkSeries) -> np.ndarray:
-    """Cumulative packets dropped on the data direction by the queue, the AQM and random loss."""
-    return np.add.reduce([np.asarray(c, dtype=float) for c in
-                          (link.uplink_drops_queue, link.uplink_drops_aqm, link.uplink_drops_loss)])
 
 
 def drop_rate_percent(link: LinkSeries, duration_s: float) -> Run | None:
@@ -67,22 +54,6 @@ def drop_rate_percent(link: LinkSeries, duration_s: float) -> Run | None:
     offered = per_window(link.t, [float(v) for v in link.uplink_in_packets], WINDOW_S, 0, duration_s)
     share = np.divide(100 * drops.y, offered.y, out=np.zeros_like(drops.y), where=offered.y > 0)
     return Run(drops.t, share)
-
-
-def steady_loss_percent(result: CellResult, series: TimeSeries | None) -> float | None:
-    """Drops per packet offered between the end of the warm-up and the end of the flow.
-
-    Start-up overshoots small and large buffers alike, so its losses say nothing of the steady
-    state the study measured; None for a record whose series does not count offered packets.
-    """
-    link = series.link if series is not None else None
-    if link is None or len(link.uplink_in_packets) != len(link.t) or len(link.t) < 2:
-        return None
-    p = result.cell.params
-    window = np.array([p.warmup_s, p.duration_s])
-    offered = np.diff(np.interp(window, link.t, link.uplink_in_packets))[0]
-    lost = np.diff(np.interp(window, link.t, dropped(link)))[0]
-    return float(100 * lost / offered) if offered > 0 else None
 
 
 def cell_loss_percent(data: ExperimentData, result: CellResult) -> tuple[float | None, bool]:

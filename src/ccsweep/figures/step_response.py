@@ -13,11 +13,11 @@ from typing import Any
 from matplotlib.axes import Axes
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, group_points, group_series, series_label, varying_facets
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import new_figure, series_colors
 from ccsweep.figures.timeplot import Run, plot_band
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import Point, group_points, group_series, series_label, varying_facets
 
 RATE_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from ccsweep.figures.stats import mean_ci_columns
+from ccsweep.stats import mean_ci_columns
 
 GRID_STEP_S = 0.1
 

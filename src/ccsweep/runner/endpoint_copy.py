@@ -14,7 +14,8 @@ import ast
 import shutil
 from pathlib import Path
 
-import ccsweep
+#: The package's folder (src/ccsweep), from this module's place in it.
+PACKAGE = Path(__file__).resolve().parents[1]
 
 #: The module the sender runs (runner.endpoints.sender_args).
 SENDER_MODULE = "ccsweep.runner.flow"
@@ -22,8 +23,7 @@ SENDER_MODULE = "ccsweep.runner.flow"
 
 def module_file(name: str) -> Path:
     """The source file of a ccsweep module or package, by dotted name."""
-    root = Path(ccsweep.__file__).resolve().parent
-    path = root.joinpath(*name.split(".")[1:])
+    path = PACKAGE.joinpath(*name.split(".")[1:])
     package = path / "__init__.py"
     return package if package.is_file() else path.with_suffix(".py")
 
@@ -58,7 +58,7 @@ def sender_modules(start: str = SENDER_MODULE) -> set[str]:
 def copy_sender_modules(folder: Path) -> Path:
     """Copy the sender's modules into `folder` (made here), readable by all; returns the folder to
     put on the sender's PYTHONPATH."""
-    root = Path(ccsweep.__file__).resolve().parent.parent
+    root = PACKAGE.parent
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)  # whatever the umask
     for name in sorted(sender_modules()):

@@ -43,7 +43,6 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ccsweep import __version__
 from ccsweep.bpfcc import not_measured
 from ccsweep.buildinfo import source_commit
 from ccsweep.cell import Cell
@@ -61,6 +60,7 @@ from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
 from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary
 from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.runner.wakelatency import idle_wake_bound, requested_bound
+from ccsweep.version import __version__
 
 #: t0 this far after everyone is ready: the `go` line must reach both endpoints first, even on a
 #: busy machine (a late endpoint would start its flow late and lose goodput it never had a chance at).

@@ -16,7 +16,7 @@ from ccsweep.store.base import (
     sweep_file_key,
 )
 from ccsweep.store.file import FileStore
-from ccsweep.store.urls import path_problem
+from ccsweep.storeurls import path_problem
 
 DEFAULT_STORE = "results"
 
@@ -26,7 +26,7 @@ __all__ = ["REPORT_FILE", "ManifestCell", "ResultStore", "StoreError", "StoreUna
 
 def open_store(url: str) -> ResultStore:
     """A store for a URL; credentials for s3:// come from the environment, never from a spec. Its
-    path is checked as every path checks it (store.urls): no '.', '..', '//' or '%'."""
+    path is checked as every path checks it (storeurls): no '.', '..', '//' or '%'."""
     problem = path_problem(url)
     if problem is not None:
         raise StoreError(f"--store {url}: {problem}")

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from weakref import WeakKeyDictionary
 
 from ccsweep.cell import CellParams, DirectionParams, PackedParams
-from ccsweep.figures.held import Results
-from ccsweep.figures.stats import Interval, median_ci
 from ccsweep.result import CellResult
+from ccsweep.results.held import Results
 from ccsweep.spec import LossDirection
+from ccsweep.stats import Interval, median_ci
 
 #: Payload of a 1500-byte packet with TCP timestamps (1500 - 20 IP - 20 TCP - 12 options).
 MSS_BYTES = 1448
@@ -80,7 +80,7 @@ def group_points(results: Iterable[CellResult]) -> list[Point]:
     A cell that names no kernel ran on whichever it got: its point takes the kernel of its
     results, so the same parameters measured on two kernels are two points (and two series).
     Points hold positions in `results`, not records. A sweep's records are parsed on each pass
-    (figures.held), and the figures and the checks group the same records again and again: the
+    (results.held), and the figures and the checks group the same records again and again: the
     points of a `Results` are kept while it lives, and each call gets a list of its own.
     """
     held = Results.of(results)

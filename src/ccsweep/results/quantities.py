@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccsweep.figures.points import MSS_BYTES, PACKET_BYTES
 from ccsweep.result import CellResult
+from ccsweep.results.points import MSS_BYTES, PACKET_BYTES
 
 
 @dataclass(frozen=True)

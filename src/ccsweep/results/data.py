@@ -5,7 +5,7 @@ they can be rebuilt anywhere, any time.  Cells are grouped by the manifest, not 
 named in a record, because one stored cell can serve two experiments or sweeps (content-addressed
 ids).  Cells without a record are described from the manifest, which holds every planned cell's
 parameters: nothing is expanded again, and no trace file is needed.  The records are held in a
-local temporary file and parsed as each is read (`ccsweep.figures.held`), and only the last few
+local temporary file and parsed as each is read (`ccsweep.results.held`), and only the last few
 time series read are kept, so what the step holds does not grow with the sweep's records.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ccsweep.adaptive import PointRuns
-from ccsweep.figures.held import RecordFile, Results
-from ccsweep.figures.points import cell_summary
 from ccsweep.result import CellResult, TimeSeries
+from ccsweep.results.held import RecordFile, Results
+from ccsweep.results.points import cell_summary
 from ccsweep.spec import Experiment, SpecError, parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 from ccsweep.sweep_status import CellStatus, chunk_statuses, judged_whole

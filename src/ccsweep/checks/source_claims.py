@@ -1,10 +1,11 @@
 """The source documents' own claims, checked: ReBBR, ThousandEyes, the shallow-buffer study, the Mininet tutorial.
 
-`checks` holds the machinery and the BBR paper's claims; these are the claims the four other
-sources print, each with its scope, the bound it is read as, and what the source measured.  A
-claim worded loosely in its source ("about", "slightly", "little") is read with a stated margin
-(a factor of two, or the tolerance named in its constant), so a cell near the bound is not called
-either way by noise; the verdict prints the numbers and the bound.  Each claim's scope is data (`checks.Where`).
+`checks.claims` holds the machinery and the BBR paper's claims; these, built from its public names
+alone, are the claims the four other sources print, each with its scope, the bound it is read as,
+and what the source measured.  A claim worded loosely in its source ("about", "slightly",
+"little") is read with a stated margin (a factor of two, or the tolerance named in its constant),
+so a cell near the bound is not called either way by noise; the verdict prints the numbers and the
+bound.  Each claim's scope is data (`claims.Where`).
 """
 
 from __future__ import annotations
@@ -16,27 +17,27 @@ from dataclasses import replace
 import numpy as np
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.checks import (
+from ccsweep.checks.claims import (
     CLAIMS,
     STEADY,
     Claim,
     Scoped,
     Verdict,
     Where,
-    _baseline_pairs,
-    _per_point,
-    _several_bbr_in_a_shallow_buffer,
-    _single,
+    baseline_pairs,
+    one_flow,
+    per_point,
+    several_bbr_in_a_shallow_buffer,
     stated,
     steady_goodput,
     weighed,
 )
-from ccsweep.figures.data import ExperimentData
-from ccsweep.figures.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
-from ccsweep.figures.quantities import payload_ideal_mbps
-from ccsweep.figures.shallow_buffers import steady_loss_percent
-from ccsweep.figures.stats import Interval
 from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.loss import steady_loss_percent
+from ccsweep.results.points import Point, bdp_bytes, buffer_bdp, cell_summary, group_points, group_series
+from ccsweep.results.quantities import payload_ideal_mbps
+from ccsweep.stats import Interval
 
 #: ReBBR's Figure 8 path.
 REBBR_RATE_MBPS = 100.0
@@ -92,7 +93,7 @@ def _by_cc(group: Sequence[Point]) -> dict[str, Point]:
 def _bbr_and_cubic(data: ExperimentData, applies: Callable[[CellParams], bool]
                    ) -> Iterator[tuple[dict[str, Point], Interval, Interval]]:
     """Per path in scope with one BBR and one CUBIC point: the points and their medians' intervals."""
-    for group in _pairs(data, lambda p: _single(p, "bbr", "cubic") and applies(p), flows=None):
+    for group in _pairs(data, lambda p: one_flow(p, "bbr", "cubic") and applies(p), flows=None):
         by_cc = _by_cc(group)
         if set(by_cc) != {"bbr", "cubic"}:
             continue
@@ -117,7 +118,7 @@ def _bbr_holds(data: ExperimentData, where: Where) -> list[Verdict]:
         kernels = ", ".join(sorted({r.environment.kernel for r in point.results}))
         return goodput >= bound, (f"{STEADY} {goodput:.3g} Mbit/s vs bound {bound:.3g} ({HOLDS_SHARE:g} × the "
                                   f"payload-rate ideal); kernel {kernels}")
-    return _per_point(data, lambda p: _single(p, where.cc or "") and where.path(p) and 0 < p.loss < REBBR_HOLDS_TO,
+    return per_point(data, lambda p: one_flow(p, where.cc or "") and where.path(p) and 0 < p.loss < REBBR_HOLDS_TO,
                       steady_goodput, judge)
 
 
@@ -158,7 +159,7 @@ def _gap_shrinks(data: ExperimentData, where: Where) -> list[Verdict]:
     """Per loss ≥ 1 %: (BBR − CUBIC) / link rate at the lowest rate against the highest, weighed across
     the four medians' intervals like every comparison (one run a cell settles nothing)."""
     verdicts = []
-    single = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)]
+    single = [pt for pt in group_points(data.results) if one_flow(pt.params, "bbr", "cubic") and where.path(pt.params)]
     for across_rates in group_series(single, uplink__rate_mbps=None, downlink__rate_mbps=None, flows=None):
         pairs: dict[float, dict[str, Interval]] = {}
         for pt in across_rates:
@@ -187,7 +188,7 @@ def _cubic_about_1mbps(data: ExperimentData, where: Where) -> list[Verdict]:
     def judge(point: Point, goodput: float) -> tuple[bool, str]:
         low, high = REBBR_CUBIC_MBPS / 2, REBBR_CUBIC_MBPS * 2
         return low <= goodput <= high, f"{STEADY} {goodput:.3g} Mbit/s vs {low:g}-{high:g} (ReBBR: about 1)"
-    return _per_point(data, lambda p: _single(p, where.cc or "") and where.path(p), steady_goodput, judge)
+    return per_point(data, lambda p: one_flow(p, where.cc or "") and where.path(p), steady_goodput, judge)
 
 
 def _verizon(data: ExperimentData, where: Where) -> list[Verdict]:
@@ -208,7 +209,7 @@ def _verizon(data: ExperimentData, where: Where) -> list[Verdict]:
 
 def _queue_no_difference(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for group in _pairs(data, lambda p: _single(p, "bbr", "cubic") and where.path(p), uplink__queue=None):
+    for group in _pairs(data, lambda p: one_flow(p, "bbr", "cubic") and where.path(p), uplink__queue=None):
         infinite = [pt for pt in group if pt.params.uplink.queue.kind == "infinite"]
         bdp = [pt for pt in group if pt.params.uplink.queue.kind == "droptail" and where.buffer(pt.params)]
         if not infinite or not bdp:
@@ -230,7 +231,7 @@ def _share_within(part: float, whole: float, bounds: tuple[float, float]) -> boo
 
 def _default_buffers(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for group in _pairs(data, lambda p: _single(p, where.cc or "") and where.path(p), buffers=None):
+    for group in _pairs(data, lambda p: one_flow(p, where.cc or "") and where.path(p), buffers=None):
         by_rmem = {pt.params.buffers.tcp_rmem[2]: pt for pt in group}
         if LINUX_RMEM_MAX not in by_rmem or REBBR_RMEM_MAX not in by_rmem:
             continue
@@ -248,7 +249,7 @@ def _default_buffers(data: ExperimentData, where: Where) -> list[Verdict]:
 
 def _te_bbr_10pct(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for base, lossy in _baseline_pairs(data, where, where.cc or ""):
+    for base, lossy in baseline_pairs(data, where, where.cc or ""):
         at, ref = lossy.median_ci(steady_goodput), base.median_ci(steady_goodput)
         if at is None or ref is None or ref.center <= 0:
             continue
@@ -292,13 +293,13 @@ def _standing_queue(data: ExperimentData, where: Where) -> list[Verdict]:
                                       f"{low:g}-{high:g} BDP; the study's \"28,000 B\" would be {28000 / bdp:.3f} "
                                       "BDP here, its \"1.12 BDP\" "
                                       f"{'fits' if low <= queue <= high else 'does not fit'})")
-    return _per_point(data, lambda p: _several_bbr_in_a_shallow_buffer(p) and where.buffer(p),
+    return per_point(data, lambda p: several_bbr_in_a_shallow_buffer(p) and where.buffer(p),
                       lambda r: _standing_queue_bdp(data, r), judge)
 
 
 def _shallow_peak(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    shallow = [pt for pt in group_points(data.results) if _several_bbr_in_a_shallow_buffer(pt.params)
+    shallow = [pt for pt in group_points(data.results) if several_bbr_in_a_shallow_buffer(pt.params)
                and where.buffer(pt.params)]
     low, high = SHALLOW_PEAK_PERCENT / 2, SHALLOW_PEAK_PERCENT * 2
     for series in group_series(shallow, uplink__queue=None):
@@ -318,7 +319,7 @@ def _cubic_little_loss(data: ExperimentData, where: Where) -> list[Verdict]:
     def judge(point: Point, loss: float) -> tuple[bool, str]:
         return loss <= CUBIC_LITTLE_PERCENT, (f"loss after start-up {loss:.3g} % at {buffer_bdp(point.params):g} BDP "
                                               f"(bound ≤ {CUBIC_LITTLE_PERCENT:g} %)")
-    return _per_point(data, lambda p: len(p.flows) >= 2 and {f.cc for f in p.flows} == {where.cc} and where.path(p)
+    return per_point(data, lambda p: len(p.flows) >= 2 and {f.cc for f in p.flows} == {where.cc} and where.path(p)
                       and p.uplink.queue.kind == "droptail" and buffer_bdp(p) is not None,
                       lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)), judge)
 
@@ -344,7 +345,7 @@ def _mix_share(data: ExperimentData, where: Where) -> list[Verdict]:
         ok = share > 0.5 if shallow else share < 0.5
         return ok, (f"BBR's share of the {STEADY} {share:.0%} at {buffer:g} BDP (bound: "
                     f"{'BBR' if shallow else 'CUBIC'} over half)")
-    return _per_point(data, mixed, bbr_share, judge)
+    return per_point(data, mixed, bbr_share, judge)
 
 
 def _worst_rtt_ms(data: ExperimentData, result: CellResult) -> float | None:
@@ -359,7 +360,7 @@ def _worst_rtt_ms(data: ExperimentData, result: CellResult) -> float | None:
 
 def _mininet(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    deep = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)
+    deep = [pt for pt in group_points(data.results) if one_flow(pt.params, "bbr", "cubic") and where.path(pt.params)
             and where.buffer(pt.params)]
     for group in group_series(deep, flows=None):
         by_cc = _by_cc(group)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
-from ccsweep.figures.rebbr_csv import RebbrRow, read_csv
+from ccsweep.results.rebbr_csv import RebbrRow, read_csv
 
 REPOSITORY = "https://github.com/jervisfm/rebbr"
 #: "Merge the results from 20170604_jmuindi run and make them official figures" (2017-06-04).

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.published_sets import SETS, load
-from ccsweep.figures.rebbr_csv import RebbrRow
 from ccsweep.result import CellResult
+from ccsweep.results.published_sets import SETS, load
+from ccsweep.results.rebbr_csv import RebbrRow
 from ccsweep.spec import Experiment
 
 #: Below this reference (Mbit/s) a relative difference says nothing; the absolute one is shown.

@@ -1,6 +1,6 @@
 """The other sources' printed numbers, shipped as data: ThousandEyes' tables, the shallow-buffer study's, Mininet's.
 
-ReBBR's CSVs have their own module (figures.published_sets); these three sources printed tables or a
+ReBBR's CSVs have their own module (results.published_sets); these three sources printed tables or a
 few numbers in their text, typed into CSVs under ccsweep/published/<source>/ with a README citing
 each.  Every file is pinned by its SHA-256 like ReBBR's: a changed or missing file stops the
 figures with a one-line PublishedDataError naming it, never a different number under the label.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
-from ccsweep.figures.published_sets import pinned_bytes
+from ccsweep.results.published_sets import pinned_bytes
 
 DATA: Traversable = files("ccsweep") / "published"
 

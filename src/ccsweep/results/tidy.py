@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TextIO
 
 from ccsweep.cell import CellParams, DirectionParams
-from ccsweep.figures.data import SweepData
-from ccsweep.figures.points import buffer_bdp, flows_label
 from ccsweep.result import CellResult, DirectionCounters, SelfCheck
+from ccsweep.results.data import SweepData
+from ccsweep.results.points import buffer_bdp, flows_label
 from ccsweep.store.base import record_key
 
 ColumnType = Literal["str", "int", "float", "bool"]

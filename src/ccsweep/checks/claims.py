@@ -27,8 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccsweep.cell import CellParams
-from ccsweep.figures.data import ExperimentData, SweepData
-from ccsweep.figures.points import (
+from ccsweep.result import CellResult
+from ccsweep.results.data import ExperimentData, SweepData
+from ccsweep.results.loss import steady_loss_percent
+from ccsweep.results.points import (
     MSS_BYTES,
     Point,
     bdp_bytes,
@@ -39,10 +41,8 @@ from ccsweep.figures.points import (
     group_series,
     loss_series,
 )
-from ccsweep.figures.quantities import STEADY_GOODPUT, payload_ideal_mbps
-from ccsweep.figures.shallow_buffers import steady_loss_percent
-from ccsweep.figures.stats import Interval
-from ccsweep.result import CellResult
+from ccsweep.results.quantities import STEADY_GOODPUT, payload_ideal_mbps
+from ccsweep.stats import Interval
 
 #: The BBR paper's path: 100 Mbit/s x 100 ms = 1.25 MB in flight.
 PAPER_BDP_BYTES = 100e6 / 8 * 0.1
@@ -222,13 +222,13 @@ steady_goodput = STEADY_GOODPUT.of
 STEADY = STEADY_GOODPUT.name
 
 
-def _single(params: CellParams, *ccs: str) -> bool:
+def one_flow(params: CellParams, *ccs: str) -> bool:
     """One flow of one of `ccs` over a constant-rate link without rate steps."""
     return (len(params.flows) == 1 and params.flows[0].cc in ccs and params.bandwidth_mbps is not None
             and not params.uplink.rate_schedule)
 
 
-def _per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
+def per_point(data: ExperimentData, applies: Callable[[CellParams], bool],
                metric: Callable[[CellResult], float | None],
                judge: Callable[[Point, float], tuple[bool, str]]) -> list[Verdict]:
     """One verdict per point of the claim's scope: `judge` weighs `metric` across the interval of its median.
@@ -256,11 +256,11 @@ def _bbr_ideal(data: ExperimentData) -> list[Verdict]:
     def judge(point: Point, goodput: float) -> tuple[bool, str]:
         bound = 0.9 * payload_ideal_mbps(point.params.bandwidth_mbps or 0, point.params.loss)
         return goodput >= bound, f"{STEADY} {goodput:.3g} Mbit/s vs bound {bound:.3g} (0.9 × the payload-rate ideal)"
-    return _per_point(data, lambda p: _single(p, "bbr") and p.loss <= 0.05, steady_goodput, judge)
+    return per_point(data, lambda p: one_flow(p, "bbr") and p.loss <= 0.05, steady_goodput, judge)
 
 
 def _cubic_tenfold(data: ExperimentData) -> list[Verdict]:
-    points = [pt for pt in group_points(data.results) if _single(pt.params, "cubic")
+    points = [pt for pt in group_points(data.results) if one_flow(pt.params, "cubic")
               and (bdp_bytes(pt.params) or 0) >= PAPER_BDP_BYTES]
     verdicts = []
     for series in loss_series(points, data.experiment.loss_direction):
@@ -296,7 +296,7 @@ def _mathis(data: ExperimentData) -> list[Verdict]:
         model = mathis_mbps(rtt, p.loss, p.bandwidth_mbps or 0)
         return model / 2 <= goodput <= model * 2, (f"{STEADY} {goodput:.3g} Mbit/s vs model {model:.3g} "
                                                    f"(RTT {rtt:.0f} ms)")
-    return _per_point(data, lambda p: _single(p, "cubic", "reno") and p.loss >= 0.01, steady_goodput, judge)
+    return per_point(data, lambda p: one_flow(p, "cubic", "reno") and p.loss >= 0.01, steady_goodput, judge)
 
 
 def _bbr_step(data: ExperimentData) -> list[Verdict]:
@@ -354,7 +354,7 @@ def _bbr_low_delay(data: ExperimentData) -> list[Verdict]:
     def judge(point: Point, rtt: float) -> tuple[bool, str]:
         bound = half_buffer_rtt_ms(point.params)
         return rtt <= bound, f"median RTT {rtt:.0f} ms vs bound {bound:.0f} (propagation {point.params.rtt_ms:g} ms)"
-    return _per_point(data, lambda p: _single(p, "bbr") and _deep_buffer(p),
+    return per_point(data, lambda p: one_flow(p, "bbr") and _deep_buffer(p),
                       lambda r: r.flows[0].rtt_p50_ms if r.flows else None, judge)
 
 
@@ -362,12 +362,12 @@ def _cubic_fills(data: ExperimentData) -> list[Verdict]:
     def judge(point: Point, rtt: float) -> tuple[bool, str]:
         bound = half_buffer_rtt_ms(point.params)
         return rtt >= bound, f"95th-percentile RTT {rtt:.0f} ms vs bound {bound:.0f}"
-    return _per_point(data, lambda p: _single(p, "cubic") and _deep_buffer(p),
+    return per_point(data, lambda p: one_flow(p, "cubic") and _deep_buffer(p),
                       lambda r: r.flows[0].rtt_p95_ms if r.flows else None, judge)
 
 
 def _rebbr_short_rtt(data: ExperimentData, where: Where) -> list[Verdict]:
-    points = [pt for pt in group_points(data.results) if _single(pt.params, "bbr", "cubic") and where.path(pt.params)]
+    points = [pt for pt in group_points(data.results) if one_flow(pt.params, "bbr", "cubic") and where.path(pt.params)]
     verdicts = []
     for pair in group_series(points, flows=None):  # the same path, one point per algorithm
         by_cc = {pt.params.flows[0].cc: pt for pt in pair}
@@ -384,9 +384,9 @@ def _rebbr_short_rtt(data: ExperimentData, where: Where) -> list[Verdict]:
     return verdicts
 
 
-def _baseline_pairs(data: ExperimentData, where: Where, *ccs: str) -> list[tuple[Point, Point]]:
+def baseline_pairs(data: ExperimentData, where: Where, *ccs: str) -> list[tuple[Point, Point]]:
     """(baseline at 0 %, a lossy cell in scope) per series of one flow of one of `ccs`."""
-    points = [pt for pt in group_points(data.results) if _single(pt.params, *ccs)]
+    points = [pt for pt in group_points(data.results) if one_flow(pt.params, *ccs)]
     pairs = []
     for series in loss_series(points, data.experiment.loss_direction):
         base = next((pt for pt in series if pt.params.loss == 0), None)
@@ -397,7 +397,7 @@ def _baseline_pairs(data: ExperimentData, where: Where, *ccs: str) -> list[tuple
 
 def _thousandeyes(data: ExperimentData, where: Where) -> list[Verdict]:
     verdicts = []
-    for baseline, lossy in _baseline_pairs(data, where, "bbr", "cubic"):
+    for baseline, lossy in baseline_pairs(data, where, "bbr", "cubic"):
         at, base = lossy.median_ci(steady_goodput), baseline.median_ci(steady_goodput)
         if at is None or base is None or base.center <= 0:
             continue
@@ -415,7 +415,7 @@ def _thousandeyes(data: ExperimentData, where: Where) -> list[Verdict]:
     return verdicts
 
 
-def _several_bbr_in_a_shallow_buffer(p: CellParams) -> bool:
+def several_bbr_in_a_shallow_buffer(p: CellParams) -> bool:
     buffer = buffer_bdp(p)
     return (len(p.flows) >= 2 and {f.cc for f in p.flows} == {"bbr"} and p.loss == 0
             and p.uplink.queue.kind == "droptail" and buffer is not None
@@ -429,7 +429,7 @@ def _shallow_loss(data: ExperimentData) -> list[Verdict]:
         ok = loss >= SHALLOW_HIGH_PERCENT if shallow else loss <= SHALLOW_LOW_PERCENT
         bound = f"≥ {SHALLOW_HIGH_PERCENT:g} %" if shallow else f"≤ {SHALLOW_LOW_PERCENT:g} %"
         return ok, f"loss after start-up {loss:.3g} % at {buffer:g} BDP (bound {bound})"
-    return _per_point(data, _several_bbr_in_a_shallow_buffer,
+    return per_point(data, several_bbr_in_a_shallow_buffer,
                       lambda r: steady_loss_percent(r, data.timeseries(r.cell.id)), judge)
 
 
