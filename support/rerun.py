@@ -2,7 +2,7 @@
 
 A single cell in a test meets the same machine a user's does: on a small guest its link can be
 late now and then (exit 75, status late or starved), which says nothing about what the test is
-about. The executor keeps such an attempt and runs the cell again, up to DEFAULT_MAX_ATTEMPTS;
+about. The executor keeps such an attempt and runs the cell again, as often as attempts_allowed says;
 a test does the same, and prints what each spoiled attempt measured of its own lateness.
 """
 
@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from ccsweep.executor import DEFAULT_MAX_ATTEMPTS
+from ccsweep.executor import attempts_allowed
 from ccsweep.result import RERUN_STATUSES
 
 
@@ -28,11 +28,12 @@ def last_report(stdout: str) -> dict[str, Any]:
 
 def run_cell_attempts(argv: Callable[[int], list[str]], **run: Any) -> subprocess.CompletedProcess[str]:
     """Run `argv(attempt)` (a `ccsweep cell` command line with `--attempt`) until an attempt is not
-    late or starved, at most DEFAULT_MAX_ATTEMPTS times; returns the last run."""
-    for attempt in range(1, DEFAULT_MAX_ATTEMPTS + 1):
+    late or starved, as often as the executor would (attempts_allowed); returns the last run."""
+    attempt = 1
+    while True:
         done = subprocess.run(argv(attempt), capture_output=True, text=True, **run)
         report = last_report(done.stdout)
-        if report.get("status") not in RERUN_STATUSES:
-            break
+        if report.get("status") not in RERUN_STATUSES or attempt >= attempts_allowed(report.get("late_cause")):
+            return done
         print(f"attempt {attempt}: {report.get('status')}: {report.get('timing')}")
-    return done
+        attempt += 1

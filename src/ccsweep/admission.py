@@ -38,8 +38,11 @@ from ccsweep.linkrules import release_window_for
 START_STAGGER_S = 1.0
 #: Weight of the newest measurement in the cost correction (an exponential moving average).
 COST_EWMA_WEIGHT = 0.3
-#: Share of the budget the first cells may fill by their prior cost, before any cell has finished.
+#: Share of the budget the first cells may fill by their prior cost, before any cell has finished,
+#: and the most cells that opening allows: cheap cells' start-up (interpreters, namespaces, slow
+#: start) costs more than their prior says, and 9 small cells at once on 2 cores ran late.
 OPENING_SHARE = 0.5
+OPENING_MAX_CELLS = 4
 
 
 #: The prior's parts, fitted on the 2-vCPU KVM guest to ccsweep-link cells with TUN offloads
@@ -180,9 +183,10 @@ class Admission:
 
     def open_with(self, cell: Cell) -> None:
         """Before any cell has finished, without --jobs: allow as many cells like `cell` at once as
-        fill OPENING_SHARE of the budget by its prior cost (at least one)."""
+        fill OPENING_SHARE of the budget by its prior cost (at least one, at most OPENING_MAX_CELLS)."""
         if self.measured == 0 and self.max_cells is None:
-            self.limit = max(self.limit, int(self.budget * OPENING_SHARE / prior_cost(cell)))
+            opening = min(OPENING_MAX_CELLS, int(self.budget * OPENING_SHARE / prior_cost(cell)))
+            self.limit = max(self.limit, opening)
 
     def started(self, now: float) -> None:
         self.last_start = now

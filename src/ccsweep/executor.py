@@ -52,6 +52,9 @@ def default_cpu_budget() -> float:
 
 #: Runs of a cell at most: the first, then re-runs while it comes back late or starved.
 DEFAULT_MAX_ATTEMPTS = 3
+#: Runs a cell may take beyond those while its attempts are late only because the hypervisor stole
+#: the CPU (result.LatenessCause `steal`): the machine's fault, which comes and goes, not the cell's.
+STEAL_EXTRA_ATTEMPTS = 3
 #: Seconds running cells get to stop and clean up after the sweep is interrupted, before they are killed.
 CELL_STOP_TIMEOUT_S = 30.0
 
@@ -459,7 +462,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                     spoiled = outcome.status in RERUN_STATUSES  # by the machine: run again, fewer at once
                     admission.observe(ended.cell, cpu_s, wall_s, late=spoiled, cause=outcome.late_cause)
                     done_work += ended.cell.params.duration_s
-                    if spoiled and ended.attempt < max_attempts:
+                    if spoiled and ended.attempt < attempts_allowed(outcome.late_cause, max_attempts):
                         progress.console.print(f"[yellow]cell {ended.cell.id}: {_spoiled_by(outcome)}; attempt "
                                                f"{ended.attempt} kept under {outcome.status}/, running it again"
                                                f"{' alone' if _alone(ended.attempt + 1, max_attempts) else ''}; "
@@ -509,9 +512,16 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
 
 
 def _alone(attempt: int, max_attempts: int) -> bool:
-    """A cell's last attempt after late or starved ones runs alone: the whole machine as headroom.
-    Earlier re-runs run beside others, asking for more (admission.Admission.may_start)."""
-    return 1 < attempt == max_attempts
+    """A cell's last attempt after late or starved ones runs alone, and so does every one after it
+    (steal's extra attempts): the whole machine as headroom. Earlier re-runs run beside others,
+    asking for more (admission.Admission.may_start)."""
+    return 1 < max_attempts <= attempt
+
+
+def attempts_allowed(late_cause: str | None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:
+    """How many runs a cell may take after a spoiled attempt whose record names `late_cause`:
+    `max_attempts`, and STEAL_EXTRA_ATTEMPTS more when it is steal (none when one attempt was asked for)."""
+    return max_attempts + (STEAL_EXTRA_ATTEMPTS if late_cause == "steal" and max_attempts > 1 else 0)
 
 
 def _spoiled_by(outcome: CellOutcome) -> str:

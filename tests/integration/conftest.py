@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ccsweep.cell import Cell
-from ccsweep.executor import DEFAULT_MAX_ATTEMPTS
+from ccsweep.executor import attempts_allowed
 from ccsweep.expand import expand
 from ccsweep.result import RERUN_STATUSES, CellResult
 from ccsweep.runner.netns import namespace_names
@@ -99,14 +99,16 @@ class Cells:
 
     def run(self, cell: Cell, timeout: float = 120, prefix: tuple[str, ...] = ()) -> CellRun:
         """Run `cell` as a user's sweep would: an attempt the machine spoiled (late or starved, exit
-        75) is kept and run again, up to the executor's DEFAULT_MAX_ATTEMPTS, and what each spoiled
+        75) is kept and run again, as often as the executor would (attempts_allowed), and what each spoiled
         attempt measured of its own lateness is printed (pytest shows it beside a failure)."""
-        for attempt in range(1, DEFAULT_MAX_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             run = self.finish(cell, self.start(cell, prefix, attempt), timeout)
-            if run.report.get("status") not in RERUN_STATUSES:
-                break
-            print(f"cell {cell.id} attempt {attempt}: {run.report.get('status')}: {run.report.get('timing')}")
-        return run
+            status, cause = run.report.get("status"), run.report.get("late_cause")
+            if status not in RERUN_STATUSES or attempt >= attempts_allowed(cause):
+                return run
+            print(f"cell {cell.id} attempt {attempt}: {status}: {run.report.get('timing')}")
+            attempt += 1
 
     @staticmethod
     def namespaces() -> set[str]:

@@ -196,3 +196,20 @@ def test_the_opening_leaves_jobs_and_a_measured_machine_alone():
     measured.observe(ONE, cpu_seconds=0.17 * 20, wall_seconds=20, late=True)
     measured.open_with(ONE)
     assert measured.limit == 1
+
+
+def test_the_opening_is_at_most_four_cells_however_cheap():
+    small = expand(parse_spec({"name": "s", "experiments": [
+        {"name": "s", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [20], "bandwidth_mbps": [10],
+         "duration_s": 3}]}))[0]
+    admission = Admission(budget=1.5)
+    admission.open_with(small)
+    assert int(0.75 / prior_cost(small)) > 4 and admission.limit == 4
+
+
+def test_a_cell_late_only_from_steal_gets_more_attempts():
+    from ccsweep.executor import DEFAULT_MAX_ATTEMPTS, STEAL_EXTRA_ATTEMPTS, attempts_allowed
+
+    assert attempts_allowed("steal") == DEFAULT_MAX_ATTEMPTS + STEAL_EXTRA_ATTEMPTS
+    assert attempts_allowed("run-queue") == attempts_allowed(None) == DEFAULT_MAX_ATTEMPTS
+    assert attempts_allowed("steal", max_attempts=1) == 1  # --max-attempts 1 means one
