@@ -82,8 +82,9 @@ STEAL_CAUSE_PCT: Final = 5.0
 #: run-queue: the link's processes waited on a run queue (cells crowding the machine);
 #: steal: the hypervisor ran something else on this guest's CPU; timer: sleeps returned late with
 #: the run queue idle; writes: writes to the TUN device (the receiving host's stack runs in them)
-#: or reads took long; page-faults: the link's processes faulted on disk; injected: the emulator
-#: held releases back on purpose (a debug option, for tests); unexplained: none of these.
+#: or reads took long; page-faults: the link's processes faulted on disk; injected (checked first:
+#: it is known for certain): the emulator held releases back on purpose (a debug option, for
+#: tests); unexplained: none of these.
 LatenessCause = Literal["run-queue", "steal", "timer", "writes", "page-faults", "injected", "unexplained"]
 
 
@@ -117,6 +118,8 @@ class LatenessEvidence(Record):
         """What `check`'s lateness is put down to (see LatenessCause), from these numbers and its own."""
         threshold = check.threshold_us or 0.0
         worst = max(check.lateness_max_us or 0.0, threshold)
+        if check.injected_lateness:  # known for certain, whatever else the machine did meanwhile
+            return "injected"
         if check.runqueue_p99_us is not None and check.runqueue_p99_us > threshold:
             return "run-queue"
         if (self.steal_pct or 0.0) >= STEAL_FLOW_CAUSE_PCT or (self.steal_max_window_pct or 0.0) >= STEAL_CAUSE_PCT:
@@ -128,7 +131,7 @@ class LatenessEvidence(Record):
             return "writes"
         if self.major_faults:
             return "page-faults"
-        return "injected" if check.injected_lateness else "unexplained"
+        return "unexplained"
 
     def text(self) -> str:
         """The numbers in one phrase, for the console and a test's message."""

@@ -74,6 +74,11 @@ def test_a_late_attempt_is_put_down_to_what_was_measured(evidence, fields, cause
     assert f"cause: {cause}" in late.measured_text()
 
 
+def test_injected_lateness_is_named_whatever_else_was_measured():
+    injected = check(injected_lateness="fixed:5ms,p=0.05").with_evidence(LatenessEvidence(steal_pct=9.0))
+    assert injected.late_cause == "injected"
+
+
 def test_an_on_time_attempt_has_no_cause_but_keeps_its_evidence():
     on_time = check(late=False, lateness_p99_us=100.0).with_evidence(LatenessEvidence(steal_pct=0.4))
     assert on_time.late_cause is None and on_time.evidence is not None and on_time.evidence.steal_pct == 0.4
