@@ -32,7 +32,7 @@ from typing import Any
 
 from ccsweep.plan import planned_cells
 from ccsweep.result import CellResult
-from ccsweep.runner.hostcpu import PROC_STAT, cpu_ticks
+from ccsweep.runner.hostcpu import PROC_STAT, cpu_ticks, worst_share
 from ccsweep.store import open_store
 
 #: The attempt kinds a store keeps beside a cell's result.
@@ -87,13 +87,11 @@ class MachineLog:
         before = cpu_ticks(PROC_STAT.read_text())
         while not self._done.wait(1.0):
             now = cpu_ticks(PROC_STAT.read_text())
-            shares = {kind: max(100.0 * (getattr(now[c], kind) - getattr(before[c], kind))
-                                / max(1, now[c].total - before[c].total) for c in now)
-                      for kind in ("steal", "softirq")}
-            before = now
             load = Path("/proc/loadavg").read_text().split()
             self.rows.append({"run": self.run, "time": round(time.time(), 1), "load1": float(load[0]),
-                              "steal_pct": round(shares["steal"], 1), "softirq_pct": round(shares["softirq"], 1)})
+                              "steal_pct": worst_share(before, now, "steal"),
+                              "softirq_pct": worst_share(before, now, "softirq")})
+            before = now
 
     def stop(self) -> None:
         self._done.set()

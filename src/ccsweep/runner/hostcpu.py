@@ -90,13 +90,13 @@ def summarise(samples: list[tuple[int, dict[str, CpuTicks]]], start_ns: int, end
         return None
     windows = list(zip(span, span[1:], strict=False))
     return HostCpuSummary(
-        steal_pct=_worst_share(span[0][1], span[-1][1], "steal"),
-        steal_max_window_pct=max(_worst_share(a, b, "steal") for (_, a), (_, b) in windows),
-        softirq_pct=_worst_share(span[0][1], span[-1][1], "softirq"),
-        softirq_max_window_pct=max(_worst_share(a, b, "softirq") for (_, a), (_, b) in windows))
+        steal_pct=worst_share(span[0][1], span[-1][1], "steal"),
+        steal_max_window_pct=max(worst_share(a, b, "steal") for (_, a), (_, b) in windows),
+        softirq_pct=worst_share(span[0][1], span[-1][1], "softirq"),
+        softirq_max_window_pct=max(worst_share(a, b, "softirq") for (_, a), (_, b) in windows))
 
 
-def _worst_share(before: dict[str, CpuTicks], after: dict[str, CpuTicks], kind: str) -> float:
+def worst_share(before: dict[str, CpuTicks], after: dict[str, CpuTicks], kind: str) -> float:
     """The largest share (%) of its time any CPU spent in `kind` between two samples."""
     shares = []
     for cpu, end in after.items():
