@@ -26,6 +26,11 @@ def last_report(stdout: str) -> dict[str, Any]:
         return {}
 
 
+def run_again(report: dict[str, Any], attempt: int) -> bool:
+    """Whether the executor would run a cell again after attempt `attempt` reported `report`."""
+    return report.get("status") in RERUN_STATUSES and attempt < attempts_allowed(report.get("late_cause"))
+
+
 def run_cell_attempts(argv: Callable[[int], list[str]], **run: Any) -> subprocess.CompletedProcess[str]:
     """Run `argv(attempt)` (a `ccsweep cell` command line with `--attempt`) until an attempt is not
     late or starved, as often as the executor would (attempts_allowed); returns the last run."""
@@ -33,7 +38,7 @@ def run_cell_attempts(argv: Callable[[int], list[str]], **run: Any) -> subproces
     while True:
         done = subprocess.run(argv(attempt), capture_output=True, text=True, **run)
         report = last_report(done.stdout)
-        if report.get("status") not in RERUN_STATUSES or attempt >= attempts_allowed(report.get("late_cause")):
+        if not run_again(report, attempt):
             return done
         print(f"attempt {attempt}: {report.get('status')}: {report.get('timing')}")
         attempt += 1

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from ccsweep.cell import Cell
-from ccsweep.executor import attempts_allowed
 from ccsweep.expand import expand
-from ccsweep.result import RERUN_STATUSES, CellResult
+from ccsweep.result import CellResult
 from ccsweep.runner.netns import namespace_names
 from ccsweep.spec import parse_spec
 from ccsweep.store import open_store
+from support.rerun import run_again
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -104,10 +104,9 @@ class Cells:
         attempt = 1
         while True:
             run = self.finish(cell, self.start(cell, prefix, attempt), timeout)
-            status, cause = run.report.get("status"), run.report.get("late_cause")
-            if status not in RERUN_STATUSES or attempt >= attempts_allowed(cause):
+            if not run_again(run.report, attempt):
                 return run
-            print(f"cell {cell.id} attempt {attempt}: {status}: {run.report.get('timing')}")
+            print(f"cell {cell.id} attempt {attempt}: {run.report.get('status')}: {run.report.get('timing')}")
             attempt += 1
 
     @staticmethod
