@@ -229,7 +229,9 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
     """
     parameters = {"spec-yaml": yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False),
                   "sweep": spec.name, "store": store_url}
-    optional = {"image": run.image, "cell-cpu": run.cell_cpu, "pushgateway": run.pushgateway}
+    threshold = run.lateness_threshold_us
+    optional = {"image": run.image, "cell-cpu": run.cell_cpu, "pushgateway": run.pushgateway,
+                "lateness-threshold-us": None if threshold is None else f"{threshold:.12g}"}
     parameters |= {k: v for k, v in optional.items() if v is not None}
     body: dict[str, Any] = {
         "apiVersion": ARGO_API_VERSION,

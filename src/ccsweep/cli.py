@@ -78,22 +78,28 @@ def _load(spec_ref: str, sweep_name: str | None, time_scale: float | None = None
     return spec.model_copy(update={"name": name}) if name != spec.name else spec
 
 
-def _time_scale(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """--time-scale: empty means the spec's own time_scale (the Argo template's default), so one
-    value decides a sweep's scale: the spec's, unless a scale is given."""
-    if value is None or value == "":
-        return None
-    try:
-        scale = float(value)
-    except ValueError:
-        raise click.BadParameter(f"{value[:32]!r} is not a number") from None
-    if not 0.001 <= scale <= 1:
-        raise click.BadParameter(f"{scale:g} is not in the range 0.001<=x<=1")
-    return scale
+def optional_number(low: float, high: float) -> Callable[[click.Context, click.Parameter, str | None], float | None]:
+    """A click callback for a number from `low` to `high` that may be left empty: an Argo template
+    passes every parameter, an unset one as "" (then None: the command's own default applies)."""
+
+    def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+        if value is None or value == "":
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not low <= number <= high:  # also refuses nan and inf
+            raise click.BadParameter(f"{value[:32]!r}: give a number from {low:,.12g} to {high:,.12g}, or nothing")
+        return number
+
+    return check
 
 
+#: --time-scale: empty means the spec's own time_scale (the Argo template's default), so one value
+#: decides a sweep's scale: the spec's, unless a scale is given.
 time_scale_option = click.option(
-    "--time-scale", callback=_time_scale, metavar="FACTOR",
+    "--time-scale", callback=optional_number(0.001, 1), metavar="FACTOR",
     help="Shorten every flow by FACTOR (e.g. 0.05) for a quick pass: scaled cells are other cells, recorded as "
          "scaled, and the sweep is named NAME-xFACTOR unless --sweep says otherwise. Empty or unset: the "
          "spec's own time_scale.")
@@ -137,6 +143,15 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     if value and not ctx.resilient_parsing:
         click.echo(f"ccsweep {build_identity()}")
         ctx.exit()
+
+
+#: --lateness-threshold-us, for `ccsweep cell`, every cell of `ccsweep run`, and a workflow's plan.
+lateness_threshold_option = click.option(
+    "--lateness-threshold-us", callback=optional_number(1, 1_000_000), metavar="US",
+    help="Flag a result late when the emulator's p99 lateness exceeds this (1 to 1,000,000 us; empty: unset), "
+         "in place of the cell's own threshold (1% of its RTT, between 400 and 1000 us; docs/emulator.md). Each "
+         "result records the threshold it was judged by. For a host whose hypervisor steals CPU, at the cost of "
+         "counting results whose link ran that late.")
 
 
 def pushgateway_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -226,11 +241,13 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
 @click.option("--cell-memory", default="",
               help=f"Every cell pod's memory request and limit on its first attempt ({MEMORY_BOUNDS}), in place "
                    "of the model's (empty: the model's, per cell). A retry asks for twice as much.")
+@lateness_threshold_option
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
          spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
          chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
          chunk: int | None, round_number: int | None, rounds_file: Path | None, pending_file: Path | None,
-         image: str | None, allowed_images: str, cell_cpu: str, cell_memory: str) -> None:
+         image: str | None, allowed_images: str, cell_cpu: str, cell_memory: str,
+         lateness_threshold_us: float | None) -> None:
     """Plan SPEC once: store its manifest (every cell, resolved); print the cells still to run as JSON.
 
     Planning a spec whose manifest is stored reads that manifest instead of expanding again. Fast
@@ -247,7 +264,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     image is --image. All are checked (podspec.py): a value the checks refuse is one line and exit 2,
     before anything is planned. These fields are the only values of a cell pod's spec that come from
     a Workflow's parameters. With --check-nodes, a cell whose pod no node offering its algorithms can
-    hold is unplaceable, as one no node offers them.
+    hold is unplaceable, as one no node offers them. --lateness-threshold-us is checked here, so a
+    bad one fails the plan before any pod starts; the cell pods take it from the same workflow
+    parameter.
 
     This is the first step of an Argo sweep: its output feeds the fan-out (withParam), and each pod
     finds its cell again with `ccsweep cell --sweep NAME --id ID`. A sweep with more cells to run
@@ -261,6 +280,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     pod, sizing = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
+    if lateness_threshold_us is not None:
+        click.echo(f"cells are judged late above a p99 lateness of {lateness_threshold_us:,.0f} us "
+                   "(--lateness-threshold-us), not their own thresholds", err=True)
     if chunk is not None:
         if sweep_name is None:
             fail("--chunk reads a planned sweep's manifest: give --sweep")
@@ -534,9 +556,7 @@ def presets() -> None:
 @store_option
 @click.option("--workdir", type=click.Path(path_type=Path), help="Scratch folder (default: a temporary one).")
 @pushgateway_option("Push live metrics to this Prometheus Pushgateway (host:port or URL).")
-@click.option("--lateness-threshold-us", type=click.FloatRange(min=1),
-              help="Flag the result when the emulator's p99 lateness exceeds this "
-                   "(default: 1% of the cell's RTT, between 400 and 1000 us).")
+@lateness_threshold_option
 @click.option("--executor", default="local", show_default=True, help="Recorded in the result: local, argo, operator.")
 @click.option("--attempt", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Which run of this cell this is (recorded; the executor counts re-runs of late cells).")
@@ -645,14 +665,16 @@ def _cell_from_args(cell_arg: str | None, sweep_name: str | None, cell_id: str |
 @click.option("--workdir", type=click.Path(path_type=Path),
               help="Scratch folder for running cells (default: temporary).")
 @pushgateway_option("Push live metrics of every cell to this Prometheus Pushgateway.")
+@lateness_threshold_option
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Build figures and the report at the end.")
 @revise_option
 @time_scale_option
 @link_option
 def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu_budget: float | None,
-        max_attempts: int, max_failed_cells: int | None, workdir: Path | None, pushgateway: str | None, figures: bool,
-        revise: bool, time_scale: float | None, link: LinkBackend | None) -> None:
+        max_attempts: int, max_failed_cells: int | None, workdir: Path | None, pushgateway: str | None,
+        lateness_threshold_us: float | None, figures: bool, revise: bool, time_scale: float | None,
+        link: LinkBackend | None) -> None:
     """Run every cell of SPEC not already stored, then build its figures.
 
     Resumable: stored cells are not run again. Ctrl-C stops running cells cleanly and keeps every
@@ -673,7 +695,7 @@ def run(spec: str, store_url: str, sweep_name: str | None, jobs: int | None, cpu
     try:
         summary = run_sweep(sweep, store, workdir=scratch, cpu_budget=cpu_budget, jobs=jobs,
                             pushgateway=pushgateway, console=console, max_attempts=max_attempts, revise=revise,
-                            max_failed_cells=max_failed_cells)
+                            max_failed_cells=max_failed_cells, lateness_threshold_us=lateness_threshold_us)
     except (SpecError, StoreError, BpfUnavailable, HostCannotRun) as exc:
         fail(exc)
     finally:

@@ -65,6 +65,11 @@ class RunSettings(SpecModel):
     parallelism: int | None = Field(default=None, ge=1, le=10_000, description="cell pods running at once")
     pushgateway: str | None = Field(default=None, pattern=PUSHGATEWAY, max_length=512,
                                     description="Pushgateway for live cell metrics (host:port)")
+    lateness_threshold_us: float | None = Field(
+        default=None, ge=1, le=1_000_000,
+        description="p99 lateness (us) above which a cell's emulator ran late, in place of each cell's own "
+                    "(1% of its RTT, 400-1000 us): for nodes whose CPU a hypervisor steals; each result records "
+                    "the threshold it was judged by")
     max_failed_cells: int | None = Field(
         default=None, ge=0, le=1_000_000,
         description="failure budget: once more cells than this have failed (after their retries), the workflow "

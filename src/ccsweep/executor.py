@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,8 +171,11 @@ class _Running:
 def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget: float | None = None,
               jobs: int | None = None, pushgateway: str | None = None, console: Console | None = None,
               max_attempts: int = DEFAULT_MAX_ATTEMPTS, revise: bool = False,
-              max_failed_cells: int | None = None) -> SweepSummary:
+              max_failed_cells: int | None = None, lateness_threshold_us: float | None = None) -> SweepSummary:
     """Run every cell of `spec` not yet in `store`; return what happened to each.
+
+    `lateness_threshold_us` replaces every cell's own (linkrules.lateness_threshold_us); each
+    result records the threshold it was judged by.
 
     The stored plan is read a chunk at a time, as the Argo steps read it (plan.survey, then
     plan.cells_to_run for each pass): what is held is the ids of the cells to run and one chunk's
@@ -189,7 +192,7 @@ def run_sweep(spec: SweepSpec, store: ResultStore, *, workdir: Path, cpu_budget:
     try:
         with _bpf_registered(spec, console):
             return _run_planned(spec, store, manifest, workdir, cpu_budget, jobs, pushgateway, console, max_attempts,
-                                max_failed_cells)
+                                max_failed_cells, lateness_threshold_us)
     finally:
         signal.signal(signal.SIGTERM, previous_term)
 
@@ -215,7 +218,8 @@ def _bpf_registered(spec: SweepSpec, console: Console) -> Iterator[None]:
 
 def _run_planned(spec: SweepSpec, store: ResultStore, manifest: SweepManifest, workdir: Path,
                  cpu_budget: float | None, jobs: int | None, pushgateway: str | None, console: Console,
-                 max_attempts: int, max_failed_cells: int | None) -> SweepSummary:
+                 max_attempts: int, max_failed_cells: int | None,
+                 lateness_threshold_us: float | None) -> SweepSummary:
     """run_sweep once the sweep is planned and its algorithms registered."""
     found = survey(store, manifest, CHUNK_SIZE)
     summary = SweepSummary(sweep=spec.name, store_url=store.url, cached=found.stored)
@@ -236,7 +240,8 @@ def _run_planned(spec: SweepSpec, store: ResultStore, manifest: SweepManifest, w
         for round_number in range(1, found.rounds + 1):
             if not todo.cells:
                 break
-            summary.interrupted = _run_cells(todo, store, workdir, admission, max_attempts, pushgateway, summary,
+            summary.interrupted = _run_cells(todo, store, workdir, admission, max_attempts,
+                                             cell_options(pushgateway, lateness_threshold_us), summary,
                                              console, warning_log, metrics, budget)
             summary.rounds = round_number
             if summary.interrupted or summary.stopped or round_number == found.rounds:
@@ -423,7 +428,7 @@ def _log_lines(log: Path) -> list[str]:
 
 
 def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admission, max_attempts: int,
-               pushgateway: str | None, summary: SweepSummary, console: Console, warning_log: WarningLog,
+               cell_options: Sequence[str], summary: SweepSummary, console: Console, warning_log: WarningLog,
                metrics: SweepMetrics | None = None, budget: FailureBudget | None = None) -> bool:
     """Start cells as admission allows; run late and starved ones again, alone; returns True if interrupted.
 
@@ -451,7 +456,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                 if queue and not budget.spent and admission.may_start(
                         queue[0].cell, [(r.cell, r.alone, r.attempt) for r in running], now, alone=alone,
                         attempt=queue[0].attempt):
-                    running.append(_start(queue.pop_first(), store, workdir, pushgateway, alone))
+                    running.append(_start(queue.pop_first(), store, workdir, cell_options, alone))
                     admission.started(now)
                 time.sleep(0.2)
                 for ended, cpu_s in _reap(running):
@@ -555,16 +560,20 @@ def _reap(running: list[_Running]) -> list[tuple[_Running, float | None]]:
     return ended
 
 
-def _start(item: _Queued, store: ResultStore, workdir: Path, pushgateway: str | None, alone: bool) -> _Running:
+def cell_options(pushgateway: str | None, lateness_threshold_us: float | None) -> list[str]:
+    """The options every `ccsweep cell` of this run takes beyond its own cell, store and attempt."""
+    return ([*(["--pushgateway", pushgateway] if pushgateway else []),
+             *(["--lateness-threshold-us", repr(lateness_threshold_us)] if lateness_threshold_us is not None else [])])
+
+
+def _start(item: _Queued, store: ResultStore, workdir: Path, cell_options: Sequence[str], alone: bool) -> _Running:
     cell = item.cell
     cell_dir = workdir / cell.id / f"attempt-{item.attempt}"
     cell_dir.mkdir(parents=True, exist_ok=True)
     cell_file = cell_dir / "cell.json"
     cell_file.write_text(cell.model_dump_json())
     cmd = [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}", "--store", store.url,
-           "--workdir", str(cell_dir), "--executor", "local", "--attempt", str(item.attempt)]
-    if pushgateway:
-        cmd += ["--pushgateway", pushgateway]
+           "--workdir", str(cell_dir), "--executor", "local", "--attempt", str(item.attempt), *cell_options]
     log = cell_dir / "cell.log"
     with open(log, "w") as stderr:
         process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)

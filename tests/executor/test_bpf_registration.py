@@ -23,7 +23,7 @@ import pytest
 from ccsweep.bpfcc import PROGRAMS, object_digest
 from ccsweep.bpfregister import kernel_registered
 from ccsweep.store import open_store
-from tinyspec import write_tiny_spec
+from tinyspec import BOOKKEEPING_THRESHOLD, write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,8 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
 def start(env: dict[str, str], spec: Path, store: Path, sigint: bool = True) -> subprocess.Popen[str]:
     # As from an interactive shell (SIGINT not ignored), in its own group so Ctrl-C can reach it all.
     handler = signal.SIG_DFL if sigint else signal.SIG_IGN
-    return subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store), "--no-figures",
+    return subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store),
+                             "--no-figures", *BOOKKEEPING_THRESHOLD,
                              "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, handler))
 
@@ -71,7 +72,8 @@ def test_a_sweep_of_bbr_unpaced_and_bbr_bpf_runs_on_ccsweep_link_and_unregisters
     spec = write_tiny_spec(tmp_path / "bpf.yaml", "bpf", **SPEC)
     store_dir = tmp_path / "store"
     done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                           "--no-figures"], capture_output=True, text=True, env=machine, timeout=300)
+                           "--no-figures", *BOOKKEEPING_THRESHOLD],
+                          capture_output=True, text=True, env=machine, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "registered BPF congestion control(s) bbr_unpaced, bbr_bpf for this run" in done.stderr
     assert not set(PROGRAMS) & kernel_registered()
@@ -110,7 +112,8 @@ def test_a_killed_runs_registrations_are_unregistered_by_the_next_start(machine,
     assert {"bbr_unpaced", "bbr_bpf"} <= kernel_registered()
     short = write_tiny_spec(tmp_path / "next.yaml", "next", cc=["aimd_bpf"], loss_percent=[0])
     done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(short), "--store", str(tmp_path / "store"),
-                           "--no-figures"], capture_output=True, text=True, env=machine, timeout=300)
+                           "--no-figures", *BOOKKEEPING_THRESHOLD],
+                          capture_output=True, text=True, env=machine, timeout=300)
     assert done.returncode == 0, done.stderr
     for name in ("bbr_unpaced", "bbr_bpf"):
         assert f"unregistered BPF congestion control {name}, left registered by a ccsweep run that died" in done.stderr
@@ -126,7 +129,8 @@ def test_an_algorithm_registered_before_the_run_is_neither_used_nor_unregistered
     try:
         spec = write_tiny_spec(tmp_path / "found.yaml", "found", **SPEC)
         done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(tmp_path / "store"),
-                               "--no-figures"], capture_output=True, text=True, env=machine, timeout=300)
+                               "--no-figures", *BOOKKEEPING_THRESHOLD],
+                              capture_output=True, text=True, env=machine, timeout=300)
         assert "congestion control bbr_unpaced is already registered on this machine, not by ccsweep" in done.stderr
         assert "bbr_unpaced" in kernel_registered(), "a registration the run did not make must stay"
         assert "bbr_bpf" not in kernel_registered()

@@ -19,7 +19,7 @@ from ccsweep.exitcodes import EXIT_RETRY
 from ccsweep.expand import expand
 from ccsweep.spec import parse_spec
 from support.rerun import run_cell_attempts
-from tinyspec import tiny_spec
+from tinyspec import BOOKKEEPING_THRESHOLD, tiny_spec
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,8 @@ def test_a_result_the_store_cannot_take_is_spooled_and_only_a_pod_asks_to_run_ag
            "HOME": str(tmp_path)}
     done = run_cell_attempts(lambda attempt: [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}",
                                               "--store", "s3://down/run", "--executor", executor,
-                                              "--attempt", str(attempt)], env=env, timeout=120)
+                                              "--attempt", str(attempt), *BOOKKEEPING_THRESHOLD],
+                            env=env, timeout=120)
     assert done.returncode == exit_status, done.stderr
     assert '"status": "ok"' in done.stdout and '"stored": false' in done.stdout
     assert [p.parent.name for p in spool.rglob("result.json")] == [cell.id]

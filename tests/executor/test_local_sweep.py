@@ -18,7 +18,7 @@ import pytest
 
 from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
-from tinyspec import write_tiny_spec
+from tinyspec import BOOKKEEPING_THRESHOLD, write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def spec_file(tmp_path: Path) -> Path:
 
 def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_path: Path):
     store_dir = tmp_path / "store"
-    first = run("run", str(spec_file), "--store", str(store_dir), "--no-figures")
+    first = run("run", str(spec_file), "--store", str(store_dir), "--no-figures", *BOOKKEEPING_THRESHOLD)
     assert first.returncode == 0, first.stderr
     store = open_store(str(store_dir))
     ids = {c.id for c in planned_cells(store, "tiny")}
@@ -56,9 +56,10 @@ def test_sweep_runs_then_resumes_without_running_a_cell(spec_file: Path, tmp_pat
         result = store.get_result(cell_id)
         assert result.status == "ok"
         assert 0 < result.goodput_mbps <= 10.5  # never above the 10 Mbit/s bottleneck (+5% for rounding)
+        assert result.link.selfcheck.threshold_us == float(BOOKKEEPING_THRESHOLD[1])  # judged by the run's option
     mtimes = {p: p.stat().st_mtime_ns for p in store_dir.rglob("result.json")}
 
-    second = run("run", str(spec_file), "--store", str(store_dir), "--no-figures")
+    second = run("run", str(spec_file), "--store", str(store_dir), "--no-figures", *BOOKKEEPING_THRESHOLD)
     assert second.returncode == 0, second.stderr
     assert "4 already stored, 0 to run" in second.stderr
     assert {p: p.stat().st_mtime_ns for p in store_dir.rglob("result.json")} == mtimes
@@ -74,7 +75,8 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     # Started as from an interactive shell, which never ignores SIGINT: this test's own process may run with
     # SIGINT ignored (a suite started in the background), and a child inherits that.
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                             "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--no-figures", *BOOKKEEPING_THRESHOLD,
+                             "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not list(store_dir.rglob("result.json")):
@@ -90,7 +92,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_results(tmp_path: Path):
     for path in kept:
         assert json.loads(path.read_text())["status"] == "ok"
     assert not namespaces({c.id for c in planned_cells(open_store(str(store_dir)), "long")})
-    resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    resumed = run("run", str(spec), "--store", str(store_dir), "--no-figures", *BOOKKEEPING_THRESHOLD)
     assert f"{len(kept)} already stored, {4 - len(kept)} to run" in resumed.stderr
     assert resumed.returncode == 0, resumed.stderr
 
@@ -103,7 +105,8 @@ def test_a_background_run_stopped_with_sigterm_stops_its_cells_cleanly(tmp_path:
     spec = write_tiny_spec(tmp_path / "bg.yaml", "bg", loss_percent=[0, 1], duration_s=60)
     store_dir = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                             "--no-figures", "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--no-figures", *BOOKKEEPING_THRESHOLD,
+                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(namespaces({c.id for c in _planned(store_dir, "bg")})) < 4:
@@ -142,7 +145,7 @@ def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_fin
     assert not namespaces({cell["id"]})
     leftover = subprocess.run(["pgrep", "-f", f"ccs-{cell['id'][:8]}-{proc.pid}"], capture_output=True, text=True)
     assert leftover.stdout.strip() == "", "the orphaned emulator is stopped too"
-    finished = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    finished = run("run", str(spec), "--store", str(store_dir), "--no-figures", *BOOKKEEPING_THRESHOLD)
     assert finished.returncode == 0, finished.stderr
     assert open_store(str(store_dir)).get_result(cell["id"]).status == "ok"
 
@@ -154,7 +157,8 @@ def test_the_executor_killed_with_sigkill_then_a_second_run_finishes_the_sweep(t
     spec = write_tiny_spec(tmp_path / "killed-run.yaml", "killed-run", loss_percent=[0, 1, 2], duration_s=6)
     store_dir = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                             "--no-figures", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--no-figures", *BOOKKEEPING_THRESHOLD,
+                             "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     planned = store_dir / "sweeps" / "killed-run" / "manifest.json"
     deadline = time.monotonic() + 60
@@ -166,7 +170,7 @@ def test_the_executor_killed_with_sigkill_then_a_second_run_finishes_the_sweep(t
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert namespaces(ids), "SIGKILL leaves the running cell's namespaces behind"
-    second = run("run", str(spec), "--store", str(store_dir), "--no-figures")
+    second = run("run", str(spec), "--store", str(store_dir), "--no-figures", *BOOKKEEPING_THRESHOLD)
     assert second.returncode == 0, second.stderr
     assert "left by a dead cell" in second.stderr
     store = open_store(str(store_dir))

@@ -22,7 +22,7 @@ import pytest
 
 from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
-from tinyspec import write_tiny_spec
+from tinyspec import BOOKKEEPING_THRESHOLD, write_tiny_spec
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,8 @@ def test_a_starved_attempt_is_kept_apart_and_the_cell_runs_again(tmp_path: Path)
     assert plan.returncode == 0, plan.stderr
     (cell,) = planned_cells(open_store(str(store_dir)), "starved")
     sweep = subprocess.Popen([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
-                              "--no-figures"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              "--no-figures", *BOOKKEEPING_THRESHOLD],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         stopped = receiver_pid(cell.id[:8])
         time.sleep(1.5)  # mid-flow

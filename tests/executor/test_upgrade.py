@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tinyspec import BOOKKEEPING_THRESHOLD
+
 pytestmark = pytest.mark.integration
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "upgrade-3748187"
@@ -36,7 +38,7 @@ def test_a_sweep_the_previous_release_stored_plans_runs_its_missing_cell_and_dra
     planned = ccsweep("plan", str(FIXTURE / "tiny.yaml"), "--store", str(store))
     assert planned.returncode == 0, planned.stderr
     assert [item["id"] for item in json.loads(planned.stdout)] == [MISSING]
-    ran = ccsweep("run", str(FIXTURE / "tiny.yaml"), "--store", str(store))
+    ran = ccsweep("run", str(FIXTURE / "tiny.yaml"), "--store", str(store), *BOOKKEEPING_THRESHOLD)
     assert ran.returncode == 0, ran.stderr
     assert (store / "cells" / MISSING / "result.json").is_file()
     assert (store / "cells" / STORED / "result.json").read_bytes() == before  # the old result is kept as it was

@@ -96,6 +96,15 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     store = open_store(f"file://{tmp_path}")
     manifest = store.with_cells(store.get_manifest(STORED))
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
+    assert "lateness-threshold-us" not in params  # unset: each cell's own threshold (the template's empty default)
+
+
+def test_a_sweeps_lateness_threshold_reaches_its_workflow_as_a_number(tmp_path: Path):
+    sweep = sweep_object("quick")
+    sweep.spec["run"] = {**sweep.spec.get("run", {}), "lateness_threshold_us": 20000}
+    workflow = decide(sweep, settings(tmp_path)).workflow
+    params = {p["name"]: p["value"] for p in workflow["spec"]["arguments"]["parameters"]}
+    assert params["lateness-threshold-us"] == "20000"
 
 
 def test_an_adaptive_sweep_counts_the_runs_it_wants_and_its_workflow_plans_the_rounds(tmp_path: Path):
