@@ -15,7 +15,6 @@ import binascii
 import json
 import os
 import re
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from typing import Any
 import yaml
 
 from ccsweep.crd import API_VERSION, KIND, MAX_SWEEP_NAME, CellCounts, RunSettings, store_name, sweep_from_resource
+from ccsweep.gunzip import NotGzip, TooLarge, gunzip
 from ccsweep.placement import Node, unplaceable_cells
 from ccsweep.plan import CELL_TEMPLATES, PlanCounts, chunk_parallelism, plan_counts
 from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
@@ -291,8 +291,6 @@ MAX_COMPRESSED_NODES = 2 << 20
 #: three Pod nodes of about 650 bytes, holds some 1.6 MB; parsed, JSON takes about five times its
 #: size in Python objects, so 16 MiB stays within the operator's 768 Mi beside a planning child.
 MAX_NODES_JSON = 16 << 20
-#: How much is unpacked at a time.
-_UNPACK_STEP = 1 << 20
 
 
 def unpack_nodes(packed: str) -> bytes:
@@ -306,20 +304,13 @@ def unpack_nodes(packed: str) -> bytes:
         data = base64.b64decode(packed, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise UnreadableStatus(f"status.compressedNodes is not base64: {exc}") from exc
-    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
-    unpacked = bytearray()
     try:
-        while data and not unpacker.eof:
-            unpacked += unpacker.decompress(data, _UNPACK_STEP)
-            if len(unpacked) > MAX_NODES_JSON:
-                raise UnreadableStatus(f"status.compressedNodes unpacks to more than {MAX_NODES_JSON >> 20} MiB, "
-                                       "more than any Workflow of the operator's holds")
-            data = unpacker.unconsumed_tail
-    except zlib.error as exc:
-        raise UnreadableStatus(f"status.compressedNodes is not gzip: {exc}") from exc
-    if not unpacker.eof or unpacker.unused_data:
-        raise UnreadableStatus("status.compressedNodes is not one whole gzip stream")
-    return bytes(unpacked)
+        return gunzip(data, MAX_NODES_JSON)
+    except TooLarge:
+        raise UnreadableStatus(f"status.compressedNodes unpacks to more than {MAX_NODES_JSON >> 20} MiB, "
+                               "more than any Workflow of the operator's holds") from None
+    except NotGzip as exc:
+        raise UnreadableStatus(f"status.compressedNodes is {exc}") from None
 
 
 #: A chunk Workflow's name: the chunk step's generateName and Argo's random suffix (ccsweep-sweep.yaml).

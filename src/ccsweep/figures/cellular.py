@@ -20,6 +20,7 @@ from ccsweep.figures.lossplot import plot_vs_loss
 from ccsweep.figures.section import FigureOut, Section
 from ccsweep.figures.style import cc_color, new_figure
 from ccsweep.figures.timeplot import plot_band, rate_from_cumulative
+from ccsweep.gunzip import NotGzip, TooLarge
 from ccsweep.results.data import ExperimentData
 from ccsweep.results.linklog import departure_delays
 from ccsweep.results.points import Point, flows_label, group_points, rate_label
@@ -60,7 +61,7 @@ def build(data: ExperimentData) -> Section:
         section.notes.append("No link time series stored: capacity over time not drawn.")
     else:
         section.figures.append(over_time)
-    delays = _delay_figures(data, points)
+    delays = _delay_figures(data, points, section.notes)
     if delays is None:
         section.notes.append("No uplink log (with the flows' start on its clock) stored: per-packet delay not drawn.")
     else:
@@ -68,23 +69,29 @@ def build(data: ExperimentData) -> Section:
     return section
 
 
-def packet_delays(data: ExperimentData, point: Point) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each stored run's (time since flow start, queueing delay ms) per departing packet, within the flow."""
+def packet_delays(data: ExperimentData, point: Point, notes: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each stored run's (time since flow start, queueing delay ms) per departing packet, within the
+    flow; a run whose log unpacks past its bound (linklog.MAX_LINK_LOG_BYTES) or is not gzip is left
+    out, said in `notes`."""
     runs = []
     for result in point.results:
         series = data.timeseries(result.cell.id)
         start_s = series.link.flows_start_s if series is not None and series.link is not None else None
         log = data.load_file(result.cell.id, UPLINK_LOG) if start_s is not None else None
         if start_s is not None and log is not None:
-            runs.append(departure_delays(log, start_s * 1000, (start_s + point.params.duration_s) * 1000))
+            try:
+                runs.append(departure_delays(log, start_s * 1000, (start_s + point.params.duration_s) * 1000))
+            except (TooLarge, NotGzip) as exc:
+                notes.append(f"Cell {result.cell.id}: its stored uplink log {exc}; its packet delays are not drawn.")
     return runs
 
 
-def _delay_figures(data: ExperimentData, points: Sequence[Point]) -> tuple[FigureOut, FigureOut] | None:
+def _delay_figures(data: ExperimentData, points: Sequence[Point],
+                   notes: list[str]) -> tuple[FigureOut, FigureOut] | None:
     """Per algorithm at the lowest loss rate: each packet's delay over time, and the delays' distribution."""
     lowest = min(p.params.loss for p in points)
     chosen = [(point, runs) for point in points if point.params.loss == lowest
-              if (runs := packet_delays(data, point))]
+              if (runs := packet_delays(data, point, notes))]
     if not chosen:
         return None
     over_time, axes = new_figure(len(chosen), 1, height=2.6 * len(chosen), sharex=True, sharey=True)

@@ -7,17 +7,22 @@ queueing delay; the 100 ms time series holds only the queue's length.
 
 from __future__ import annotations
 
-import gzip
-
 import numpy as np
+
+from ccsweep.gunzip import gunzip
+
+#: The most a stored link log may unpack to: 1 GiB, about 20 million packets (a 100 Mbit/s link
+#: for half an hour at full-size packets); Mahimahi logs every arrival and departure in ~15 bytes.
+MAX_LINK_LOG_BYTES = 1 << 30
 
 
 def departure_delays(blob: bytes, start_ms: float, end_ms: float) -> tuple[np.ndarray, np.ndarray]:
     """(departure time in s since `start_ms`, queueing delay in ms) of each packet leaving in [start, end).
 
-    `blob` is the log as stored (gzip) or plain; header and malformed lines are skipped.
+    `blob` is the log as stored (gzip, unpacked to at most MAX_LINK_LOG_BYTES: gunzip.TooLarge past
+    that) or plain; header and malformed lines are skipped.
     """
-    text = gzip.decompress(blob) if blob[:2] == b"\x1f\x8b" else blob
+    text = gunzip(blob, MAX_LINK_LOG_BYTES) if blob[:2] == b"\x1f\x8b" else blob
     times, delays = [], []
     for line in text.splitlines():
         fields = line.split()

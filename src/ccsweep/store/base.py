@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
+from ccsweep.gunzip import gunzip
 from ccsweep.result import CellResult, TimeSeries
 from ccsweep.spec import SLUG, normalised_spec
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
@@ -308,8 +309,15 @@ class ResultStore(ABC):
         return CellResult.model_validate_json(data) if data is not None else None
 
     def get_timeseries(self, cell_id: str) -> TimeSeries | None:
+        """The cell's stored time series (None without one), unpacked to at most
+        MAX_TIMESERIES_BYTES; past that, or not a gzip'd time series, a one-line StoreError."""
         data = self.get_cell_file(cell_id, TIMESERIES)
-        return TimeSeries.model_validate_json(gzip.decompress(data)) if data is not None else None
+        if data is None:
+            return None
+        try:
+            return TimeSeries.model_validate_json(gunzip(data, MAX_TIMESERIES_BYTES))
+        except ValueError as exc:  # TooLarge, NotGzip, or a ValidationError
+            raise StoreError(f"cell {cell_id}: its stored {TIMESERIES} {' '.join(str(exc).split())[:200]}") from None
 
     def get_cell_file(self, cell_id: str, name: str) -> bytes | None:
         """A file stored with the cell's record (None without a record or without that file)."""
@@ -522,6 +530,9 @@ class ResultStore(ABC):
 
 
 TIMESERIES = "timeseries.json.gz"
+#: The most a stored time series may unpack to: a 1-hour cell's 36,000 samples take about 6 MB per
+#: flow (170 bytes a sample), so 256 MiB holds 40 flows of the longest cell a spec allows.
+MAX_TIMESERIES_BYTES = 256 << 20
 #: A sweep's HTML report among its files: figures write it, the operator links a finished Sweep to it.
 REPORT_FILE = "report.html"
 
