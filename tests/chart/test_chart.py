@@ -161,6 +161,7 @@ def test_sweep_template_defaults_come_from_values():
     assert args["image-pull-policy"] == "Always"
     assert args["store"] == "s3://experiments/ccsweep"
     assert args["cell-cpu"] == "2"
+    assert args["lateness-threshold-us"] == "2000"  # given as a number, passed as text the cells check
     assert args["pushgateway"] == "prometheus-pushgateway.monitoring.svc:9091"
     assert sweep["spec"]["serviceAccountName"] == "ccsweep-workflow"
     default = by_kind(rendered("default-values.yaml"), "WorkflowTemplate")["ccsweep-sweep"]
@@ -390,6 +391,7 @@ def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
 
 @pytest.mark.parametrize("setting, message", [
     ("workflows.cellCpu=1", "at '/workflows/cellCpu': got number, want string"),
+    ("workflows.latenessThresholdUs=0", "at '/workflows/latenessThresholdUs': 'anyOf' failed"),
     ("store.url=http://minio:9000", "at '/store/url': 'http://minio:9000' does not match pattern"),
     ("operatr.enabled=false", "additional properties 'operatr' not allowed"),
     ("nodeProbe.intervalSeconds=1", "at '/nodeProbe/intervalSeconds': minimum: got 1, want 10"),
