@@ -26,6 +26,7 @@ import yaml
 from ccsweep.buildinfo import build_identity
 from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep_operator.nodeprobe import label_value
+from support.bookkeeping import BOOKKEEPING_THRESHOLD_US
 from support.chartlib import CHART, render
 from support.versions import ARGO_WORKFLOWS_VERSION
 
@@ -45,25 +46,21 @@ def workflow_identity(namespace: str) -> list[dict]:
                                                  "ClusterRoleBinding")]
 
 
-#: The e2e cluster's lateness threshold (us) for every cell (see workflow_templates).
-E2E_THRESHOLD_US = "20000"
-
-
 def workflow_templates(namespace: str, bucket: str) -> list[dict]:
     """ccsweep's WorkflowTemplates as the chart renders them for CELL_IMAGE: the chart writes the
     image of the pods that hold the S3 keys and the cells' allowlist into them (docs/security.md),
     so the repository's files, which name the release image, are not applied as they are. The
     tests' stores (runs/NAME or bench/NAME in the node's bucket: `*` matches within one segment)
     and the node's Pushgateway are the ones the chart's lists allow, as an installation's values
-    would list its own. The node is a VM whose hypervisor steals CPU: cells are judged late above
-    20 ms (workflows.latenessThresholdUs, docs/emulator.md), the tests being about the cluster
-    path, not timing."""
+    would list its own. Cells are judged by the bookkeeping tests' threshold (support/bookkeeping.py,
+    as workflows.latenessThresholdUs): these tests are about the cluster path, not timing."""
     registry, _, rest = CELL_IMAGE.partition("/")
     repository, _, tag = rest.rpartition(":")
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace, set_values=[
         f"image.registry={registry}", f"image.repository={repository}", f"image.tag={tag}", "image.pullPolicy=Never",
         f"operator.allowedStores={{s3://{bucket}/runs/*,s3://{bucket}/bench/*}}",
-        f"operator.allowedPushgateways={{{NODE_IP}:9091}}", f"workflows.latenessThresholdUs={E2E_THRESHOLD_US}"])
+        f"operator.allowedPushgateways={{{NODE_IP}:9091}}",
+        f"workflows.latenessThresholdUs={BOOKKEEPING_THRESHOLD_US}"])
     return [d for d in rendered if d["kind"] == "WorkflowTemplate"]
 
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from support.clusterlib import CELL_IMAGE, E2E_THRESHOLD_US, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
+from support.bookkeeping import BOOKKEEPING_THRESHOLD_US
+from support.clusterlib import CELL_IMAGE, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
 
 if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
     from conftest import TestCluster
@@ -195,7 +196,7 @@ def test_every_result_is_in_minio(sweep: SweepRun):
         assert result["environment"]["executor"] == "argo"
         assert result["goodput_mbps"] > 0
         # Judged by the installation's threshold (the chart's workflows.latenessThresholdUs).
-        assert result["link"]["selfcheck"]["threshold_us"] == float(E2E_THRESHOLD_US)
+        assert result["link"]["selfcheck"]["threshold_us"] == float(BOOKKEEPING_THRESHOLD_US)
 
 
 def test_figures_step_wrote_its_figure(sweep: SweepRun):

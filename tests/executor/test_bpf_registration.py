@@ -23,7 +23,8 @@ import pytest
 from ccsweep.bpfcc import PROGRAMS, object_digest
 from ccsweep.bpfregister import kernel_registered
 from ccsweep.store import open_store
-from tinyspec import BOOKKEEPING_THRESHOLD, write_tiny_spec
+from support.bookkeeping import BOOKKEEPING_THRESHOLD
+from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,8 @@ import pytest
 
 from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
-from tinyspec import BOOKKEEPING_THRESHOLD, write_tiny_spec
+from support.bookkeeping import BOOKKEEPING_THRESHOLD
+from tinyspec import write_tiny_spec
 
 pytestmark = pytest.mark.integration
 

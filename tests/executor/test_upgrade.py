@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyspec import BOOKKEEPING_THRESHOLD
+from support.bookkeeping import BOOKKEEPING_THRESHOLD
 
 pytestmark = pytest.mark.integration
 

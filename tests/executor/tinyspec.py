@@ -2,12 +2,6 @@
 
 Each test names its sweep and overrides only what it is about (algorithms, loss rates, flow
 length), so the tests differ where they mean to and nowhere else.
-
-Tests of the executor's bookkeeping (resume, interrupts, spooling, registration) judge their
-cells against a lateness threshold of 20 ms (BOOKKEEPING_THRESHOLD), not the cells' own 400 us: a
-host whose hypervisor steals CPU makes these cells late (p99 2.6 ms at 14.5 % steal over a flow,
-on the 2-core CI host), which is the lateness tests' subject (test_late_cells, test_starved_cells,
-test_overload, tests/integration), not theirs.
 """
 
 from __future__ import annotations
@@ -16,9 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-#: `ccsweep run` and `ccsweep cell` options for a test about bookkeeping, not timing (see above).
-BOOKKEEPING_THRESHOLD = ("--lateness-threshold-us", "20000")
 
 DEFAULTS: dict[str, Any] = {
     "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [20], "bandwidth_mbps": [10],

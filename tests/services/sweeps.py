@@ -1,7 +1,8 @@
 """Real sweeps for the services tests: a small spec, `ccsweep` run as a user runs it, and polling.
 
 Cells are short and slow (10 Mbit/s, 20 ms RTT, a few seconds) so they cost little CPU on a
-shared machine; the quality of measurements is tested in tests/integration.
+shared machine; the quality of measurements is tested in tests/integration, and the sweeps here
+run with the bookkeeping tests' lateness threshold (support/bookkeeping.py).
 """
 
 from __future__ import annotations

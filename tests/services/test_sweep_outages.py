@@ -17,6 +17,7 @@ from ccsweep.store.s3 import S3Store
 from ccsweep.store.s3config import load_settings
 from ccsweep.store.spool import Spool
 from servers import Server, s3_env
+from support.bookkeeping import BOOKKEEPING_THRESHOLD
 from sweeps import ccsweep, needs_root, start_ccsweep, stored_cells, summary_row, sweep_env, wait_until, write_spec
 
 pytestmark = [pytest.mark.integration, needs_root]
@@ -34,7 +35,7 @@ def test_minio_down_between_cells_loses_nothing_once_it_is_back(own_minio: Serve
     spool = Spool(tmp_path / "spool")
     # No retries inside the cell: a spooled result waits for the executor's last pass.
     env = sweep_env(s3_env(own_minio), spool.root, CCSWEEP_SPOOL_RETRIES="0")
-    with start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env) as run:
+    with start_ccsweep("run", str(spec), "--store", store.url, *BOOKKEEPING_THRESHOLD, "--jobs", "1", env=env) as run:
         first = wait_until("the first cell's result", lambda: stored_cells(store), run)
         own_minio.stop()
         spooled = wait_until("a result in the spool", lambda: spool.pending(store.url), run)
@@ -60,7 +61,7 @@ def test_minio_still_down_at_the_end_keeps_the_status_and_the_spool_uploads_late
     store = s3_store(own_minio, "s3://outages/late")
     spool = Spool(tmp_path / "spool")
     env = sweep_env(s3_env(own_minio), spool.root, CCSWEEP_SPOOL_RETRIES="1", CCSWEEP_SPOOL_BACKOFF_S="0.2")
-    with start_ccsweep("run", str(spec), "--store", store.url, "--jobs", "1", env=env) as run:
+    with start_ccsweep("run", str(spec), "--store", store.url, *BOOKKEEPING_THRESHOLD, "--jobs", "1", env=env) as run:
         wait_until("the first cell's result", lambda: stored_cells(store), run)
         own_minio.stop()
         _, err = run.communicate(timeout=120)
@@ -96,8 +97,9 @@ def test_pushgateway_stopped_while_cells_run(own_pushgateway: Server, minio: Ser
     store = s3_store(minio, f"s3://ccsweep-tests/pushgateway-gone-{tmp_path.name}")
     workdir = tmp_path / "work"
     env = sweep_env(s3_env(minio), tmp_path / "spool")
-    with start_ccsweep("run", str(spec), "--store", store.url, "--pushgateway", own_pushgateway.address,
-                        "--jobs", "2", "--workdir", str(workdir), "--no-figures", env=env) as run:
+    with start_ccsweep("run", str(spec), "--store", store.url, *BOOKKEEPING_THRESHOLD,
+                       "--pushgateway", own_pushgateway.address, "--jobs", "2", "--workdir", str(workdir),
+                       "--no-figures", env=env) as run:
         wait_until("live samples of both cells", lambda: len(live_cells(own_pushgateway, "pushgateway-gone")) == 2,
                    run)
         own_pushgateway.stop()

@@ -28,6 +28,7 @@ from ccsweep.store.s3 import S3Store
 from ccsweep.store.s3config import load_settings
 from prom import label_values, query, query_range, wait_for
 from servers import REPO, Server, s3_env
+from support.bookkeeping import BOOKKEEPING_THRESHOLD
 from sweeps import ccsweep, needs_root, stored_cells, sweep_env, write_spec
 
 pytestmark = [pytest.mark.integration, needs_root]
@@ -87,7 +88,8 @@ def sweep_run(tmp_path_factory: pytest.TempPathFactory, minio: Server, pushgatew
     store = S3Store.from_url(f"s3://ccsweep-tests/{SWEEP}-{time.time_ns()}", load_settings(s3_env(minio)))
     env = sweep_env(s3_env(minio), tmp / "spool")
     started = time.time()
-    done = ccsweep("run", str(spec), "--store", store.url, "--pushgateway", pushgateway.address, "--jobs", "2", env=env)
+    done = ccsweep("run", str(spec), "--store", store.url, *BOOKKEEPING_THRESHOLD, "--pushgateway", pushgateway.address,
+                   "--jobs", "2", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     # Prometheus holds the final state once the sweep's counts and every cell's result are recorded.
     assert wait_for(prometheus, f'sweep:ccsweep_cells:done{{sweep="{SWEEP}"}} == 4')
