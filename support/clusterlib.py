@@ -26,7 +26,6 @@ import yaml
 from ccsweep.buildinfo import build_identity
 from ccsweep.runner.periodic import PeriodicSampler
 from ccsweep_operator.nodeprobe import label_value
-from support.bookkeeping import BOOKKEEPING_THRESHOLD_US
 from support.chartlib import CHART, render
 from support.versions import ARGO_WORKFLOWS_VERSION
 
@@ -46,21 +45,21 @@ def workflow_identity(namespace: str) -> list[dict]:
                                                  "ClusterRoleBinding")]
 
 
-def workflow_templates(namespace: str, bucket: str) -> list[dict]:
+def workflow_templates(namespace: str, bucket: str, lateness_threshold_us: str = "") -> list[dict]:
     """ccsweep's WorkflowTemplates as the chart renders them for CELL_IMAGE: the chart writes the
     image of the pods that hold the S3 keys and the cells' allowlist into them (docs/security.md),
     so the repository's files, which name the release image, are not applied as they are. The
     tests' stores (runs/NAME or bench/NAME in the node's bucket: `*` matches within one segment)
     and the node's Pushgateway are the ones the chart's lists allow, as an installation's values
-    would list its own. Cells are judged by the bookkeeping tests' threshold (support/bookkeeping.py,
-    as workflows.latenessThresholdUs): these tests are about the cluster path, not timing."""
+    would list its own. `lateness_threshold_us` is workflows.latenessThresholdUs (empty: each cell's
+    own; the e2e tests give the bookkeeping tests', support/bookkeeping.py)."""
     registry, _, rest = CELL_IMAGE.partition("/")
     repository, _, tag = rest.rpartition(":")
     rendered = render(values_files=[CHART / "ci/minimal-values.yaml"], namespace=namespace, set_values=[
         f"image.registry={registry}", f"image.repository={repository}", f"image.tag={tag}", "image.pullPolicy=Never",
         f"operator.allowedStores={{s3://{bucket}/runs/*,s3://{bucket}/bench/*}}",
         f"operator.allowedPushgateways={{{NODE_IP}:9091}}",
-        f"workflows.latenessThresholdUs={BOOKKEEPING_THRESHOLD_US}"])
+        f"workflows.latenessThresholdUs={lateness_threshold_us}"])
     return [d for d in rendered if d["kind"] == "WorkflowTemplate"]
 
 
@@ -203,13 +202,14 @@ class Cluster:
                      f"ccsweep.io/kernel={label_value(platform.release())}")
         return available
 
-    def prepare_sweep_namespace(self, namespace: str, services: NodeServices) -> None:
-        """What a namespace needs to run sweeps: the pods' identity, the WorkflowTemplates, the S3 Secret."""
+    def prepare_sweep_namespace(self, namespace: str, services: NodeServices, lateness_threshold_us: str = "") -> None:
+        """What a namespace needs to run sweeps: the pods' identity, the WorkflowTemplates (cells judged
+        against `lateness_threshold_us`, empty: each cell's own), the S3 Secret."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         self.kubectl("wait", "-n", namespace, "--for=create", "serviceaccount/default", "--timeout=60s")
         for manifest in workflow_identity(namespace):
             self.apply(manifest, namespace=namespace)
-        for template in workflow_templates(namespace, services.bucket):
+        for template in workflow_templates(namespace, services.bucket, lateness_threshold_us):
             self.apply(template, namespace=namespace)
         self.apply(services.s3_secret(), namespace=namespace)
         self.label_node_algorithms()

@@ -8,7 +8,9 @@ and watches it to the end. Every flow is S times its real length (default 0.05: 
 the shortest full-sweep flow, 30 s, reaches the 1 s floor at 0.034), so the 364 distinct cells of
 the 390 fit a 2-core machine in well under an hour; scaled cells are other cells with their own
 ids and are stamped as scaled in every figure and the report, so they never stand in for a
-full-length run.
+full-length run. `--time-scale 1` runs the study at full length (hours on one node);
+`--store-prefix` then lets a later run resume it, and `--keep-workflows` keeps every pass's pod
+attempts for the per-attempt table.
 
 It prints, and writes to --out:
 - wall time (submit -> workflow done) and cells per minute;
@@ -36,6 +38,7 @@ in MinIO, every experiment has its figures (PNG and SVG) and the report is there
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import re
@@ -363,7 +366,9 @@ class Stored:
 def target_of(cluster: Cluster, args: argparse.Namespace) -> Target:
     # `ccsweep plan --time-scale` names a scaled sweep so (a sweep name has no dots).
     sweep = args.sweep or f"{args.spec}-x{args.time_scale:g}".replace(".", "-")[:63].rstrip("-")
-    prefix = f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    # A fresh store per run, unless --store-prefix names one to resume (content-addressed: a
+    # resubmission runs only the cells it lacks).
+    prefix = args.store_prefix or f"bench/{sweep}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     node = cluster.get_json("node", "ccsweep-node")
     return Target(sweep, prefix, cpu_value(node["status"]["allocatable"]["cpu"]), node["metadata"].get("labels", {}))
 
@@ -375,8 +380,18 @@ def submit_pass(cluster: Cluster, services: NodeServices, args: argparse.Namespa
         "-p", f"spec={args.spec}", "-p", f"sweep={target.sweep}", "-p", f"time-scale={args.time_scale:g}",
         "-p", f"store=s3://{services.bucket}/{target.prefix}", "-p", f"pushgateway={NODE_IP}:9091",
         "-p", f"image={CELL_IMAGE}", "-p", "image-pull-policy=Never",
-        "-p", f"cell-cpu={args.cell_cpu}", "-p", "cell-memory=512Mi")
+        "-p", f"cell-cpu={args.cell_cpu}", "-p", f"cell-memory={args.cell_memory}")
     return submitted.stdout.strip()
+
+
+def keep_workflow(args: argparse.Namespace, workflow: dict) -> None:
+    """With --keep-workflows, the Workflow as it ended (its nodes: every pod attempt's times,
+    phase, exit code, node and resources) in DIR/NAME.json.gz, read when the pass ends: Argo's
+    controller drops a Workflow's nodes it no longer needs, the store keeps only results."""
+    if args.keep_workflows is not None:
+        args.keep_workflows.mkdir(parents=True, exist_ok=True)
+        target = args.keep_workflows / f"{workflow['metadata']['name']}.json.gz"
+        target.write_bytes(gzip.compress(json.dumps(workflow).encode()))
 
 
 def figures_after_stuck(cluster: Cluster, services: NodeServices, target: Target, name: str, stuck: int) -> str:
@@ -407,6 +422,7 @@ def run_passes(cluster: Cluster, services: NodeServices, args: argparse.Namespac
         stuck = wait_or_stop_stuck(cluster, name, target.node_labels, began + args.timeout)
         passes.name, passes.workflow = name, cluster.get_json("workflow", "-n", NAMESPACE, name)
         passes.phase = passes.workflow["status"].get("phase", "?")
+        keep_workflow(args, passes.workflow)
         passes.done.append((name, passes.phase, time.time() - began))
         if stuck:
             passes.stuck_note = figures_after_stuck(cluster, services, target, name, stuck)
@@ -443,8 +459,8 @@ def summary_lines(args: argparse.Namespace, services: NodeServices, target: Targ
         f"# The {args.spec} preset through Argo on the local cluster, time-scaled x{args.time_scale:g}, "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
-        f"**Machine.** {machine()}. One local node ({target.node_cpu:g} allocatable CPUs), {args.cell_cpu} CPU "
-        "per cell pod.",
+        f"**Machine.** {machine()}. One local node ({target.node_cpu:g} allocatable CPUs), "
+        f"{args.cell_cpu or 'the cost model'} CPU per cell pod.",
         "",
         f"**Run.** `argo submit workflows/full-sweep.yaml -p spec={args.spec} -p sweep={target.sweep} "
         f"-p time-scale={args.time_scale:g}` (store s3://{services.bucket}/{target.prefix}); workflow "
@@ -558,7 +574,14 @@ def main() -> int:
     p.add_argument("--time-scale", type=float, default=DEFAULT_SCALE,
                    help=f"flow time factor (default {DEFAULT_SCALE:g}; 0.034 is the full sweep's floor)")
     p.add_argument("--sweep", help="sweep name (default SPEC-xSCALE, '.' as '-': quick-x0-1)")
-    p.add_argument("--cell-cpu", default="900m", help="CPU request of each cell pod here (2 slots on 2 cores)")
+    p.add_argument("--cell-cpu", default="", help="CPU request of every cell pod (default empty: each cell's "
+                                                  "own from the cost model, ccsweep.podrequests)")
+    p.add_argument("--cell-memory", default="", help="memory request and limit of every cell pod (default "
+                                                     "empty: each cell's own)")
+    p.add_argument("--store-prefix", help="the store's prefix in the node's bucket, bench/NAME (default: a fresh "
+                                          "one per run; give one to resume a run, which then runs only what it lacks)")
+    p.add_argument("--keep-workflows", type=Path, metavar="DIR",
+                   help="write each pass's Workflow as it ended to DIR/NAME.json.gz (every pod attempt)")
     p.add_argument("--passes", type=int, default=2, help="submits at most while cells lack a result (default 2)")
     p.add_argument("--node-cores", type=int, default=8, help="cores of each node in the projection")
     p.add_argument("--cell-cpu-full", default="1", help="CPU per cell in the projection")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from support.bookkeeping import BOOKKEEPING_THRESHOLD_US
 from support.clusterlib import CACHE, CELL_IMAGE, Cluster, NodeServices, RssSampler
 
 BASE = Path(os.environ.get("CCSWEEP_E2E_BASE", CACHE / "e2e-cluster"))
@@ -136,7 +137,8 @@ def node_services(cluster: TestCluster) -> NodeServices:
 @pytest.fixture(scope="session")
 def sweep_namespace(argo: TestCluster, cell_image: str, node_services: NodeServices) -> str:
     """TEST_NAMESPACE ready for sweeps: RBAC, the WorkflowTemplates, the S3 Secret, labelled node."""
-    argo.prepare_sweep_namespace(TEST_NAMESPACE, node_services)
+    # The tests are about the cluster path, not timing: the bookkeeping tests' lateness threshold.
+    argo.prepare_sweep_namespace(TEST_NAMESPACE, node_services, BOOKKEEPING_THRESHOLD_US)
     return TEST_NAMESPACE
 
 
