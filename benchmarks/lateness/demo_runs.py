@@ -74,11 +74,13 @@ def store_rows(run: int, store_dir: Path, sweep: str) -> list[dict[str, Any]]:
 
 
 class MachineLog:
-    """Load average and the busiest CPU's steal and softirq share, once a second, on a thread."""
+    """Load average and the busiest CPU's steal and softirq share, once a second, on a thread; each
+    row carries the run going on (`run`) and what the caller calls it (`label`)."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
         self.run = 0
+        self.label = ""
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -88,7 +90,8 @@ class MachineLog:
         while not self._done.wait(1.0):
             now = cpu_ticks(PROC_STAT.read_text())
             load = Path("/proc/loadavg").read_text().split()
-            self.rows.append({"run": self.run, "time": round(time.time(), 1), "load1": float(load[0]),
+            self.rows.append({"run": self.run, "label": self.label, "time": round(time.time(), 1),
+                              "load1": float(load[0]),
                               "steal_pct": worst_share(before, now, "steal"),
                               "softirq_pct": worst_share(before, now, "softirq")})
             before = now

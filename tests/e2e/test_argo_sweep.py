@@ -278,7 +278,10 @@ def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod
                    # A retry asks for twice the first attempt's CPU, as the plan gives it (the
                    # template's default, 2 cores, is more than this 2-core node can hold beside
                    # Argo's wait container).
-                   {"name": "cpu", "value": "500m"}, {"name": "retry-cpu", "value": "1"}]}}
+                   {"name": "cpu", "value": "500m"}, {"name": "retry-cpu", "value": "1"},
+                   # The sweep's default argument (the chart's) does not reach a cell template named
+                   # directly: the bookkeeping threshold, as the fan-out would pass it.
+                   {"name": "lateness-threshold-us", "value": BOOKKEEPING_THRESHOLD_US}]}}
               for i, cell_id in enumerate(cell_ids)]]
     workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
                 "metadata": {"generateName": "e2e-cells-", "namespace": sweep.namespace},
