@@ -25,7 +25,7 @@ from ccsweep.cell import Cell
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
 from ccsweep.runner.run import run_cell
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 BACKENDS = ("ccsweep-link", "mahimahi")
 BBR_RELATIVE = 0.05

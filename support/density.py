@@ -10,7 +10,7 @@ from __future__ import annotations
 import yaml
 
 from ccsweep.expand import expand
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 #: The cell of the cells-per-core measurement: a saturating 100 Mbit/s BBR flow on ReBBR's path.
 DENSITY_SPEC = """name: cells-per-core

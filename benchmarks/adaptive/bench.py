@@ -42,7 +42,8 @@ from ccsweep.cell import Cell
 from ccsweep.figures.report import cell_seconds
 from ccsweep.plan import planned_cells, stored_manifest
 from ccsweep.results.points import cell_summary
-from ccsweep.spec import AdaptiveRepetitions, parse_spec
+from ccsweep.spec import AdaptiveRepetitions
+from ccsweep.specload import parse_spec
 from ccsweep.stats import Interval, collapsed_fraction, median_ci
 from ccsweep.store import ResultStore, open_store
 

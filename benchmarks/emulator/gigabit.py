@@ -31,7 +31,7 @@ GOAL_P99_US = 200.0
 
 def gigabit_cell(cc: str, seconds: float) -> dict[str, Any]:
     from ccsweep.expand import expand
-    from ccsweep.spec import load_spec
+    from ccsweep.specload import load_spec
 
     spec = load_spec("loss-table")
     spec = spec.model_copy(update={"time_scale": seconds / spec.experiments[0].duration_s})

@@ -99,7 +99,7 @@ def arguments() -> argparse.Namespace:
 def cells(options: argparse.Namespace) -> list[Any]:
     """The cells of the grid, from a generated spec (the same path a user's spec takes)."""
     from ccsweep.expand import expand
-    from ccsweep.spec import parse_spec
+    from ccsweep.specload import parse_spec
 
     spec = parse_spec({"name": "lateness-threshold", "experiments": [{
         "name": "threshold", "cc": options.ccs.split(","),

@@ -95,7 +95,7 @@ def estimate(store: ResultStore, links: list[str]) -> None:
     from ccsweep.estimate import estimate_wall, format_duration
     from ccsweep.expand import expand
     from ccsweep.runner.tcpinfo import unavailable_congestion_controls
-    from ccsweep.spec import load_spec
+    from ccsweep.specload import load_spec
 
     specs = [load_spec(part) for part in ("full-sweep", SEEDS)]
     cores = os.cpu_count() or 1

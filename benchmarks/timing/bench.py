@@ -41,7 +41,7 @@ from scipy.stats import mannwhitneyu
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
 from ccsweep.runner.runqueue import RunQueueDelay
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 from ccsweep.store.base import ATTEMPT_STATUSES
 from support.mahimahi_host import mahimahi_host, mahimahi_missing

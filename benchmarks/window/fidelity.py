@@ -117,7 +117,7 @@ def cells(options: argparse.Namespace) -> list[Any]:
     import yaml
 
     from ccsweep.expand import expand
-    from ccsweep.spec import parse_spec
+    from ccsweep.specload import parse_spec
 
     data = yaml.safe_load((REPO / "src" / "ccsweep" / "presets" / "figure8.yaml").read_text())
     (experiment,) = data["experiments"]

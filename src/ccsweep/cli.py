@@ -27,7 +27,8 @@ from ccsweep.plan import CHUNK_SIZE
 from ccsweep.podrequests import CellSizing
 from ccsweep.podspec import CPU_BOUNDS, MEMORY_BOUNDS
 from ccsweep.result import RERUN_STATUSES
-from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, load_spec, one_line, sweep_search_path
+from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, one_line
+from ccsweep.specload import load_spec, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
 
 if TYPE_CHECKING:

@@ -46,7 +46,8 @@ from ccsweep.results.data import load_sweep
 from ccsweep.results.points import cc_name, cell_summary
 from ccsweep.results.published_sets import SETS, load
 from ccsweep.results.rebbr_csv import RebbrRow, read_csv
-from ccsweep.spec import SLUG, SpecError, read_regular_file
+from ccsweep.spec import SLUG, SpecError
+from ccsweep.specload import read_regular_file
 from ccsweep.stats import Interval, median_difference_ci, rank_test_p
 from ccsweep.store import ResultStore
 

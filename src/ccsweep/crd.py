@@ -25,7 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ccsweep.cell import LinkBackend
 from ccsweep.podspec import CPU_QUANTITY, IMAGE_REF
-from ccsweep.spec import EXACTLY_ONE_OF, SLUG, TEXT, Experiment, SpecError, SpecModel, SweepSpec, one_line, parse_spec
+from ccsweep.spec import EXACTLY_ONE_OF, SLUG, TEXT, Experiment, SpecError, SpecModel, SweepSpec, one_line
+from ccsweep.specload import parse_spec
 
 GROUP = "ccsweep.io"
 VERSION = "v1alpha1"

@@ -43,8 +43,8 @@ from ccsweep.spec import (
     SweepSpec,
     TraceSetting,
     one_line,
-    read_regular_file,
 )
+from ccsweep.specload import read_regular_file
 
 #: The traces that ship with the package (Mahimahi's cellular traces; see traces/README.md).
 PACKAGED_TRACES = Path(__file__).resolve().parent / "traces"

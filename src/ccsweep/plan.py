@@ -30,7 +30,8 @@ from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
-from ccsweep.spec import SweepSpec, normalised_spec
+from ccsweep.spec import SweepSpec
+from ccsweep.specload import normalised_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
 from ccsweep.store.base import PLAN_CHUNK_CELLS
 from ccsweep.version import __version__

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ccsweep.adaptive import PointRuns, judge_points
-from ccsweep.spec import Experiment, SpecError, SweepSpec, parse_spec
+from ccsweep.spec import Experiment, SpecError, SweepSpec
+from ccsweep.specload import parse_spec
 from ccsweep.store import ResultStore, StoreError, SweepManifest
 
 

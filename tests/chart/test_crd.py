@@ -21,7 +21,8 @@ import yaml
 
 from ccsweep.crd import crd, render_crd, sweep_from_resource
 from ccsweep.expand import expand
-from ccsweep.spec import SpecError, load_spec
+from ccsweep.spec import SpecError
+from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "charts/ccsweep/files/crds/sweeps.ccsweep.io.yaml"

@@ -497,7 +497,7 @@ def test_cells_no_node_can_run_are_set_aside_and_the_sweep_ends_with_the_rest(ar
     available = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
     if available & set(ABSENT):
         pytest.skip(f"this kernel offers {sorted(available & set(ABSENT))}: no cell would be unplaceable")
-    from ccsweep.spec import find_spec_file
+    from ccsweep.specload import find_spec_file
 
     name = f"e2e-algos-{uuid.uuid4().hex[:6]}"
     # One 100 Mbit/s cell at a time with a core of its own, so that its emulator keeps time on 2 cores.

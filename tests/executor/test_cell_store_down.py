@@ -17,7 +17,7 @@ import pytest
 
 from ccsweep.exitcodes import EXIT_RETRY
 from ccsweep.expand import expand
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from support.bookkeeping import BOOKKEEPING_THRESHOLD
 from support.rerun import run_cell_attempts
 from tinyspec import tiny_spec

@@ -25,7 +25,7 @@ from ccsweep.executor import default_cpu_budget
 from ccsweep.expand import expand
 from ccsweep.plan import planned_cells
 from ccsweep.result import RERUN_STATUSES, CellResult
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 from tinyspec import tiny_spec, write_tiny_spec
 

@@ -23,7 +23,7 @@ import yaml
 
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 from support.starvation import Starver
 from tinyspec import write_tiny_spec

@@ -21,7 +21,7 @@ from ccsweep.cell import Cell
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
 from ccsweep.runner.netns import namespace_names
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 from support.rerun import run_again
 

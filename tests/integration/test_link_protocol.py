@@ -23,7 +23,7 @@ from ccsweep.runner.netns import CellNamespaces, namespace_names, read_sysctls
 from ccsweep.runner.procs import Child
 from ccsweep.runner.run import run_cell
 from ccsweep.runner.runqueue import RunQueueSummary
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 
 class VethLink:

@@ -20,7 +20,7 @@ from ccsweep.crd import SweepStatus, store_name, sweep_from_resource
 from ccsweep.expand import expand
 from ccsweep.plan import planned_cells
 from ccsweep.result import CellResult, Environment
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import SweepManifest, open_store
 from ccsweep_operator.reconcile import (
     OperatorSettings,

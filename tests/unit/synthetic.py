@@ -13,7 +13,7 @@ from ccsweep.cell import Cell
 from ccsweep.expand import expand
 from ccsweep.result import CellResult, Environment, FlowResult, TimeSeries
 from ccsweep.results.data import ExperimentData
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 ENV = Environment(hostname="h", kernel="k", available_cc=["bbr", "cubic", "reno"], ccsweep_version="0", python="3")
 #: The BBR paper's path, 30 s flows.

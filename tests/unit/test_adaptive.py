@@ -27,7 +27,8 @@ from ccsweep.expand import expand
 from ccsweep.plan import cells_to_run, plan_counts
 from ccsweep.result import CellResult
 from ccsweep.results.data import load_sweep
-from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError, parse_spec
+from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError
+from ccsweep.specload import parse_spec
 from ccsweep.stats import median_ci
 from ccsweep.store import open_store
 from ccsweep.sweep_status import judged_whole, sweep_status

@@ -6,7 +6,7 @@ import pytest
 
 from ccsweep.admission import Admission, prior_cost
 from ccsweep.expand import expand
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 CELLS = expand(parse_spec({"name": "a", "experiments": [
     {"name": "a", "cc": ["bbr", "cubic"], "loss_percent": [0, 1, 2, 5], "rtt_ms": [100], "bandwidth_mbps": [100],

@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams, QueueParams, cell_id
 from ccsweep.expand import expand, load_trace
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 
 def params(**changes) -> CellParams:

@@ -15,7 +15,7 @@ import pytest
 
 from ccsweep.cell import CellParams, DirectionParams, FlowParams, QueueParams, canonical_json, cell_id
 from ccsweep.expand import expand
-from ccsweep.spec import PACKAGED_PRESETS, load_spec
+from ccsweep.specload import PACKAGED_PRESETS, load_spec
 
 
 class QueueWithEcn(QueueParams):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ccsweep.cli import main
 from ccsweep.compare import QUANTITIES, CompareError, compare, parse_side, pooled, read_side
 from ccsweep.result import CellResult
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 from synthetic import ENV
 from wholeplan import plan_sweep

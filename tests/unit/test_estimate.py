@@ -9,7 +9,7 @@ from ccsweep.admission import START_STAGGER_S
 from ccsweep.cli import main
 from ccsweep.estimate import CELL_SETUP_S, cpu_budget, estimate_wall, format_duration
 from ccsweep.expand import expand
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 CELLS = expand(parse_spec({"name": "e", "experiments": [
     {"name": "e", "cc": ["bbr", "cubic"], "loss_percent": [0, 0.1, 1, 2, 5], "rtt_ms": [100],

@@ -19,7 +19,7 @@ from ccsweep.cellrun import CellOutcome
 from ccsweep.executor import SweepSummary, run_sweep, summary_table
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import open_store
 
 CELLS = 3000

@@ -20,7 +20,7 @@ from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, rende
 from ccsweep.result import CellResult
 from ccsweep.results.data import PlanEntries, PlannedEntry, SweepData, load_sweep
 from ccsweep.results.points import Point, group_points
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import SweepManifest, open_store
 from synthetic import ENV, experiment, goodput
 from wholeplan import plan_sweep

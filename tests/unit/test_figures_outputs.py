@@ -26,7 +26,7 @@ from ccsweep.cli import main
 from ccsweep.results import rebbr_csv
 from ccsweep.results.data import load_sweep
 from ccsweep.results.points import cell_summary
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store.file import FileStore
 from wholeplan import plan_sweep
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from ccsweep.expand import expand
-from ccsweep.spec import Experiment, QueueSetting, load_spec
+from ccsweep.spec import Experiment, QueueSetting
+from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))

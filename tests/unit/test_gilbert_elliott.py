@@ -21,7 +21,7 @@ from ccsweep.linkrules import LinkError, mahimahi_cannot
 from ccsweep.results.points import Point, cell_summary, loss_series, path_label, series_label, varying_facets
 from ccsweep.runner.link import link_command
 from ccsweep.runner.mahimahi import mahimahi_command
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 
 EXPERIMENT = {"name": "ge", "cc": ["cubic"], "rtt_ms": [40], "bandwidth_mbps": [10], "duration_s": 10}
 BURSTY = {"mean_loss_percent": 1, "mean_burst_packets": 4}

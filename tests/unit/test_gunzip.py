@@ -40,7 +40,7 @@ def test_anything_but_one_whole_gzip_stream_is_refused(blob: bytes):
 def test_a_stored_time_series_that_unpacks_too_far_is_one_line_from_the_store(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch):
     from ccsweep.expand import expand
-    from ccsweep.spec import parse_spec
+    from ccsweep.specload import parse_spec
 
     (cell,) = expand(parse_spec({"name": "t", "experiments": [{"name": "t", "cc": ["bbr"], "loss_percent": [0],
                                                               "rtt_ms": [20], "bandwidth_mbps": [10],

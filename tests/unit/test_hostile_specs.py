@@ -262,7 +262,8 @@ def test_packaged_traces_match_their_readme():
 
 
 def test_the_cell_cap_counts_without_expanding_and_can_be_raised(monkeypatch: pytest.MonkeyPatch):
-    from ccsweep.spec import SpecError, parse_spec
+    from ccsweep.spec import SpecError
+    from ccsweep.specload import parse_spec
 
     bomb = {"name": "t", "experiments": [{
         "name": "e", "cc": ["bbr", "cubic"], "loss": [i / 1000 for i in range(1000)], "rtt_ms": list(range(1000)),

@@ -18,7 +18,8 @@ from ccsweep.result import CellResult
 from ccsweep.results.data import ExperimentData
 from ccsweep.results.points import group_points, group_series, series_label, varying_facets
 from ccsweep.runner.api import KernelUnavailable, check_runnable
-from ccsweep.spec import SpecError, parse_spec
+from ccsweep.spec import SpecError
+from ccsweep.specload import parse_spec
 from synthetic import ENV, PATH, goodput
 
 EXPERIMENT = {"name": "e", "cc": ["bbr"], "loss_percent": [0, 1], **PATH}

@@ -22,7 +22,8 @@ ROOTS = {"ccsweep": REPO / "src" / "ccsweep", "ccsweep_operator": REPO / "operat
 #: ccsweep's parts by floor, ground first: a part is a module or a package directly under ccsweep.
 FLOORS = (("cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
           ("linkrules", "buildinfo", "bpfregister"),
-          ("spec", "result"), ("adaptive", "admission", "crd", "podrequests"), ("store",), ("planned",),
+          ("spec", "result"), ("specload",), ("adaptive", "admission", "crd", "podrequests"), ("store",),
+          ("planned",),
           ("expand", "plan"), ("sweep_status", "placement", "clusternodes", "estimate", "clusterestimate"),
           ("results",), ("compare", "analysis"), ("checks",), ("figures",), ("runner",),
           ("executor", "metrics", "cellrun"), ("cli", "__main__", "__init__"))

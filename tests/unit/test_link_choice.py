@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from ccsweep.cli import _load, main
 from ccsweep.expand import expand
-from ccsweep.spec import load_spec, parse_spec, sweep_search_path
+from ccsweep.specload import load_spec, parse_spec, sweep_search_path
 
 PRESETS = sorted({p.stem for d in sweep_search_path() for p in d.glob("*.yaml")})
 EXPERIMENT = {"cc": ["bbr"], "loss_percent": [1], "rtt_ms": [100], "bandwidth_mbps": [100], "duration_s": 10}

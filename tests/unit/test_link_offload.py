@@ -19,7 +19,8 @@ from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams, canonica
 from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.runner.link import link_command
-from ccsweep.spec import SpecError, parse_spec
+from ccsweep.spec import SpecError
+from ccsweep.specload import parse_spec
 
 EXPERIMENT = {"name": "e", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [500], "bandwidth_mbps": [100],
               "duration_s": 10}

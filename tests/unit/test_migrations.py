@@ -1,5 +1,5 @@
 """Stored manifests across releases: schema versions, explicit migrations, and specs compared as
-today's model reads them (store/migrations.py, spec.normalised_spec).
+today's model reads them (store/migrations.py, specload.normalised_spec).
 
 The manifest under tests/fixtures/upgrade-3748187 was written by ccsweep at 3748187, the previous
 release; tests/executor/test_upgrade.py runs its missing cell and draws it.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ccsweep.spec import load_spec, normalised_spec
+from ccsweep.specload import load_spec, normalised_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.migrations import (
     MANIFEST_SCHEMA_VERSION,

@@ -8,7 +8,7 @@ import pytest
 from ccsweep.expand import expand as expand_cells
 from ccsweep.plan import cell_from_manifest
 from ccsweep.result import CellResult, Environment
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, open_store
 from wholeplan import plan_sweep
 

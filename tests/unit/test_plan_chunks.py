@@ -12,7 +12,7 @@ import pytest
 from ccsweep.expand import expand
 from ccsweep.plan import plan_chunk, survey
 from ccsweep.result import CellResult, Environment
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, SweepManifest, open_store
 from ccsweep.store.base import ManifestCell, manifest_key
 from wholeplan import pending_chunks, plan_sweep

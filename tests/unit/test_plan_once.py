@@ -21,7 +21,7 @@ from ccsweep.plan import cell_from_manifest
 from ccsweep.results.data import load_sweep
 from ccsweep.results.points import cell_summary
 from ccsweep.runner.link import prepare_traces
-from ccsweep.spec import parse_spec
+from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.base import manifest_key
 from wholeplan import plan_sweep

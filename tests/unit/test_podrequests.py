@@ -21,7 +21,7 @@ from ccsweep.podrequests import (
     modelled_requests,
     retry_requests,
 )
-from ccsweep.spec import load_spec, parse_spec
+from ccsweep.specload import load_spec, parse_spec
 
 #: A node of the local cluster's kind: 2 cores, bbr and cubic.
 LABELS = {"ccsweep.io/kernel": "6.18.44", "ccsweep.io/cc-bbr": "true", "ccsweep.io/cc-cubic": "true"}

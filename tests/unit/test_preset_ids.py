@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ccsweep.expand import expand
-from ccsweep.spec import PACKAGED_PRESETS, load_spec
+from ccsweep.specload import PACKAGED_PRESETS, load_spec
 
 PINNED = json.loads((Path(__file__).parents[1] / "fixtures" / "preset_cell_ids.json").read_text())
 

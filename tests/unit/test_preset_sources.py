@@ -26,7 +26,8 @@ import pytest
 from ccsweep.expand import expand
 from ccsweep.results import sources
 from ccsweep.results.published_sets import SETS, load
-from ccsweep.spec import Experiment, load_spec
+from ccsweep.spec import Experiment
+from ccsweep.specload import load_spec
 from test_figures_presets import flows_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,8 @@ from ccsweep.figures.published import LABEL, published_section
 from ccsweep.figures.registry import build_section
 from ccsweep.results.data import ExperimentData
 from ccsweep.results.published_sets import COMMIT, DATA, SETS, PublishedDataError, load
-from ccsweep.spec import PublishedName, SpecError, load_spec, parse_spec
+from ccsweep.spec import PublishedName, SpecError
+from ccsweep.specload import load_spec, parse_spec
 from synthetic import experiment
 
 FOLDER = Path(str(DATA))

@@ -13,7 +13,8 @@ from ccsweep.runner.link import LinkError
 from ccsweep.runner.mahimahi import constant_rate_trace, log_counters, mahimahi_command, mahimahi_summary
 from ccsweep.runner.measure import link_log_totals
 from ccsweep.runner.runqueue import RunQueueSummary
-from ccsweep.spec import SpecError, parse_spec
+from ccsweep.spec import SpecError
+from ccsweep.specload import parse_spec
 
 BIN = Path("/mm/bin")
 TRACES = {"uplink": Path("/w/up.trace"), "downlink": Path("/w/down.trace")}

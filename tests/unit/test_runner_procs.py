@@ -115,7 +115,7 @@ def test_a_child_signalled_while_it_starts_is_listed_and_stopped(tmp_path: Path)
     from ccsweep.expand import expand
     from ccsweep.result import Environment
     from ccsweep.runner.attempt import CellRun
-    from ccsweep.spec import parse_spec
+    from ccsweep.specload import parse_spec
 
     (cell,) = expand(parse_spec({"name": "s", "experiments": [
         {"name": "s", "cc": ["bbr"], "loss_percent": [0], "rtt_ms": [20], "bandwidth_mbps": [10], "duration_s": 3}]}))

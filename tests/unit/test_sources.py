@@ -20,7 +20,7 @@ from ccsweep.result import FlowResult
 from ccsweep.results import sources
 from ccsweep.results.published_sets import PublishedDataError
 from ccsweep.results.quantities import PAYLOAD_IDEAL_LABEL, payload_ideal_mbps
-from ccsweep.spec import load_spec
+from ccsweep.specload import load_spec
 from test_figures import labels, line, sections
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from ccsweep.expand import expand
-from ccsweep.spec import SpecError, load_spec, parse_spec
+from ccsweep.spec import SpecError
+from ccsweep.specload import load_spec, parse_spec
 
 BASE = {"name": "t", "experiments": [{"name": "e", "cc": ["bbr"], "loss_percent": [1], "rtt_ms": [100],
                                       "bandwidth_mbps": [100], "duration_s": 10}]}

@@ -19,7 +19,7 @@ from ccsweep.placement import Node, unplaceable_cells
 from ccsweep.plan import plan_chunk, set_aside_cells
 from ccsweep.result import CellResult
 from ccsweep.results.data import load_sweep
-from ccsweep.spec import load_spec
+from ccsweep.specload import load_spec
 from ccsweep.store import open_store
 from synthetic import ENV
 from wholeplan import plan_sweep, without_unplaceable

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ccsweep.cli import main as cli
-from ccsweep.spec import find_spec_file
+from ccsweep.specload import find_spec_file
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / "workflows"

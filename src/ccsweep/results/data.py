@@ -21,7 +21,8 @@ from ccsweep.adaptive import PointRuns
 from ccsweep.result import CellResult, TimeSeries
 from ccsweep.results.held import RecordFile, Results
 from ccsweep.results.points import cell_summary
-from ccsweep.spec import Experiment, SpecError, parse_spec
+from ccsweep.spec import Experiment, SpecError
+from ccsweep.specload import parse_spec
 from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
 from ccsweep.sweep_status import CellStatus, chunk_statuses, judged_whole
 

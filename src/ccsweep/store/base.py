@@ -50,7 +50,8 @@ from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
 from ccsweep.gunzip import gunzip
 from ccsweep.result import CellResult, TimeSeries
-from ccsweep.spec import SLUG, normalised_spec
+from ccsweep.spec import SLUG
+from ccsweep.specload import normalised_spec
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
 
 

@@ -9,7 +9,7 @@ the step from the previous version here (tests/unit/test_migrations.py refuses a
 manifest the previous release wrote committed under tests/fixtures/ (tests/executor/test_upgrade.py).
 
 What the spec inside a manifest means is not a schema question: fields the spec model gained later
-take their defaults when the stored spec is compared (spec.normalised_spec), so no migration is
+take their defaults when the stored spec is compared (specload.normalised_spec), so no migration is
 needed for a defaulted field.
 """
 
