@@ -206,7 +206,7 @@ images: tools ## Every image the local cluster runs (cell, argoexec, pause) with
 
 .PHONY: bench
 BENCHES := bench-emulator bench-threshold bench-window bench-density bench-crosscheck bench-timing bench-adaptive \
-           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo
+           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo bench-idle-wake
 bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
@@ -253,6 +253,11 @@ reproduce: deps mahimahi ## ReBBR's whole study at full length on ccsweep-link a
 bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fake nodes: 390 and 3,900 cells (root).
 	hack/tools/kwok.sh
 	$(PY) -m benchmarks.fanout.bench --out benchmarks/results/$$(date -u +%F)-fanout.md
+
+.PHONY: bench-idle-wake
+bench-idle-wake: deps ## Idle vCPUs polling (a 0 us CPU-latency request, the default) against halting, interleaved, on the demo's cells: lateness and steal (~12 min, root).
+	$(PY) -m benchmarks.lateness.idle_wake --pairs 6 --out benchmarks/results/$$(date -u +%F)-idle-wake
+	$(PY) -m benchmarks.lateness.idle_wake_report benchmarks/results/$$(date -u +%F)-idle-wake
 
 .PHONY: bench-demo
 bench-demo: deps ## The demo as a new user meets it: `ccsweep run quick` from an empty store, 5 times, every attempt and its lateness evidence kept (~12 min, root).

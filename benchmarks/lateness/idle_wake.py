@@ -5,7 +5,8 @@ command line) an idle vCPU halts at once, and the hypervisor must run it again b
 due there is served; /proc/stat counts that wait as steal. The demo's late cells had their run
 queue idle and 6-9 % of a CPU stolen (benchmarks/results/2026-11-29-demo-cold/). If the steal
 comes from halting, holding /dev/cpu_dma_latency at 0 while a cell runs ($CCSWEEP_IDLE_WAKE_US=0,
-runner/wakelatency.py: idle CPUs poll instead of halting) should take most of it away.
+runner/wakelatency.py: idle CPUs poll instead of halting) should take most of it away. The
+`halt` arm asks for none ($CCSWEEP_IDLE_WAKE_US=off), the `poll` arm for 0 us.
 
 Run as root from the repository root: `.venv/bin/python -m benchmarks.lateness.idle_wake --pairs 6
 --out benchmarks/results/DATE-idle-wake`. Each pair runs the same small sweep twice from an empty
@@ -34,8 +35,8 @@ import yaml
 from benchmarks.lateness.demo_runs import MachineLog, cpu_model, store_rows, write_csv
 from ccsweep.runner.wakelatency import ENV as IDLE_WAKE_ENV
 
-#: The two arms: no request (idle CPUs halt), and a 0 us request (idle CPUs poll).
-ARMS = {"halt": None, "poll": "0"}
+#: The two arms, as $CCSWEEP_IDLE_WAKE_US: no request (idle CPUs halt), and a 0 us request (idle CPUs poll).
+ARMS = {"halt": "off", "poll": "0"}
 SWEEP = "idle-wake"
 
 
@@ -50,9 +51,7 @@ def sweep_spec(duration_s: float) -> dict[str, Any]:
 
 def run_arm(arm: str, spec: Path, pair: int) -> list[dict[str, Any]]:
     """One cold run of the sweep with `arm`'s request; every attempt it left, tagged with the arm."""
-    env = {k: v for k, v in os.environ.items() if k != IDLE_WAKE_ENV}
-    if ARMS[arm] is not None:
-        env[IDLE_WAKE_ENV] = ARMS[arm]
+    env = {**os.environ, IDLE_WAKE_ENV: ARMS[arm]}
     with tempfile.TemporaryDirectory(prefix="ccsweep-idle-wake-") as scratch:
         store = Path(scratch) / "store"
         done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store),
