@@ -241,7 +241,7 @@ def _run_planned(spec: SweepSpec, store: ResultStore, manifest: SweepManifest, w
             if not todo.cells:
                 break
             summary.interrupted = _run_cells(todo, store, workdir, admission, max_attempts,
-                                             cell_options(pushgateway, lateness_threshold_us), summary,
+                                             cell_command_options(pushgateway, lateness_threshold_us), summary,
                                              console, warning_log, metrics, budget)
             summary.rounds = round_number
             if summary.interrupted or summary.stopped or round_number == found.rounds:
@@ -560,10 +560,12 @@ def _reap(running: list[_Running]) -> list[tuple[_Running, float | None]]:
     return ended
 
 
-def cell_options(pushgateway: str | None, lateness_threshold_us: float | None) -> list[str]:
+def cell_command_options(pushgateway: str | None, lateness_threshold_us: float | None) -> list[str]:
     """The options every `ccsweep cell` of this run takes beyond its own cell, store and attempt."""
-    return ([*(["--pushgateway", pushgateway] if pushgateway else []),
-             *(["--lateness-threshold-us", repr(lateness_threshold_us)] if lateness_threshold_us is not None else [])])
+    options = ["--pushgateway", pushgateway] if pushgateway else []
+    if lateness_threshold_us is not None:
+        options += ["--lateness-threshold-us", repr(lateness_threshold_us)]
+    return options
 
 
 def _start(item: _Queued, store: ResultStore, workdir: Path, cell_options: Sequence[str], alone: bool) -> _Running:

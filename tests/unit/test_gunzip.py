@@ -56,7 +56,7 @@ def test_a_stored_time_series_that_unpacks_too_far_is_one_line_from_the_store(tm
     stored.parent.mkdir(parents=True, exist_ok=True)
     stored.write_bytes(BOMB)
     monkeypatch.setattr("ccsweep.store.base.MAX_TIMESERIES_BYTES", 1 << 20)
-    with pytest.raises(StoreError, match=f"cell {cell.id}: its stored {TIMESERIES} unpacks to more than"):
+    with pytest.raises(StoreError, match=f"cell {cell.id}: its stored {TIMESERIES}: unpacks to more than"):
         store.get_timeseries(cell.id)
 
 

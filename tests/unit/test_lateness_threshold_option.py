@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ccsweep.cli import main
 from ccsweep.crd import RunSettings
-from ccsweep.executor import cell_options
+from ccsweep.executor import cell_command_options
 
 
 @pytest.mark.parametrize("command", [["run", "quick"], ["plan", "quick"], ["cell", "--cell", "{}"]])
@@ -37,8 +37,9 @@ def test_the_plan_step_takes_an_empty_threshold_as_unset_and_says_when_one_is_se
 
 
 def test_the_local_executor_gives_every_cell_the_runs_threshold():
-    assert cell_options(None, None) == []
-    assert cell_options("pg:9091", 20000.0) == ["--pushgateway", "pg:9091", "--lateness-threshold-us", "20000.0"]
+    assert cell_command_options(None, None) == []
+    assert cell_command_options("pg:9091", 20000.0) == ["--pushgateway", "pg:9091",
+                                                        "--lateness-threshold-us", "20000.0"]
 
 
 def test_a_sweep_resource_bounds_its_threshold():

@@ -82,7 +82,7 @@ def packet_delays(data: ExperimentData, point: Point, notes: list[str]) -> list[
             try:
                 runs.append(departure_delays(log, start_s * 1000, (start_s + point.params.duration_s) * 1000))
             except (TooLarge, NotGzip) as exc:
-                notes.append(f"Cell {result.cell.id}: its stored uplink log {exc}; its packet delays are not drawn.")
+                notes.append(f"Cell {result.cell.id}: its stored uplink log: {exc}; its packet delays are not drawn.")
     return runs
 
 

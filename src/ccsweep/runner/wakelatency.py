@@ -10,8 +10,9 @@ time it polls (the guest still counts it as idle), and is released the moment th
 (closing the file drops the request).
 
 Measured (benchmarks/results/2026-11-29-idle-wake/): on a 2-vCPU guest whose kernel halts idle
-vCPUs at once (haltpoll, guest_halt_poll_ns=0), the quick preset's cells came back late with 12 %
-of a CPU stolen while halting, and on time with 0.1-0.2 % while polling. So every cell asks for 0
+vCPUs at once (haltpoll, guest_halt_poll_ns=0), 9 of 12 of the quick preset's cells came back
+late with a median 11.1 % of a CPU stolen while halting, and none with 0.3 % while polling. So
+every cell asks for 0
 us by default. $CCSWEEP_IDLE_WAKE_US sets another bound, or `off` for none. The default is
 skipped, and recorded as none, where the file cannot be opened (a pod without the device, no
 root); a bound set by the variable that cannot be held is an error.

@@ -318,7 +318,7 @@ class ResultStore(ABC):
         try:
             return TimeSeries.model_validate_json(gunzip(data, MAX_TIMESERIES_BYTES))
         except ValueError as exc:  # TooLarge, NotGzip, or a ValidationError
-            raise StoreError(f"cell {cell_id}: its stored {TIMESERIES} {' '.join(str(exc).split())[:200]}") from None
+            raise StoreError(f"cell {cell_id}: its stored {TIMESERIES}: {' '.join(str(exc).split())[:200]}") from None
 
     def get_cell_file(self, cell_id: str, name: str) -> bytes | None:
         """A file stored with the cell's record (None without a record or without that file)."""
