@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -39,10 +40,22 @@ DEFAULT_MEMORY_MIB = 512
 #: store adds a request per stored chunk.
 DEFAULT_TIMEOUT_S = 300.0
 #: OpenBLAS (imported with scipy by adaptive repetitions) reserves address space per thread; planning
-#: does no linear algebra worth a thread.
-CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1"}
+#: does no linear algebra worth a thread. A Rust extension (pydantic-core) that runs out of memory
+#: aborts; asked for a backtrace (RUST_BACKTRACE set in the operator's environment) it would first
+#: allocate for it, and deadlock there until the timeout.
+CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "RUST_BACKTRACE": "0"}
 #: The child's exit code when planning ran out of its memory bound (MemoryError).
 EXIT_OUT_OF_MEMORY = 3
+#: A library refused an allocation fails in its own way: Python raises MemoryError, pydantic-core
+#: (through pyo3) panics with "PyObject pointer is null". A planning child that failed with its peak
+#: address space this close to its bound failed for the bound (allocations refused here were under
+#: 1 MiB).
+NEAR_BOUND_BYTES = 16 * 1024 * 1024
+#: What Rust's standard library prints before it aborts on an allocation that failed.
+RUST_ALLOC_FAILED = re.compile(r"^memory allocation of \d+ bytes failed$", re.MULTILINE)
+#: The least bound the operator accepts. The planner's own code (Python, pydantic, numpy) maps about
+#: 130 MiB of address space before it plans anything; a bound under that fails every Sweep.
+MIN_MEMORY_MIB = 256
 
 
 @dataclass(frozen=True)
@@ -57,8 +70,8 @@ class PlanBounds:
         """The bounds the chart set; a value that is not a positive number stops the operator at start."""
         bounds = cls(memory_mib=int(env.get(MEMORY_ENV, DEFAULT_MEMORY_MIB)),
                      timeout_s=float(env.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)))
-        if bounds.memory_mib < 64 or not 1 <= bounds.timeout_s <= 3600:
-            raise ValueError(f"{MEMORY_ENV} must be at least 64 and {TIMEOUT_ENV} from 1 to 3600; "
+        if bounds.memory_mib < MIN_MEMORY_MIB or not 1 <= bounds.timeout_s <= 3600:
+            raise ValueError(f"{MEMORY_ENV} must be at least {MIN_MEMORY_MIB} and {TIMEOUT_ENV} from 1 to 3600; "
                              f"got {bounds.memory_mib} and {bounds.timeout_s:g}")
         return bounds
 
@@ -85,7 +98,7 @@ def decide_bounded(sweep: SweepObject, nodes: Sequence[Node] | None, bounds: Pla
         except (ValueError, KeyError, TypeError):
             pass
         return plan_failed(sweep, "planning ended without a decision: " + _last_line(done.stderr or done.stdout))
-    if done.returncode == EXIT_OUT_OF_MEMORY:
+    if done.returncode == EXIT_OUT_OF_MEMORY or _rust_out_of_memory(done.returncode, done.stderr):
         return plan_failed(sweep, f"planning needed more than the operator's {bounds.memory_mib} MiB "
                                   f"(operator.plan.memoryMiB); the Sweep was not planned")
     if done.returncode < 0:
@@ -104,14 +117,33 @@ def plan_failed(sweep: SweepObject, why: str) -> Decision:
                             "cells": None, "conditions": conditions})
 
 
+def _rust_out_of_memory(returncode: int, stderr: str) -> bool:
+    """Whether a Rust extension (pydantic-core's validators) aborted on a failed allocation: Rust's
+    allocation error handler prints this line and aborts, where Python would raise MemoryError."""
+    return returncode == -signal.SIGABRT and RUST_ALLOC_FAILED.search(stderr) is not None
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1].strip()[:300] if lines else "no output"
 
 
+def mapped_bytes(field: str = "VmSize") -> int:
+    """This process's address space now (VmSize) or at its peak (VmPeak), read from /proc."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        line = next(line for line in status if line.startswith(f"{field}:"))
+    return int(line.split()[1]) * 1024
+
+
 def main() -> None:
-    """The child: cap the address space, read the request, decide, write the Decision."""
+    """The child: cap the address space, read the request, decide, write the Decision.
+
+    A bound the loaded planner already exceeds fails at once: left to the kernel, the plan would
+    pass or fail by whether it happened to map anything new.
+    """
     limit = int(sys.argv[1]) * 1024 * 1024
+    if mapped_bytes() >= limit:
+        sys.exit(EXIT_OUT_OF_MEMORY)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:  # past the pod's own limit (RSS) the kernel kills this process, never the operator
         with open("/proc/self/oom_score_adj", "w") as adj:
@@ -122,14 +154,18 @@ def main() -> None:
     sweep = SweepObject(**request["sweep"])
     nodes = None if request["nodes"] is None else [Node(**n) for n in request["nodes"]]
     try:
-        decision = decide(sweep, OperatorSettings.from_env(), nodes=nodes)
+        answer = json.dumps(asdict(decide(sweep, OperatorSettings.from_env(), nodes=nodes)))
     except MemoryError:
         sys.exit(EXIT_OUT_OF_MEMORY)
     except ImportError as exc:  # a library loaded on the way (scipy) that did not fit: the loader says so
         if "failed to map segment" in str(exc):
             sys.exit(EXIT_OUT_OF_MEMORY)
         raise
-    json.dump(asdict(decision), sys.stdout)
+    except BaseException as exc:  # pyo3's PanicException is a BaseException
+        if not isinstance(exc, (SystemExit, KeyboardInterrupt)) and mapped_bytes("VmPeak") + NEAR_BOUND_BYTES >= limit:
+            sys.exit(EXIT_OUT_OF_MEMORY)
+        raise
+    sys.stdout.write(answer)
 
 
 if __name__ == "__main__":

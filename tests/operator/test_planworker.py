@@ -7,13 +7,18 @@ failed, as the handler would.
 
 from __future__ import annotations
 
+import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from ccsweep.crd import SweepStatus
-from ccsweep_operator.planworker import MEMORY_ENV, TIMEOUT_ENV, PlanBounds, decide_bounded
+from ccsweep_operator.planworker import (CHILD_ENV, MEMORY_ENV, MIN_MEMORY_MIB, TIMEOUT_ENV, PlanBounds,
+                                         decide_bounded)
 from ccsweep_operator.reconcile import SweepObject
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "operator/examples"
@@ -61,23 +66,39 @@ def test_a_plan_past_its_time_fails_that_sweep_and_the_next_sweep_is_planned(sto
     assert planned(small.status)[:2] == ("True", "Planned")
 
 
+def loaded_planner_mib() -> float:
+    """The address space (MiB) of a planning child that has loaded its code and planned nothing."""
+    done = subprocess.run([sys.executable, "-c", "from ccsweep_operator.planworker import mapped_bytes; "
+                           "print(mapped_bytes())"], env={**os.environ, **CHILD_ENV},
+                          capture_output=True, text=True, check=True, timeout=60)
+    return int(done.stdout) / 2**20
+
+
 def test_a_plan_past_its_memory_fails_that_sweep_and_the_next_sweep_is_planned(store_env: Path):
-    """A sweep with adaptive repetitions is judged with scipy, whose loading maps more than 128 MiB
-    of address space (this plan needed between 128 and 136 MiB here: a bound near 128 MiB passes or fails by
-    the machine); two cells without adaptive runs plan within 32 MiB. The bound, 64 MiB, sits with
-    a factor of 2 on either side."""
-    bounds = PlanBounds(memory_mib=64, timeout_s=600)
+    """The bound is set 4 MiB over the loaded planner, measured here, since the planner's own code
+    maps a different amount on each machine (about 130 MiB here). Planning 1,000 adaptive runs adds
+    9 MiB to it; two cells add under 1 MiB. The bound sits with a factor of 2 on either side."""
+    bounds = PlanBounds(memory_mib=math.ceil(loaded_planner_mib()) + 4, timeout_s=600)
     huge = decide_bounded(sweep_object("huge", cells=1_000, adaptive=True), None, bounds)
     assert huge.workflow is None and not huge.retry
-    assert huge.status["message"] == ("Sweep huge: planning needed more than the operator's 64 MiB "
-                                      "(operator.plan.memoryMiB); the Sweep was not planned")
+    assert huge.status["message"] == (f"Sweep huge: planning needed more than the operator's {bounds.memory_mib} "
+                                      "MiB (operator.plan.memoryMiB); the Sweep was not planned")
     assert planned(huge.status) == ("False", "PlanFailed", huge.status["message"])
     small = decide_bounded(sweep_object("small"), None, bounds)
     assert small.status["phase"] == "Pending" and small.workflow is not None, small.status["message"]
 
 
+def test_a_bound_the_loaded_planner_exceeds_fails_every_sweep_at_once(store_env: Path):
+    """Left to the kernel, a plan under such a bound would pass or fail by whether it mapped anything."""
+    bounds = PlanBounds(memory_mib=math.floor(loaded_planner_mib()) - 1, timeout_s=600)
+    small = decide_bounded(sweep_object("small"), None, bounds)
+    assert small.workflow is None
+    assert small.status["message"] == (f"Sweep small: planning needed more than the operator's {bounds.memory_mib} "
+                                       "MiB (operator.plan.memoryMiB); the Sweep was not planned")
+
+
 def test_bounds_come_from_the_environment_and_a_bad_one_is_refused():
-    assert PlanBounds.from_env({MEMORY_ENV: "200", TIMEOUT_ENV: "30"}) == PlanBounds(memory_mib=200, timeout_s=30)
+    assert PlanBounds.from_env({MEMORY_ENV: "300", TIMEOUT_ENV: "30"}) == PlanBounds(memory_mib=300, timeout_s=30)
     assert PlanBounds.from_env({}) == PlanBounds()
-    with pytest.raises(ValueError, match=MEMORY_ENV):
-        PlanBounds.from_env({MEMORY_ENV: "10"})
+    with pytest.raises(ValueError, match=f"{MEMORY_ENV} must be at least {MIN_MEMORY_MIB}"):
+        PlanBounds.from_env({MEMORY_ENV: str(MIN_MEMORY_MIB - 1)})
