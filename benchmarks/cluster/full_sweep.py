@@ -60,6 +60,7 @@ from benchmarks.cluster.bench import (
     parse_time,
 )
 from ccsweep.plan import CC_LABEL_PREFIX, node_selector
+from ccsweep.runner.wakelatency import MAX_BOUND_US, WakeRequest, idle_wake_bound
 from ccsweep.store.base import ManifestCell, ManifestChunk, SweepManifest, plan_chunk_key
 from support.clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch
 from support.procstat import ProcSampler, machine
@@ -321,7 +322,10 @@ def run(args: argparse.Namespace) -> tuple[list[str], bool]:
     was_up = (args.base / "kubectl").exists() and cluster.kubectl("get", "--raw", "/readyz", check=False,
                                                                   timeout=20).stdout.strip() == "ok"
     try:
-        return measure(cluster, bring_up(cluster), args)
+        # The local node is this host: a request held here is what the chart's nodeSetup.idleWakeUs
+        # holds on every node (cell pods cannot open /dev/cpu_dma_latency themselves).
+        with idle_wake_bound(WakeRequest(args.node_idle_wake_us, explicit=args.node_idle_wake_us is not None)):
+            return measure(cluster, bring_up(cluster), args)
     finally:
         if was_up or args.keep:
             print(f"cluster left running: hack/cluster/down.sh {cluster.base} {cluster.ns}", file=sys.stderr)
@@ -460,7 +464,9 @@ def summary_lines(args: argparse.Namespace, services: NodeServices, target: Targ
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"**Machine.** {machine()}. One local node ({target.node_cpu:g} allocatable CPUs), "
-        f"{args.cell_cpu or 'the cost model'} CPU per cell pod.",
+        f"{args.cell_cpu or 'the cost model'} CPU per cell pod; idle CPUs of the node "
+        + ("halt as its cpuidle driver chooses (no CPU-latency request held)." if args.node_idle_wake_us is None
+           else f"held to wake within {args.node_idle_wake_us} us (/dev/cpu_dma_latency, for the whole run)."),
         "",
         f"**Run.** `argo submit workflows/full-sweep.yaml -p spec={args.spec} -p sweep={target.sweep} "
         f"-p time-scale={args.time_scale:g}` (store s3://{services.bucket}/{target.prefix}); workflow "
@@ -582,6 +588,9 @@ def main() -> int:
                                           "one per run; give one to resume a run, which then runs only what it lacks)")
     p.add_argument("--keep-workflows", type=Path, metavar="DIR",
                    help="write each pass's Workflow as it ended to DIR/NAME.json.gz (every pod attempt)")
+    p.add_argument("--node-idle-wake-us", type=int, metavar="US",
+                   help="hold the node's idle CPUs to wake within US microseconds for the whole run (0: they "
+                        "poll), as the chart's nodeSetup.idleWakeUs does (default: no request)")
     p.add_argument("--passes", type=int, default=2, help="submits at most while cells lack a result (default 2)")
     p.add_argument("--node-cores", type=int, default=8, help="cores of each node in the projection")
     p.add_argument("--cell-cpu-full", default="1", help="CPU per cell in the projection")
@@ -594,6 +603,8 @@ def main() -> int:
     args = p.parse_args()
     if not 0.001 <= args.time_scale <= 1:
         p.error(f"--time-scale {args.time_scale:g}: must be between 0.001 and 1")
+    if args.node_idle_wake_us is not None and not 0 <= args.node_idle_wake_us <= MAX_BOUND_US:
+        p.error(f"--node-idle-wake-us {args.node_idle_wake_us}: must be from 0 to {MAX_BOUND_US}")
     lines, ok = run(args)
     text = "\n".join(lines) + "\n"
     print(text)

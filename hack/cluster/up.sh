@@ -41,9 +41,11 @@ cluster_healthy() {
 }
 
 prepare_base() {
-  # Fresh cluster state every time; PKI and the containerd content store are kept (cache).
+  # Fresh cluster state every time; PKI and the containerd content store are kept (cache), and so is
+  # the result store (BASE/minio, under keys services.sh makes once per BASE): a sweep measured over
+  # hours resumes after the cluster restarts, running only the cells it lacks.
   rm -rf "$BASE/etcd" "$BASE/kubelet" "$BASE/containerd/state" "$BASE/cni/ipam" "$BASE/pod-logs" "$BASE/logs" "$BASE/pids" \
-    "$BASE/minio" "$BASE/prometheus"   # the add-ons' data (services.sh) starts empty too
+    "$BASE/prometheus"
   mkdir -p "$BASE"/{pids,state,logs,pki,cni/net.d,containerd,images,pod-logs}
   # Remember which cni-* namespaces already existed, so down.sh never touches those.
   find /run/netns -maxdepth 1 -name 'cni-*' -printf '%f\n' 2>/dev/null | sort > "$BASE/state/cni-netns-before" || true

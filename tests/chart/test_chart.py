@@ -339,6 +339,27 @@ def test_node_setup_is_off_by_default_and_privileged_only_where_it_loads_modules
     assert setup["automountServiceAccountToken"] is False  # it needs no API access
 
 
+@pytest.mark.parametrize("values_file, setting", [(None, "nodeSetup.idleWakeUs=0"), ("idle-wake.yaml", None)])
+def test_node_setup_holds_the_idle_wake_bound_in_a_privileged_main_container_when_set(
+        tmp_path: Path, values_file: str | None, setting: str | None):
+    """The bound reaches the holder as one argument, a whole number (a values file's YAML number is
+    a float to Helm), and with no modules listed there is no init container and no /lib/modules."""
+    files = [CHART / "ci/full-values.yaml"]
+    if values_file:
+        (tmp_path / values_file).write_text("nodeSetup:\n  idleWakeUs: 0\n  modules: []\n")
+        files.append(tmp_path / values_file)
+    docs = render(files, [setting] if setting else [])
+    setup = by_kind(docs, "DaemonSet")["sweeps-node-setup"]["spec"]["template"]["spec"]
+    (holder,) = setup["containers"]
+    assert holder["name"] == "idle-wake"
+    assert holder["command"] == ["python3", "-m", "ccsweep_operator.idlewake", "0"]
+    assert holder["securityContext"] == {"privileged": True, "runAsUser": 0}
+    if values_file:
+        assert "initContainers" not in setup and "volumes" not in setup
+    else:
+        assert [c["name"] for c in setup["initContainers"]] == ["load-modules"]
+
+
 def test_minimal_scenario_installs_only_the_workflow_templates():
     docs = rendered("minimal-values.yaml")
     kinds = sorted({d["kind"] for d in docs})
@@ -400,6 +421,9 @@ def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
     ("image.digest=latest", "at '/image/digest': 'latest' does not match pattern"),
     ("image.registry=https://registry.example.org", "at '/image/registry'"),
     ("nodeSetup.modules={tcp_bbr,bbr}", "at '/nodeSetup/modules/1': 'bbr' does not match pattern"),
+    ("nodeSetup.idleWakeUs=10001", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
+    ("nodeSetup.idleWakeUs=-1", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
+    ("nodeSetup.idleWakeUs=0;reboot", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
 ])
 def test_bad_values_are_refused_with_the_key(setting: str, message: str):
     done = run_helm("template", "rel", str(CHART), "--kube-version", KUBE_VERSION, "--set", setting,

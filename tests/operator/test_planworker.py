@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from ccsweep.crd import SweepStatus
-from ccsweep_operator.planworker import (CHILD_ENV, MEMORY_ENV, MIN_MEMORY_MIB, TIMEOUT_ENV, PlanBounds,
-                                         decide_bounded)
+from ccsweep_operator.planworker import CHILD_ENV, MEMORY_ENV, MIN_MEMORY_MIB, TIMEOUT_ENV, PlanBounds, decide_bounded
 from ccsweep_operator.reconcile import SweepObject
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "operator/examples"
