@@ -1,0 +1,155 @@
+"""Every cell pod attempt of kept Workflows as one CSV row, their outcomes summed, and a figure.
+
+`benchmarks.cluster.full_sweep --keep-workflows DIR` keeps each pass's Workflow as it ended
+(gzipped JSON): every pod attempt with its times, phase, exit code and the requests it asked for.
+This reads them back:
+
+    python -m benchmarks.cluster.attempts DIR/*.json.gz --csv attempts.csv --figure attempts.png
+
+and prints, per Workflow, how many attempts succeeded, came back late (exit 75: the cell's
+self-check kept the record under late/ and the template retried it with twice the requests),
+failed otherwise or never ended. An attempt's times are its Argo pod node's: created (which
+includes any wait to be scheduled) and ended; the figure counts attempts ended, by outcome, over
+the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+CELL_TEMPLATES = ("cell", "cell-mahimahi")
+#: `ccsweep cell`'s exit code for a measurement whose link ran late (ccsweep.exitcodes).
+EXIT_LATE = "75"
+#: The attempt number Argo appends to a retried node's name: "...(2)".
+ATTEMPT = re.compile(r"\((\d+)\)$")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One cell pod attempt, as its Workflow recorded it."""
+
+    workflow: str
+    cell: str
+    attempt: int
+    phase: str
+    exit_code: str
+    cpu_request: str
+    memory_request: str
+    created_at: str
+    finished_at: str
+    seconds: float | None
+    message: str
+
+    @property
+    def outcome(self) -> str:
+        """succeeded, late (exit 75), failed (any other end) or unfinished (pending or running)."""
+        if self.phase == "Succeeded":
+            return "succeeded"
+        if self.phase in ("Pending", "Running"):
+            return "unfinished"
+        return "late" if self.exit_code == EXIT_LATE else "failed"
+
+
+def _parameter(node: dict, name: str) -> str:
+    return next((p.get("value", "") for p in node.get("inputs", {}).get("parameters", []) if p["name"] == name), "")
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def attempts_of(workflow: dict) -> list[Attempt]:
+    """The cell pod attempts of one Workflow, in the order they were created."""
+    rows = []
+    for node in workflow.get("status", {}).get("nodes", {}).values():
+        template = node.get("templateRef", {}).get("template") or node.get("templateName")
+        if node.get("type") != "Pod" or template not in CELL_TEMPLATES:
+            continue
+        number = ATTEMPT.search(node.get("name", ""))
+        attempt = int(number.group(1)) if number else 0
+        created, finished = _time(node.get("startedAt")), _time(node.get("finishedAt"))
+        rows.append(Attempt(
+            workflow=workflow["metadata"]["name"], cell=_parameter(node, "id"), attempt=attempt,
+            phase=node.get("phase", ""), exit_code=str(node.get("outputs", {}).get("exitCode", "")),
+            cpu_request=_parameter(node, "cpu" if attempt == 0 else "retry-cpu"),
+            memory_request=_parameter(node, "memory" if attempt == 0 else "retry-memory"),
+            created_at=node.get("startedAt") or "", finished_at=node.get("finishedAt") or "",
+            seconds=(finished - created).total_seconds() if created and finished else None,
+            message=(node.get("message") or "")[:200]))
+    return sorted(rows, key=lambda a: (a.created_at, a.cell, a.attempt))
+
+
+def load(path: Path) -> dict:
+    """A kept Workflow (.json or .json.gz)."""
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+def summary_lines(attempts: list[Attempt]) -> list[str]:
+    """A markdown table of outcomes per Workflow, then the cells that needed more than one attempt."""
+    lines = ["| workflow | attempts | succeeded | late (exit 75) | failed otherwise | unfinished | cells stored |",
+             "|---|---|---|---|---|---|---|"]
+    for workflow in dict.fromkeys(a.workflow for a in attempts):
+        mine = [a for a in attempts if a.workflow == workflow]
+        counts = Counter(a.outcome for a in mine)
+        stored = len({a.cell for a in mine if a.outcome == "succeeded"})
+        lines.append(f"| {workflow} | {len(mine)} | {counts['succeeded']} ({counts['succeeded'] / len(mine):.0%}) | "
+                     f"{counts['late']} | {counts['failed']} | {counts['unfinished']} | {stored} |")
+    retried = Counter(a.cell for a in attempts if a.attempt > 0)
+    lines += ["", f"Cells retried at least once: {len(retried)}; attempts past the first: {sum(retried.values())}."]
+    return lines
+
+
+def draw(attempts: list[Attempt], path: Path) -> None:
+    """Attempts ended so far, by outcome, over the run: how fast cells were stored and how many
+    attempts were spent on late or failed ones meanwhile."""
+    ended = sorted((_time(a.finished_at), a.outcome) for a in attempts if a.finished_at)
+    if not ended:
+        return
+    start = min(_time(a.created_at) for a in attempts if a.created_at)
+    fig = Figure(figsize=(9, 3.5), layout="constrained")  # the Agg canvas, as ccsweep's figures
+    ax = fig.subplots()
+    for outcome, colour in (("succeeded", "tab:green"), ("late", "tab:orange"), ("failed", "tab:red")):
+        minutes = [(at - start).total_seconds() / 60 for at, o in ended if o == outcome]
+        ax.step([0, *minutes], range(len(minutes) + 1), where="post", color=colour,
+                label=f"{outcome} ({len(minutes)})")
+    ax.set_xlabel("minutes since the first attempt was created")
+    ax.set_ylabel("attempts ended")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.savefig(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cluster.attempts", description=__doc__.split("\n\n")[0])
+    parser.add_argument("workflows", type=Path, nargs="+", help="kept Workflows (.json or .json.gz)")
+    parser.add_argument("--csv", type=Path, help="write one row per attempt here")
+    parser.add_argument("--figure", type=Path, help="write the attempts-in-flight figure here (PNG or SVG)")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.workflows if not p.is_file()]
+    if missing:
+        parser.error(f"workflows: no such file: {missing[0]}")
+    attempts = [a for path in args.workflows for a in attempts_of(load(path))]
+    if args.csv:
+        with args.csv.open("w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=[f.name for f in fields(Attempt)] + ["outcome"])
+            writer.writeheader()
+            writer.writerows({**asdict(a), "outcome": a.outcome} for a in attempts)
+    if args.figure:
+        draw(attempts, args.figure)
+    print("\n".join(summary_lines(attempts)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
