@@ -226,6 +226,18 @@ def test_cells_retry_only_infrastructure_failures():
         assert not retried("Failed", code)
 
 
+def test_every_retried_step_bounds_each_attempt_and_no_step_bounds_its_retries_by_the_first():
+    """Argo's backoff.maxDuration counts from the first attempt's creation (its wait to be
+    scheduled and its whole run included) and gives a retry only what is left: with 2 min, the
+    full-length run's retries were killed 18-95 s in. Each attempt's deadline and the retry limit
+    bound a step instead."""
+    retried = {name: t for name, t in all_templates().items() if "retryStrategy" in t}
+    assert {"cell", "cell-mahimahi", "plan", "figures"} <= set(retried)
+    for name, template in retried.items():
+        assert "maxDuration" not in template["retryStrategy"].get("backoff", {}), name
+        assert int(template["retryStrategy"]["limit"]) <= 2 and "activeDeadlineSeconds" in template, name
+
+
 def chunk_manifest(**parameters: str) -> dict:
     """The chunk step's child Workflow, its expressions evaluated as Argo does: toJson(x) is x as a JSON
     string, asInt(x) the number, workflow.parameters['a-b'] the same as workflow.parameters.a-b."""
