@@ -8,14 +8,15 @@ This reads them back:
 
 and prints, per Workflow, how many attempts succeeded, came back late (exit 75: the cell's
 self-check kept the record under late/ and the template retried it with twice the requests),
-failed otherwise or never ended. An attempt's times are its Argo pod node's: created (which
-includes any wait to be scheduled) and ended; the figure counts attempts ended, by outcome, over
-the run.
+failed otherwise, were stopped with their Workflow (`argo stop`) or never ended. An attempt's
+times are its Argo pod node's: created (which includes any wait to be scheduled) and ended; the
+figure counts attempts ended, by outcome, over the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import csv
 import gzip
 import json
@@ -28,9 +29,16 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ccsweep.gunzip import gunzip
+
 CELL_TEMPLATES = ("cell", "cell-mahimahi")
 #: `ccsweep cell`'s exit code for a measurement whose link ran late (ccsweep.exitcodes).
 EXIT_LATE = "75"
+#: How Argo's message for a node ends by `argo stop` begins.
+SHUTDOWN = "workflow shutdown with strategy:"
+#: Unpacked node status of one Workflow, at most: etcd holds a Workflow of 1.5 MiB, and node status
+#: compresses about tenfold.
+MAX_NODES_BYTES = 64 << 20
 #: The attempt number Argo appends to a retried node's name: "...(2)".
 ATTEMPT = re.compile(r"\((\d+)\)$")
 
@@ -53,12 +61,15 @@ class Attempt:
 
     @property
     def outcome(self) -> str:
-        """succeeded, late (exit 75), failed (any other end) or unfinished (pending or running)."""
+        """succeeded, late (exit 75), stopped (the Workflow was stopped: the run's end, not the
+        cell's), failed (any other end) or unfinished (pending or running)."""
         if self.phase == "Succeeded":
             return "succeeded"
         if self.phase in ("Pending", "Running"):
             return "unfinished"
-        return "late" if self.exit_code == EXIT_LATE else "failed"
+        if self.exit_code == EXIT_LATE:
+            return "late"
+        return "stopped" if self.message.startswith(SHUTDOWN) else "failed"
 
 
 def _parameter(node: dict, name: str) -> str:
@@ -69,10 +80,19 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
+def nodes_of(workflow: dict) -> dict[str, dict]:
+    """The Workflow's nodes, unpacked where the controller compressed them (past 1 MiB it keeps them
+    gzipped and base64'd in status.compressedNodes); the unpacking is bounded."""
+    status = workflow.get("status", {})
+    if "compressedNodes" in status:
+        return json.loads(gunzip(base64.b64decode(status["compressedNodes"]), MAX_NODES_BYTES))
+    return status.get("nodes", {})
+
+
 def attempts_of(workflow: dict) -> list[Attempt]:
     """The cell pod attempts of one Workflow, in the order they were created."""
     rows = []
-    for node in workflow.get("status", {}).get("nodes", {}).values():
+    for node in nodes_of(workflow).values():
         template = node.get("templateRef", {}).get("template") or node.get("templateName")
         if node.get("type") != "Pod" or template not in CELL_TEMPLATES:
             continue
@@ -90,6 +110,15 @@ def attempts_of(workflow: dict) -> list[Attempt]:
     return sorted(rows, key=lambda a: (a.created_at, a.cell, a.attempt))
 
 
+def read_attempts(path: Path) -> list[Attempt]:
+    """Attempts back from a CSV this module wrote."""
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    names = [f.name for f in fields(Attempt)]
+    return [Attempt(**{**{n: row[n] for n in names}, "attempt": int(row["attempt"]),
+                       "seconds": float(row["seconds"]) if row["seconds"] else None}) for row in rows]
+
+
 def load(path: Path) -> dict:
     """A kept Workflow (.json or .json.gz)."""
     raw = path.read_bytes()
@@ -98,35 +127,40 @@ def load(path: Path) -> dict:
 
 def summary_lines(attempts: list[Attempt]) -> list[str]:
     """A markdown table of outcomes per Workflow, then the cells that needed more than one attempt."""
-    lines = ["| workflow | attempts | succeeded | late (exit 75) | failed otherwise | unfinished | cells stored |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| workflow | attempts | succeeded | late (exit 75) | failed otherwise | stopped with the Workflow "
+             "| unfinished | cells stored |",
+             "|---|---|---|---|---|---|---|---|"]
     for workflow in dict.fromkeys(a.workflow for a in attempts):
         mine = [a for a in attempts if a.workflow == workflow]
         counts = Counter(a.outcome for a in mine)
         stored = len({a.cell for a in mine if a.outcome == "succeeded"})
         lines.append(f"| {workflow} | {len(mine)} | {counts['succeeded']} ({counts['succeeded'] / len(mine):.0%}) | "
-                     f"{counts['late']} | {counts['failed']} | {counts['unfinished']} | {stored} |")
+                     f"{counts['late']} | {counts['failed']} | {counts['stopped']} | {counts['unfinished']} | "
+                     f"{stored} |")
     retried = Counter(a.cell for a in attempts if a.attempt > 0)
     lines += ["", f"Cells retried at least once: {len(retried)}; attempts past the first: {sum(retried.values())}."]
     return lines
 
 
 def draw(attempts: list[Attempt], path: Path) -> None:
-    """Attempts ended so far, by outcome, over the run: how fast cells were stored and how many
-    attempts were spent on late or failed ones meanwhile."""
-    ended = sorted((_time(a.finished_at), a.outcome) for a in attempts if a.finished_at)
-    if not ended:
+    """Attempts ended so far, by outcome, over each Workflow's run (one panel each): how fast cells
+    were stored and how many attempts were spent on late or failed ones meanwhile."""
+    workflows = list(dict.fromkeys(a.workflow for a in attempts if a.finished_at))
+    if not workflows:
         return
-    start = min(_time(a.created_at) for a in attempts if a.created_at)
-    fig = Figure(figsize=(9, 3.5), layout="constrained")  # the Agg canvas, as ccsweep's figures
-    ax = fig.subplots()
-    for outcome, colour in (("succeeded", "tab:green"), ("late", "tab:orange"), ("failed", "tab:red")):
-        minutes = [(at - start).total_seconds() / 60 for at, o in ended if o == outcome]
-        ax.step([0, *minutes], range(len(minutes) + 1), where="post", color=colour,
-                label=f"{outcome} ({len(minutes)})")
-    ax.set_xlabel("minutes since the first attempt was created")
-    ax.set_ylabel("attempts ended")
-    ax.legend(loc="upper left", fontsize=8)
+    fig = Figure(figsize=(9, 2.8 * len(workflows)), layout="constrained")  # the Agg canvas, as ccsweep's figures
+    for ax, workflow in zip(fig.subplots(len(workflows), 1, squeeze=False)[:, 0], workflows, strict=True):
+        mine = [a for a in attempts if a.workflow == workflow]
+        start = min(_time(a.created_at) for a in mine if a.created_at)
+        ended = sorted((_time(a.finished_at), a.outcome) for a in mine if a.finished_at)
+        for outcome, colour in (("succeeded", "tab:green"), ("late", "tab:orange"), ("failed", "tab:red")):
+            minutes = [(at - start).total_seconds() / 60 for at, o in ended if o == outcome]
+            ax.step([0, *minutes], range(len(minutes) + 1), where="post", color=colour,
+                    label=f"{outcome} ({len(minutes)})")
+        ax.set_title(workflow, fontsize=9)
+        ax.set_xlabel("minutes since its first attempt was created")
+        ax.set_ylabel("attempts ended")
+        ax.legend(loc="upper left", fontsize=8)
     fig.savefig(path)
 
 
