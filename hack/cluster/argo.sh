@@ -61,6 +61,10 @@ data:
     enabled: true
     port: $METRICS_PORT
     secure: false
+  # As docs/install.md sets it up: only Workflows that reference a WorkflowTemplate run, with no
+  # pod fields of their own (the controller's env below adds parallelism to what they may set).
+  workflowRestrictions: |
+    templateReferencing: Strict
 EOT
 }
 
@@ -74,8 +78,10 @@ start_controller() {
     return
   fi
   mkdir -p "$BASE/logs" "$BASE/pids"
-  # One controller, no leader election; it watches every namespace.
-  start_daemon workflow-controller env LEADER_ELECTION_DISABLE=true "$REPO_BIN/workflow-controller" \
+  # One controller, no leader election; it watches every namespace. Under Strict a Workflow may
+  # set its own spec.parallelism (a Sweep's run.parallelism, chunk Workflows) only with this.
+  start_daemon workflow-controller env LEADER_ELECTION_DISABLE=true WORKFLOW_USER_OVERRIDE_ALLOWLIST=parallelism \
+    "$REPO_BIN/workflow-controller" \
     --kubeconfig="$BASE/admin.kubeconfig" --namespace="$ARGO_NAMESPACE" \
     --executor-image="$ARGOEXEC_IMAGE" --executor-image-pull-policy=Never --loglevel=info
   # Its metrics server starts once it has read its configuration and begun to work.

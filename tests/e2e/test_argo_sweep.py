@@ -257,53 +257,52 @@ def param(node: dict, name: str, where: str = "inputs") -> str | None:
 
 
 # Run last: they re-run cells of the sweep above (retry behaviour of the cell template).
-def run_cells(cluster: TestCluster, sweep: SweepRun, cell_ids: list[str], on_pod=None) -> dict:
-    """Run the cell template alone for each id (as the sweep's fan-out does); return the Workflow.
+def run_cell(cluster: TestCluster, sweep: SweepRun, cell_id: str, on_pod=None) -> dict:
+    """Run the cell template alone for `cell_id` (as the sweep's fan-out does); return the Workflow.
 
-    on_pod(cell_id, pod_name) is called once per cell as soon as its first pod's main container runs
-    and the controller has its node as Running. (A pod lost while its node is still Pending is
-    simply created again under the same name, without a retry: not the case under test.) Each
-    cell gets the node selector the plan gave it, as the fan-out passes it: a cell pod refuses
-    any other (a cell not in the plan gets none, and fails on that first).
+    The Workflow references ccsweep-cell with `cell` as its entrypoint and the cell's parameters as
+    its arguments: under the cluster's Strict template referencing no Workflow may carry templates
+    of its own. on_pod(cell_id, pod_name) is called once as soon as the cell's first pod's main
+    container runs and the controller has its node as Running. (A pod lost while its node is still
+    Pending is simply created again under the same name, without a retry: not the case under
+    test.) The cell gets the node selector the plan gave it, as the fan-out passes it: a cell pod
+    refuses any other (a cell not in the plan gets none, and fails on that first).
     """
     selectors = {item["id"]: item["node_selector"] for item in sweep.planned()}
-    steps = [[{"name": f"cell{i}", "templateRef": {"name": "ccsweep-cell", "template": "cell"},
-               "arguments": {"parameters": [
-                   {"name": "sweep", "value": sweep.name}, {"name": "id", "value": cell_id},
-                   {"name": "node-selector", "value": json.dumps(selectors.get(cell_id, {}))},
-                   {"name": "experiment", "value": "e2e"},
-                   {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.store_prefix}"},
-                   {"name": "image", "value": CELL_IMAGE}, {"name": "image-pull-policy", "value": "Never"},
-                   {"name": "pushgateway", "value": f"{NODE_IP}:9091"},
-                   # A retry asks for twice the first attempt's CPU, as the plan gives it (the
-                   # template's default, 2 cores, is more than this 2-core node can hold beside
-                   # Argo's wait container).
-                   {"name": "cpu", "value": "500m"}, {"name": "retry-cpu", "value": "1"},
-                   # The sweep's default argument (the chart's) does not reach a cell template named
-                   # directly: the bookkeeping threshold, as the fan-out would pass it.
-                   {"name": "lateness-threshold-us", "value": BOOKKEEPING_THRESHOLD_US}]}}
-              for i, cell_id in enumerate(cell_ids)]]
+    parameters = [
+        {"name": "sweep", "value": sweep.name}, {"name": "id", "value": cell_id},
+        {"name": "node-selector", "value": json.dumps(selectors.get(cell_id, {}))},
+        {"name": "experiment", "value": "e2e"},
+        {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.store_prefix}"},
+        {"name": "image", "value": CELL_IMAGE}, {"name": "image-pull-policy", "value": "Never"},
+        {"name": "pushgateway", "value": f"{NODE_IP}:9091"},
+        # A retry asks for twice the first attempt's CPU, as the plan gives it (the template's
+        # default, 2 cores, is more than this 2-core node can hold beside Argo's wait container).
+        {"name": "cpu", "value": "500m"}, {"name": "retry-cpu", "value": "1"},
+        # The sweep's default argument (the chart's) does not reach a cell template named
+        # directly: the bookkeeping threshold, as the fan-out would pass it.
+        {"name": "lateness-threshold-us", "value": BOOKKEEPING_THRESHOLD_US}]
     workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
                 "metadata": {"generateName": "e2e-cells-", "namespace": sweep.namespace},
-                "spec": {"entrypoint": "main", "serviceAccountName": "ccsweep-workflow",
-                         "templates": [{"name": "main", "steps": steps}]}}
+                "spec": {"workflowTemplateRef": {"name": "ccsweep-cell"}, "entrypoint": "cell",
+                         "arguments": {"parameters": parameters}}}
     watch = PodWatch(cluster, sweep.namespace, "app.kubernetes.io/component=cell")
     try:
         created = cluster.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(workflow)).stdout
         name = created.strip().split("/")[-1]
-        pending = set(cell_ids) if on_pod else set()
+        pending = on_pod is not None
         deadline = time.time() + 120
         while pending and time.time() < deadline:
             running = running_nodes(cluster, sweep.namespace, name)
             for pod_name, events in watch.pods().items():
                 meta = events[0].pod["metadata"]
-                cell_id = meta.get("labels", {}).get("ccsweep.io/cell")
                 node_id = meta.get("annotations", {}).get("workflows.argoproj.io/node-id")
-                if cell_id in pending and node_id in running and PodWatch.first(events, PodWatch.main_started):
+                if (pending and meta.get("labels", {}).get("ccsweep.io/cell") == cell_id and node_id in running
+                        and PodWatch.first(events, PodWatch.main_started)):
                     on_pod(cell_id, pod_name)
-                    pending.discard(cell_id)
+                    pending = False
             time.sleep(0.2)
-        assert not pending, f"cells whose pod never started: {pending}"
+        assert not pending, f"the pod of cell {cell_id} never started"
         cluster.argo("wait", "-n", sweep.namespace, name, timeout=WORKFLOW_TIMEOUT_S, check=False)
     finally:
         watch.stop()
@@ -329,7 +328,7 @@ def attempts(workflow: dict, cell_id: str) -> list[dict]:
 def test_a_cell_that_exits_with_an_error_is_not_retried(argo: TestCluster, sweep: SweepRun):
     """exit 1 (cell failed), 2 (bad input), 3 (no such algorithm): the same again if retried."""
     bogus = "0123456789abcdef"  # not a cell of the sweep: `ccsweep cell` exits 2 (1 without an S3 store)
-    workflow = run_cells(argo, sweep, [bogus])
+    workflow = run_cell(argo, sweep, bogus)
     (attempt,) = attempts(workflow, bogus)
     assert attempt["phase"] == "Failed"
     assert attempt["outputs"]["exitCode"] in ("1", "2")
@@ -345,7 +344,7 @@ def test_a_cell_whose_pod_is_deleted_is_retried(argo: TestCluster, sweep: SweepR
     def delete(_cell: str, pod: str) -> None:
         argo.kubectl("delete", "pod", "-n", sweep.namespace, pod, "--grace-period=0", "--force", "--wait=false")
 
-    workflow = run_cells(argo, sweep, [cell_id], on_pod=delete)
+    workflow = run_cell(argo, sweep, cell_id, on_pod=delete)
     first, *rest = attempts(workflow, cell_id)
     assert first["phase"] == "Error", first
     assert [a["phase"] for a in rest] == ["Succeeded"]
@@ -380,7 +379,7 @@ def test_a_cell_that_finishes_while_the_store_is_down_keeps_its_result(argo: Tes
         restart[0].start()
 
     try:
-        workflow = run_cells(argo, sweep, [cell_id], on_pod=stop_store)
+        workflow = run_cell(argo, sweep, cell_id, on_pod=stop_store)
     finally:
         for timer in restart:
             timer.join()
