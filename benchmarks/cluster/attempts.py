@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import base64
 import csv
-import gzip
 import json
 import re
 import sys
@@ -36,8 +35,8 @@ CELL_TEMPLATES = ("cell", "cell-mahimahi")
 EXIT_LATE = "75"
 #: How Argo's message for a node ends by `argo stop` begins.
 SHUTDOWN = "workflow shutdown with strategy:"
-#: Unpacked node status of one Workflow, at most: etcd holds a Workflow of 1.5 MiB, and node status
-#: compresses about tenfold.
+#: Unpacked node status (or kept Workflow) of one Workflow, at most: etcd holds a Workflow of
+#: 1.5 MiB, and node status compresses about tenfold.
 MAX_NODES_BYTES = 64 << 20
 #: The attempt number Argo appends to a retried node's name: "...(2)".
 ATTEMPT = re.compile(r"\((\d+)\)$")
@@ -120,9 +119,9 @@ def read_attempts(path: Path) -> list[Attempt]:
 
 
 def load(path: Path) -> dict:
-    """A kept Workflow (.json or .json.gz)."""
+    """A kept Workflow (.json or .json.gz); the unpacking is bounded as the nodes' is."""
     raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    return json.loads(gunzip(raw, MAX_NODES_BYTES) if path.suffix == ".gz" else raw)
 
 
 def summary_lines(attempts: list[Attempt]) -> list[str]:

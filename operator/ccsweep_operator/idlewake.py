@@ -19,18 +19,15 @@ import signal
 import sys
 
 from ccsweep.linkrules import LinkError
-from ccsweep.runner.wakelatency import CPU_LATENCY_QOS, MAX_BOUND_US, WakeRequest, idle_wake_bound
+from ccsweep.runner.wakelatency import CPU_LATENCY_QOS, MAX_BOUND_US, WakeRequest, idle_wake_bound, parse_bound_us
 
 
 def bound_us(text: str) -> int:
-    """argparse's type: a whole number of microseconds from 0 to MAX_BOUND_US."""
+    """argparse's type: the runner's own parsing, its message kept (argparse drops a ValueError's)."""
     try:
-        bound = int(text)
-    except ValueError:
-        bound = -1
-    if not 0 <= bound <= MAX_BOUND_US:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of microseconds from 0 to {MAX_BOUND_US}")
-    return bound
+        return parse_bound_us(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,12 +56,21 @@ def requested_bound() -> WakeRequest:
     if text == OFF:
         return WakeRequest(None, explicit=True)
     try:
+        return WakeRequest(parse_bound_us(text), explicit=True)
+    except ValueError as exc:
+        raise LinkError(f"{ENV}={text!r}: {exc}, or {OFF}") from None
+
+
+def parse_bound_us(text: str) -> int:
+    """A bound written as text (the variable, the node setup's argument): a whole number of
+    microseconds from 0 to MAX_BOUND_US, else ValueError saying so."""
+    try:
         bound = int(text)
     except ValueError:
         bound = -1
     if not 0 <= bound <= MAX_BOUND_US:
-        raise LinkError(f"{ENV}={text!r}: give a whole number of microseconds from 0 to {MAX_BOUND_US}, or {OFF}")
-    return WakeRequest(bound, explicit=True)
+        raise ValueError(f"give a whole number of microseconds from 0 to {MAX_BOUND_US}")
+    return bound
 
 
 @contextmanager
