@@ -125,18 +125,20 @@ def test_droptail_never_exceeds_its_limit(link, queue, limit_key, limit):
     # The live stats lines carry the same running maximum, never decreasing.
     live = [line["uplink"][f"queue_{limit_key}_max"] for line in emu.stats()]
     assert live == sorted(live) and live[-1] <= up[f"queue_{limit_key}_max"], live
-    # Seen from outside: no ping waited longer than a full queue plus one packet in service
-    # (24-50 ms here), with 10 ms for scheduling on a loaded machine. An unbounded queue fed at
-    # twice its rate would reach seconds.
-    summary = re.search(r"= [\d.]+/[\d.]+/([\d.]+)/", ping)
-    if summary is None:
+    # Seen from outside: the typical ping waited no longer than a full queue plus one packet in
+    # service (24-50 ms here), with 10 ms for scheduling on a loaded machine. A single reply may
+    # be later: on CI one of 30 read 47 ms and the next 17 ms, a 14 ms stall of the machine, not
+    # of the queue. Every reply stays within 100 ms: an unbounded queue fed at twice its rate
+    # grows by 500 ms each second, so it would read seconds.
+    rtts = sorted(float(ms) for ms in re.findall(r"time=([\d.]+) ms", ping))
+    if not rtts:
         # Every ping met a full queue: the flood refills it between departures, and a full make
         # test once lost all 30. The emulator's own maxima above are then the whole check.
         assert " 0 received" in ping, ping
         return
-    max_rtt = float(summary.group(1))
     service_ms = (queue_bytes + OPPORTUNITY_BYTES) / OPPORTUNITY_BYTES * OPPORTUNITY_IP_BITS / rate * 1e3
-    assert max_rtt <= 2 * delay_ms + service_ms + 10, ping
+    assert statistics.median(rtts) <= 2 * delay_ms + service_ms + 10, ping
+    assert rtts[-1] <= 100, ping
 
 
 def trace_opportunities(path, start_s: float, end_s: float) -> int:
