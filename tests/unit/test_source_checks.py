@@ -102,6 +102,11 @@ CASES: dict[str, tuple[dict[str, Any], tuple[Any, Any], tuple[Any, Any]]] = {
     # Half the payload ideal at 40 %: 0.5 x 0.6 x 100 x 1448/1500 = 29.0.
     "rebbr-bbr-holds": ({"cc": ["bbr"], "loss_percent": [40]}, (goodput(lambda c: 29.5), None),
                         (goodput(lambda c: 28.5), None)),
+    # The same claim per pacing mode: each reads its own algorithm's cells only.
+    "rebbr-bbr-holds-bpf-paced": ({"cc": ["bbr_bpf"], "loss_percent": [40]}, (goodput(lambda c: 29.5), None),
+                                  (goodput(lambda c: 28.5), None)),
+    "rebbr-bbr-holds-unpaced": ({"cc": ["bbr_unpaced"], "loss_percent": [40]}, (goodput(lambda c: 29.5), None),
+                                (goodput(lambda c: 28.5), None)),
     "rebbr-bbr-beats-others": ({"cc": ["bbr", "cubic", "reno"], "loss_percent": [1]},
                                (by_cc(bbr=90, cubic=10, reno=9), None), (by_cc(bbr=90, cubic=10, reno=91), None)),
     # (BBR - CUBIC) / rate: 0.05 at 1 Mbit/s against 0.8 at 100 passes; 0.85 at 1 Mbit/s does not.
@@ -147,6 +152,20 @@ def test_source_claim_passes_and_fails(claim_id: str):
     failed = verdicts(claim_id, experiment(exp, *failing))
     assert passed and all(v is True for v in passed), passed
     assert failed and any(v is False for v in failed), failed
+
+
+def test_bbr_holds_is_judged_per_pacing_mode():
+    """Paced BBR collapsed and unpaced BBR held, in one experiment: each claim reads its own cells and
+    says its pacing mode and why it decides the cliff."""
+    data = experiment({"cc": ["bbr", "bbr_bpf", "bbr_unpaced"], "loss_percent": [40]},
+                      goodput(lambda c: 29.5 if c.params.cc_label == "bbr_unpaced" else 0.5))
+    assert verdicts("rebbr-bbr-holds", data) == [False]
+    assert verdicts("rebbr-bbr-holds-bpf-paced", data) == [False]
+    assert verdicts("rebbr-bbr-holds-unpaced", data) == [True]
+    statements = {c.id: c.statement for c in SOURCE_CLAIMS}
+    unpaced, paced = statements["rebbr-bbr-holds-unpaced"], statements["rebbr-bbr-holds"]
+    assert "unpaced" in unpaced and "2 (1 − p) < 1" in unpaced
+    assert "paced" in paced and "1.25 (1 − p) < 1" in paced
 
 
 def test_every_source_claim_has_a_case_a_source_and_what_it_measured():
@@ -289,6 +308,10 @@ RECORDED = [
     # BBR holds to 10 % loss and not from 15 % on this kernel (ReBBR's 4.11.1 held to about 45 %), 10 runs a cell.
     Recorded("full-length/store", "rebbr-bbr-holds", ["pass", "pass", "fail", "fail", "fail", "fail", "fail"],
              "0.783 Mbit/s vs bound 38.6", sweep="figure8-seeds"),
+    # The same check per pacing mode, moved onto the kernel BBR's cells: no BPF cells are recorded here.
+    *(Recorded("full-length/store", claim_id, ["pass", "pass", "fail", "fail", "fail", "fail", "fail"],
+               "0.783 Mbit/s vs bound 38.6", {"cc": "bbr"}, sweep="figure8-seeds")
+      for claim_id in ("rebbr-bbr-holds-bpf-paced", "rebbr-bbr-holds-unpaced")),
     # The sources' claims that checks.py holds. ReBBR's 2 ms RTT at 1 % loss ran once a cell (at 10 Mbit/s CUBIC's
     # Mathis rate is the link's, so it reads fail there); at 40 ms CUBIC is further below BBR, and at 0.001 %
     # loss CUBIC fills the link as BBR does.

@@ -389,6 +389,20 @@ NO_LOSS = (0.0, 0.0)
 ONE_BDP = (0.98, 1.021)
 
 REBBR = "ReBBR (Hsiao and Muindi, CS244 2017)"
+#: Why pacing decides where BBR's cliff sits, in one sentence a verdict carries.  With a random loss
+#: p, BBR's delivery-rate samples read (1 - p) × what it sends; paced, it sends at most 1.25 × its
+#: estimate in the probing phase, so the estimate shrinks once 1.25 (1 - p) < 1, at p = 20 %;
+#: unpaced, only its cwnd of 2 × the estimated BDP bounds a round trip's sending: 2 (1 - p) < 1 at 50 %.
+PACED_WHY = ("Paced, BBR sends at most 1.25 × its bandwidth estimate, which falls once 1.25 (1 − p) < 1, "
+             "from 20 % loss.")
+UNPACED_WHY = ("Unpaced (as on Linux before 4.13 without the fq qdisc, likely ReBBR's case), only its cwnd of "
+               "2 × the estimated BDP bounds it, which falls once 2 (1 − p) < 1, from 50 % loss.")
+#: ReBBR's "BBR holds" claim once per pacing mode: (claim id, algorithm, who, why).
+BBR_PACING_MODES = (
+    ("rebbr-bbr-holds", "bbr", "BBR (the kernel's, paced by TCP)", PACED_WHY),
+    ("rebbr-bbr-holds-bpf-paced", "bbr_bpf", "BBR through BPF, paced (bbr_bpf, the control)", PACED_WHY),
+    ("rebbr-bbr-holds-unpaced", "bbr_unpaced", "BBR through BPF, unpaced (bbr_unpaced)", UNPACED_WHY),
+)
 REBBR_MEASURED = "ReBBR measured on Linux 4.11.1 under Mahimahi, one run per cell, bottleneck throughput."
 SHALLOW = "Shallow-buffer study (an untitled, unsigned write-up)"
 SHALLOW_MEASURED = ("A testbed with one bottleneck router (no emulator, queue discipline or kernel named); "
@@ -400,11 +414,12 @@ SOURCE_CLAIMS = [
           "one BBR and one CUBIC flow on ReBBR's path (100 Mbit/s, 100 ms), 0.001 % loss",
           Scoped(_cubic_above_at_lowest, replace(REBBR_PATH, loss=(1e-5, 1e-5))),
           "ReBBR's figure8.csv at 0.001 %: CUBIC 98.81 Mbit/s, BBR 95.36 (CUBIC 3.6 % above). " + REBBR_MEASURED),
-    Claim("rebbr-bbr-holds", f"BBR's steady-state goodput ≥ {HOLDS_SHARE:g} × the payload-rate ideal at every loss "
-          f"below {REBBR_HOLDS_TO:.0%} (ReBBR's kernel: Linux 4.11.1; each verdict names the cell's)",
-          f"{REBBR}: BBR keeps its throughput up to about 45 % loss on Linux 4.11.1 (the paper's fell at 20 %)",
-          "one BBR flow on ReBBR's path (100 Mbit/s, 100 ms), 0 < p < 45 %",
-          Scoped(_bbr_holds, replace(REBBR_PATH, cc="bbr")), REBBR_MEASURED),
+    *(Claim(claim_id, f"{who}: steady-state goodput ≥ {HOLDS_SHARE:g} × the payload-rate ideal at every loss below "
+            f"{REBBR_HOLDS_TO:.0%} (ReBBR's kernel: Linux 4.11.1; each verdict names the cell's). {why}",
+            f"{REBBR}: BBR keeps its throughput up to about 45 % loss on Linux 4.11.1 (the paper's fell at 20 %)",
+            f"one {cc} flow on ReBBR's path (100 Mbit/s, 100 ms), 0 < p < 45 %",
+            Scoped(_bbr_holds, replace(REBBR_PATH, cc=cc)), REBBR_MEASURED)
+      for claim_id, cc, who, why in BBR_PACING_MODES),
     Claim("rebbr-bbr-beats-others", "At 100 Mbit/s, 100 ms and 1 % loss BBR's steady-state goodput is at least "
           f"{BEATS:g} × each other algorithm's",
           f"{REBBR}, algorithms experiment: BBR beats BIC, CUBIC, Reno, Vegas and Westwood (BIC and Westwood second)",

@@ -1,0 +1,90 @@
+"""Where a goodput-vs-loss curve falls off its cliff, with a bootstrap interval.
+
+BBR's curve does not decline, it drops: on this kernel it holds near the payload-rate ideal to
+about 15 % loss and delivers almost nothing from 20 %. Where it drops is the number that tells
+two BBRs apart (ReBBR's held to about 45 %), so it is read as one: the lowest loss rate of the
+grid at which the median run falls below `share` of the payload-rate ideal.
+
+The cliff is a grid point, so its interval is made of grid points too: each bootstrap resample
+draws every cell's runs again, each cell on its own (runs of different cells are independent),
+and reads the cliff again; the interval is the percentile range of those readings, widened to
+the grid points around it. A curve that never falls has its cliff "above the grid", one step past
+the highest loss rate. The generator is seeded (`stats.BOOTSTRAP_SEED`): the same runs always give
+the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccsweep.results.quantities import payload_ideal_mbps
+from ccsweep.stats import BOOTSTRAP_SEED, CONFIDENCE, RESAMPLES
+
+#: ReBBR's reading of "keeps its throughput": at least half the payload-rate ideal.
+HALF = 0.5
+
+
+@dataclass(frozen=True)
+class Cliff:
+    """The cliff of one curve: indexes into `losses`, where len(losses) means above the grid."""
+
+    #: The grid's loss rates (fractions), ascending.
+    losses: tuple[float, ...]
+    index: int
+    #: The interval's ends; None where no cell has two runs (nothing to resample).
+    low: int | None
+    high: int | None
+    #: Runs per cell, in the grid's order.
+    runs: tuple[int, ...]
+    share: float = HALF
+    confidence: float = CONFIDENCE
+
+    def loss(self, index: int | None = None) -> float | None:
+        """The loss rate at `index` (default: the cliff's), None above the grid."""
+        at = self.index if index is None else index
+        return self.losses[at] if at < len(self.losses) else None
+
+    def _percent(self, index: int) -> str:
+        loss = self.loss(index)
+        return f"above {self.losses[-1] * 100:g}" if loss is None else f"{loss * 100:g}"
+
+    def describe(self) -> str:
+        """'20 % [15, 25 %] (95 % bootstrap CI, 5-10 runs a cell)': what a table prints."""
+        span = f"{min(self.runs)}" if min(self.runs) == max(self.runs) else f"{min(self.runs)}-{max(self.runs)}"
+        if self.low is None or self.high is None:
+            return f"{self._percent(self.index)} % (no interval, {span} run a cell)"
+        return (f"{self._percent(self.index)} % [{self._percent(self.low)}, {self._percent(self.high)} %] "
+                f"({self.confidence * 100:g} % bootstrap CI, {span} runs a cell)")
+
+
+def find_cliff(runs_by_loss: Mapping[float, Sequence[float]], rate_mbps: float, share: float = HALF) -> Cliff:
+    """The cliff of one curve: `runs_by_loss` maps each loss rate (a fraction) to its runs' goodputs
+    (Mbit/s, non-finite ones dropped), on a link of `rate_mbps`."""
+    losses = tuple(sorted(runs_by_loss))
+    samples = [np.asarray([v for v in runs_by_loss[loss] if math.isfinite(v)], dtype=float) for loss in losses]
+    empty = [f"{loss * 100:g} %" for loss, sample in zip(losses, samples, strict=True) if sample.size == 0]
+    if not losses or empty:
+        raise ValueError(f"a cliff needs runs at every loss rate; none at {', '.join(empty) or 'any'}")
+    bounds = np.asarray([share * payload_ideal_mbps(rate_mbps, loss) for loss in losses])
+
+    def first_below(*cells: np.ndarray, axis: int = -1) -> np.ndarray:
+        below = np.stack([np.median(cell, axis=axis) for cell in cells], axis=-1) < bounds
+        return np.where(below.any(axis=-1), below.argmax(axis=-1), len(losses)).astype(float)
+
+    index = int(first_below(*samples))
+    runs = tuple(int(s.size) for s in samples)
+    if max(runs) < 2:
+        return Cliff(losses, index, None, None, runs, share)
+    from scipy import stats
+
+    result = stats.bootstrap(tuple(samples), first_below, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+                             method="percentile", vectorized=True, axis=-1,
+                             rng=np.random.default_rng(BOOTSTRAP_SEED))
+    low, high = result.confidence_interval.low, result.confidence_interval.high
+    # A resample distribution of one value leaves scipy's interval undefined: the cliff is that value.
+    low, high = (index, index) if np.isnan(low) or np.isnan(high) else (math.floor(low), math.ceil(high))
+    return Cliff(losses, index, min(low, index), max(high, index), runs, share)
