@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ccsweep.results.cliff import find_cliff
+from ccsweep.results.cliff import experiment_cliffs, find_cliff
+from ccsweep.results.data import load_sweep
 from ccsweep.results.quantities import payload_ideal_mbps
+from ccsweep.store import FileStore
 
 GRID = [0.01, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
 RATE = 100.0
@@ -59,3 +63,20 @@ def test_a_loss_rate_without_runs_is_refused_by_name():
     runs[0.3] = [float("nan")]
     with pytest.raises(ValueError, match="none at 30 %"):
         find_cliff(runs, RATE)
+
+
+def test_bbrs_cliff_on_this_kernel_from_the_committed_full_length_runs():
+    """figure8-seeds' 10 runs a cell (tests/fixtures/full-length): BBR drops at 15 % on ccsweep-link,
+    and at 15 % with 20 % inside the interval on Mahimahi; CUBIC, loss-bound, at 0.1 % on both."""
+    store = FileStore(Path(__file__).parents[1] / "fixtures" / "full-length" / "store")
+    found = {}
+    for sweep in ("figure8-seeds", "figure8-seeds-mahimahi"):
+        for data in load_sweep(store, sweep).experiments:
+            for row in experiment_cliffs(data):
+                found[row.series.split(",")[0], row.link] = row.cliff.describe()
+    assert found == {
+        ("BBR", "ccsweep-link"): "15 % [15, 15 %] (95 % bootstrap CI, 10 runs a cell)",
+        ("BBR", "mahimahi"): "15 % [15, 20 %] (95 % bootstrap CI, 10 runs a cell)",
+        ("CUBIC", "ccsweep-link"): "0.1 % [0.1, 0.1 %] (95 % bootstrap CI, 10 runs a cell)",
+        ("CUBIC", "mahimahi"): "0.1 % [0.1, 0.1 %] (95 % bootstrap CI, 10 runs a cell)",
+    }

@@ -24,6 +24,7 @@ from ccsweep.checks.claims import run_checks
 from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.cli import main
 from ccsweep.results import rebbr_csv
+from ccsweep.results.cliff import experiment_cliffs
 from ccsweep.results.data import load_sweep
 from ccsweep.results.points import cell_summary
 from ccsweep.specload import parse_spec
@@ -131,6 +132,16 @@ def test_figures_report_and_csv_from_a_fixture_store(kind: str, rendered):
     assert rebbr_csv.read_csv(text) == rows
     for exp in data.experiments:
         assert rebbr_csv.read_csv((out / "rebbr" / f"{exp.name}.csv").read_text()) == rebbr_csv.rows_of(exp.results)
+
+
+def test_report_says_where_each_goodput_vs_loss_curve_falls_off(rendered):
+    root, sweep, out = rendered("goodput-vs-loss")
+    report = html.unescape((out / "report.html").read_text())
+    cliffs = [c for exp in load_sweep(FileStore(root), sweep).experiments for c in experiment_cliffs(exp)]
+    assert cliffs
+    section = report[report.index('id="cliffs"'):report.index('id="selfcheck"')]
+    for c in cliffs:
+        assert f'<td>{c.series}</td><td>{c.link}</td><td class="num">{c.cliff.describe()}</td>' in section
 
 
 def test_figure8_fixture_checks_the_issue_claims(rendered):

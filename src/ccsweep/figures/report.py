@@ -28,6 +28,7 @@ from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import image_name
 from ccsweep.figures.section import Section
 from ccsweep.result import CellResult, SelfCheck
+from ccsweep.results.cliff import experiment_cliffs
 from ccsweep.results.data import ExperimentData, SweepData
 from ccsweep.results.points import cell_summary
 from ccsweep.results.quantities import QUANTITIES
@@ -265,6 +266,8 @@ def report_pieces(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         late=[{**_cell_row(r), "experiments": ", ".join(experiments_of.get(r.cell.id, []))} for r in late],
         failures=sweep.failures,
         runs=runs_rows(sweep),
+        cliffs=[c for data, _, _ in sections if data.experiment.figure == "goodput-vs-loss"
+                for c in experiment_cliffs(data)],
         links={"section": links[0], "figures": links[1]} if links else None,
         collapse_percent=COLLAPSE_FRACTION * 100,
         environment=_environment_summary(results),

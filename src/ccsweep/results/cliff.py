@@ -21,11 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccsweep.results.quantities import payload_ideal_mbps
+from ccsweep.results.data import ExperimentData
+from ccsweep.results.points import cell_summary, group_points, loss_series
+from ccsweep.results.quantities import STEADY_GOODPUT, payload_ideal_mbps
 from ccsweep.stats import BOOTSTRAP_SEED, CONFIDENCE, RESAMPLES
 
 #: ReBBR's reading of "keeps its throughput": at least half the payload-rate ideal.
 HALF = 0.5
+#: A curve of fewer loss rates has no cliff to speak of: one step cannot say where a fall begins.
+MIN_LOSS_RATES = 3
 
 
 @dataclass(frozen=True)
@@ -88,3 +92,28 @@ def find_cliff(runs_by_loss: Mapping[float, Sequence[float]], rate_mbps: float, 
     # A resample distribution of one value leaves scipy's interval undefined: the cliff is that value.
     low, high = (index, index) if np.isnan(low) or np.isnan(high) else (math.floor(low), math.ceil(high))
     return Cliff(losses, index, min(low, index), max(high, index), runs, share)
+
+
+@dataclass(frozen=True)
+class SeriesCliff:
+    """The cliff of one series of an experiment: its cells but the loss, named as a table row."""
+
+    experiment: str
+    series: str
+    link: str
+    cliff: Cliff
+
+
+def experiment_cliffs(data: ExperimentData) -> list[SeriesCliff]:
+    """Each loss series of the experiment on a constant-rate link, of MIN_LOSS_RATES loss rates or
+    more with runs at each, and its cliff in steady-state goodput (the quantity ReBBR's "BBR holds"
+    claim reads); in first-seen order."""
+    out = []
+    for series in loss_series(group_points(data.results), data.experiment.loss_direction):
+        params = series[0].params
+        runs = {point.params.loss: point.values(STEADY_GOODPUT.of) for point in series}
+        if params.bandwidth_mbps is None or len(runs) < MIN_LOSS_RATES or not all(runs.values()):
+            continue
+        out.append(SeriesCliff(data.name, cell_summary(params, repetition=False, loss=False), params.link,
+                               find_cliff(runs, params.bandwidth_mbps)))
+    return out

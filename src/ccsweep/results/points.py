@@ -251,10 +251,11 @@ def series_label(params: CellParams, facets: Sequence[str]) -> str:
     return f"{head} ({', '.join(extra)})" if extra else head
 
 
-def cell_summary(params: CellParams, repetition: bool = True) -> str:
-    """One line naming a cell (or, without the repetition, a point) for tables and check details."""
-    parts = [flows_label(params), _loss_label(params.uplink), f"{params.rtt_ms:g} ms", bottleneck_label(params),
-             queue_label(params)]
+def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True) -> str:
+    """One line naming a cell (or, without the repetition, a point; without the loss, a series along
+    the loss axis) for tables and check details."""
+    parts = [flows_label(params), *([_loss_label(params.uplink)] if loss else []), f"{params.rtt_ms:g} ms",
+             bottleneck_label(params), queue_label(params)]
     if path_label(params) != "symmetric":
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
