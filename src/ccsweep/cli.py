@@ -837,8 +837,8 @@ def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> Non
 @store_option
 @click.option("--store-b", "store_b_url", help="B's store when it is another (two ccsweep versions); default --store.")
 @click.option("--ignore", multiple=True, metavar="PARAM",
-              help="Match cells that differ only in this parameter (link, link_offload or kernel; link takes "
-                   "its offloads along); repeatable.")
+              help="Match cells that differ only in this parameter (link, link_offload, kernel or cc; link "
+                   "takes its offloads along, cc its BPF objects); repeatable.")
 @click.option("--quantity", help="goodput, goodput-steady or bottleneck-throughput [default: goodput; "
                                  "bottleneck-throughput against a CSV, which is ReBBR's \"goodput\"].")
 @click.option("--tolerance", type=float, default=0.10, show_default=True,
@@ -851,9 +851,9 @@ def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | Non
                 quantity: str | None, tolerance: float, alpha: float, csv_path: Path | None) -> None:
     """Compare two sets of results for the same cells as distributions.
 
-    A and B are each SWEEP, SWEEP/EXPERIMENT, either with @link=VALUE, @link_offload=VALUE or
-    @kernel=VALUE to keep only those cells, or published:NAME (ReBBR's CSV of a figure, e.g.
-    published:rebbr-figure8), or csv:PATH (any CSV in ReBBR's columns). Cells match on every
+    A and B are each SWEEP, SWEEP/EXPERIMENT, either with @link=VALUE, @link_offload=VALUE,
+    @kernel=VALUE or @cc=VALUE to keep only those cells, or published:NAME (ReBBR's CSV of a figure,
+    e.g. published:rebbr-figure8), or csv:PATH (any CSV in ReBBR's columns), either with @cc=VALUE. Cells match on every
     parameter but the run's seed and repetition and the --ignore'd ones. For each matched cell: n on
     each side, the medians, the difference of medians with its 95 % bootstrap interval, the
     Mann-Whitney p-value (and in the CSV the Anderson-Darling one), and a verdict: agree, differ or
@@ -861,9 +861,11 @@ def compare_cmd(side_a: str, side_b: str, store_url: str, store_b_url: str | Non
     differences. Examples: the two links of one study, `ccsweep compare full-sweep
     full-sweep-mahimahi --ignore link`; a kernel axis, `ccsweep compare S@kernel=6.1.0
     S@kernel=6.8.0 --ignore kernel`; ccsweep-link's offloads on and off, `ccsweep compare
-    S@link_offload=tso S@link_offload=none --ignore link_offload`; ReBBR's numbers, `ccsweep compare
-    figure8 published:rebbr-figure8`. Exit status 0 whatever the verdicts; 2 for a side or option
-    that cannot be compared.
+    S@link_offload=tso S@link_offload=none --ignore link_offload`; two algorithms, `ccsweep compare
+    rebbr-pacing@cc=bbr rebbr-pacing@cc=bbr_unpaced --ignore cc`; ReBBR's numbers, `ccsweep compare
+    figure8 published:rebbr-figure8`, or its BBR against another, `ccsweep compare
+    rebbr-pacing@cc=bbr_unpaced published:rebbr-figure8@cc=bbr --ignore cc`. Exit status 0
+    whatever the verdicts; 2 for a side or option that cannot be compared.
     """
     from ccsweep import compare as cmp
 

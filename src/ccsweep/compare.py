@@ -53,7 +53,7 @@ from ccsweep.store import ResultStore
 
 Verdict = Literal["agree", "differ", "not settled"]
 #: Parameters a comparison may leave out of the match, and how a side may be filtered by them.
-IGNORABLE = ("link", "link_offload", "kernel")
+IGNORABLE = ("link", "link_offload", "kernel", "cc")
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_ALPHA = 0.05
 MAX_CSV_BYTES = 16 << 20
@@ -151,20 +151,21 @@ class SideRef:
     @property
     def label(self) -> str:
         if self.kind != "sweep":
-            return f"{self.kind}:{self.name}"
+            return f"{self.kind}:{self.name}" + "".join(f"@{k}={v}" for k, v in self.where)
         text = self.name + (f"/{self.experiment}" if self.experiment else "")
         return text + "".join(f"@{k}={v}" for k, v in self.where)
 
 
 def parse_side(text: str, field_name: str) -> SideRef:
     """A side from its command-line text; CompareError naming `field_name` when it is not one."""
-    if text.startswith("published:"):
-        name = text.removeprefix("published:")
-        if name not in SETS:
+    if text.startswith(("published:", "csv:")):
+        # A CSV knows its rows' algorithm and nothing else a filter names: `@cc=` only, last.
+        head, sep, cc = text.rpartition("@cc=")
+        text, where = (head, (("cc", cc),)) if sep and re.fullmatch(r"[0-9A-Za-z._-]{1,63}", cc) else (text, ())
+        kind, _, name = text.partition(":")
+        if kind == "published" and name not in SETS:
             raise CompareError(f"{field_name}: {name[:64]!r} is not a published set (one of {', '.join(SETS)})")
-        return SideRef("published", name)
-    if text.startswith("csv:"):
-        return SideRef("csv", text.removeprefix("csv:"))
+        return SideRef("published" if kind == "published" else "csv", name, where=where)
     head, *filters = text.split("@")
     sweep, _, experiment = head.partition("/")
     for part, what in ((sweep, "sweep"), *(((experiment, "experiment"),) if experiment else ())):
@@ -175,16 +176,19 @@ def parse_side(text: str, field_name: str) -> SideRef:
     for item in filters:
         key, sep, value = item.partition("=")
         if not sep or key not in IGNORABLE or not re.fullmatch(r"[0-9A-Za-z._-]{1,63}", value):
-            raise CompareError(f"{field_name}: @{item[:64]!r}: a filter is @link=VALUE, @link_offload=VALUE or "
-                               "@kernel=VALUE")
+            raise CompareError(f"{field_name}: @{item[:64]!r}: a filter is @link=VALUE, @link_offload=VALUE, "
+                               "@kernel=VALUE or @cc=VALUE")
         where.append((key, value))
     return SideRef("sweep", sweep, experiment or None, tuple(where))
 
 
 def _param(params: CellParams, result: CellResult | None, name: str) -> str:
-    """The value of a match parameter: a cell that names no kernel ran on the kernel its result records."""
+    """The value of a match parameter: a cell that names no kernel ran on the kernel its result records;
+    its algorithms are its flows' ('bbr', 'bbr+cubic' for a mix)."""
     if name == "kernel":
         return params.kernel or (result.environment.kernel if result else "")
+    if name == "cc":
+        return params.cc_label
     return str(getattr(params, name))
 
 
@@ -196,6 +200,9 @@ def match_key(params: CellParams, ignore: Iterable[str]) -> str:
         data[name] = None
         if name == "link":
             data["link_offload"] = None
+        if name == "cc":  # the flows' algorithms, and the BPF objects that follow them
+            data["flows"] = [{**flow, "cc": None} for flow in data["flows"]]
+            data["bpf_programs"] = None
     return json.dumps(data, sort_keys=True)
 
 
@@ -259,7 +266,10 @@ def csv_side(ref: SideRef, quantity: QuantityDef) -> Side:
         except (UnicodeDecodeError, ValueError) as exc:
             raise CompareError(f"{ref.label}: not a CSV in ReBBR's columns ({str(exc).splitlines()[0]})") from None
     points: dict[str, SidePoint] = {}
+    wanted = dict(ref.where).get("cc")
     for row in rows:
+        if wanted is not None and row.congestion_control != wanted:
+            continue
         key = coarse_key(row.congestion_control, row.loss_rate, row.rtt_ms, row.specified_bw_Mbps)
         summary = (f"{cc_name(row.congestion_control)}, {row.loss_rate * 100:g} % loss, {row.rtt_ms:g} ms, "
                    f"{row.specified_bw_Mbps:g} Mbit/s")
@@ -282,6 +292,19 @@ def coarsened(side: Side) -> Side:
             raise CompareError(f"{side.label}: two cells match one CSV row ({points[key].summary}; {point.summary}); "
                                "name one experiment (SWEEP/EXPERIMENT)")
         points[key] = point
+    return Side(side.label, points, coarse=True)
+
+
+def _without_cc(side: Side) -> Side:
+    """A coarse side keyed without the algorithm (--ignore cc against a CSV): two algorithms on one
+    side would then meet in one key, which is refused, naming them."""
+    points: dict[str, SidePoint] = {}
+    for key, point in side.points.items():
+        blank = json.dumps([None, *json.loads(key)[1:]])
+        if blank in points:
+            raise CompareError(f"{side.label}: two algorithms match one cell ({points[blank].summary}; "
+                               f"{point.summary}) with --ignore cc; keep one with @cc=NAME")
+        points[blank] = point
     return Side(side.label, points, coarse=True)
 
 
@@ -331,6 +354,8 @@ def compare(a: Side, b: Side, quantity: QuantityDef, ignore: tuple[str, ...] = (
         raise CompareError(f"--alpha: {alpha:g} is outside (0, 1)")
     if a.coarse != b.coarse:
         a, b = (coarsened(a) if not a.coarse else a), (coarsened(b) if not b.coarse else b)
+    if a.coarse and "cc" in ignore:
+        a, b = _without_cc(a), _without_cc(b)
     rows = []
     for key, pa in a.points.items():
         pb = b.points.get(key)

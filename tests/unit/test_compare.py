@@ -193,3 +193,35 @@ def test_offloads_on_and_off_match_ignoring_link_offload_and_a_side_can_keep_one
     # Not ignored, the offloads make them different cells.
     assert not compare(read_side(parse_side("on", "A"), store, q, ()), read_side(parse_side("off", "B"), store, q, ()),
                        q).rows
+
+
+def test_algorithms_match_ignoring_cc_within_a_sweep_and_against_rebbrs_bbr(tmp_path: Path):
+    """bbr against bbr_unpaced in one sweep (rebbr-pacing's question): alike at 1 %, apart at 30 %; and
+    bbr_unpaced against ReBBR's BBR rows, the published side kept to one algorithm with @cc=."""
+    store = open_store(str(tmp_path))
+    data = spec("pacing", "ccsweep-link", 5, losses=(1, 30))
+    data["experiments"][0]["cc"] = ["bbr", "bbr_unpaced"]
+    for cell in plan_sweep(parse_spec(data), store).cells:
+        held = cell.params.cc_label == "bbr_unpaced" or cell.params.loss < 0.2
+        v = (90.0 if cell.params.loss < 0.2 else 30.0) if held else 0.5
+        v += cell.params.repetition / 10
+        store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
+                                  goodput_mbps=v, goodput_steady_mbps=v, bottleneck_throughput_mbps=v / 0.97))
+    q, ignore = QUANTITIES["goodput"], ("cc",)
+    result = compare(read_side(parse_side("pacing@cc=bbr", "A"), store, q, ignore),
+                     read_side(parse_side("pacing@cc=bbr_unpaced", "B"), store, q, ignore), q, ignore)
+    assert {round(r.params.loss * 100): r.verdict for r in result.rows} == {1: "agree", 30: "differ"}
+    # Not ignored, the algorithms make them different cells.
+    assert not compare(read_side(parse_side("pacing@cc=bbr", "A"), store, q, ()),
+                       read_side(parse_side("pacing@cc=bbr_unpaced", "B"), store, q, ()), q).rows
+    q = QUANTITIES["bottleneck-throughput"]
+    rebbr = parse_side("published:rebbr-figure8@cc=bbr", "B")
+    assert rebbr.label == "published:rebbr-figure8@cc=bbr"
+    against = compare(read_side(parse_side("pacing@cc=bbr_unpaced", "A"), store, q, ignore),
+                      read_side(rebbr, None, q, ignore), q, ignore)
+    assert {round(r.params.loss * 100) for r in against.rows} == {1, 30}
+    assert [r.b for r in sorted(against.rows, key=lambda r: r.params.loss)] == [[85.37], [61.36]]
+    # Both of ReBBR's algorithms on one side would meet in one cell: refused, naming the way out.
+    with pytest.raises(CompareError, match="keep one with @cc=NAME"):
+        compare(read_side(parse_side("pacing@cc=bbr_unpaced", "A"), store, q, ignore),
+                read_side(parse_side("published:rebbr-figure8", "B"), None, q, ignore), q, ignore)
