@@ -18,12 +18,16 @@ import argparse
 import csv
 import sys
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import LOCAL, SEEDS, read_cells, report, spans
-from benchmarks.cluster.attempts import read_attempts, summary_lines
+from benchmarks.cluster.attempts import Attempt, read_attempts, summary_lines
 from benchmarks.quoted import fill
+from ccsweep.clusterestimate import estimate_cluster
+from ccsweep.expand import expand
 from ccsweep.results.study import occupancy
+from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "benchmarks/results/2026-11-29-argo-full"
@@ -37,12 +41,46 @@ def late_causes() -> str:
     return ", ".join(f"{cause} {count}" for cause, count in causes.most_common())
 
 
+#: The local cluster's node: allocatable CPUs (the guest's 2 vCPUs).
+NODE_CORES = 2
+#: How close `ccsweep estimate --nodes` must come to the measured busy wall time (issue 38).
+ESTIMATE_WITHIN = 0.20
+
+
+def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> list[str]:
+    """`ccsweep estimate --nodes 1 --cores 2` for the very cells the run stored, against the run's
+    busy wall time; then the same with the run's own re-runs added. The estimate models no late
+    re-run, so a run with many reads longer: each late or failed attempt of the sittings whose
+    records are here (created while they ran), stored cell or not, is played again as one more
+    run of its cell."""
+    stored = {row["cell_id"] for row in cells}
+    # The preset's entries name a cell shared by two experiments twice; it ran once.
+    every = {cell.id: cell for cell in expand(load_spec("full-sweep"))}
+    planned = {cell_id: cell for cell_id, cell in every.items() if cell_id in stored}
+    windows = spans(cells)
+    first, last = min(start for start, _ in windows), max(end for _, end in windows)
+    # A cell late on every attempt stored nothing, yet held its place each time: its attempts count too.
+    again = [every[a.cell] for a in attempts if a.outcome in ("late", "failed") and a.cell in every
+             and first <= datetime.fromisoformat(a.created_at) <= last]
+    measured = occupancy(windows).busy_s
+    lines = ["| estimate | cells played | predicted | measured busy wall time | predicted / measured |",
+             "|---|---|---|---|---|"]
+    once = list(planned.values())
+    for name, played in (("`ccsweep estimate --nodes 1 --cores 2`", once),
+                         ("the same, with the run's late and failed attempts played again", [*once, *again])):
+        predicted = estimate_cluster(played, nodes=1, cores=NODE_CORES).wall_s
+        lines.append(f"| {name} | {len(played)} | {predicted / 60:.1f} min | {measured / 60:.1f} min | "
+                     f"{predicted / measured:.2f} |")
+    return lines
+
+
 def compute() -> dict[str, str]:
     """Every value the README quotes."""
     cells = read_cells(FOLDER / "cells.csv")
     used = occupancy(spans(cells))
     return {
         "argo.late-causes": late_causes(),
+        "argo.estimate": "\n\n" + "\n".join(estimate_check(cells, read_attempts(FOLDER / "attempts.csv"))) + "\n\n",
         "argo.cells": str(len(cells)),
         "argo.flow-h": f"{sum(float(r['duration_s']) for r in cells) / 3600:.1f}",
         "argo.busy-min": f"{used.busy_s / 60:.1f}",
