@@ -161,11 +161,13 @@ def parse_side(text: str, field_name: str) -> SideRef:
     if text.startswith(("published:", "csv:")):
         # A CSV knows its rows' algorithm and nothing else a filter names: `@cc=` only, last.
         head, sep, cc = text.rpartition("@cc=")
-        text, where = (head, (("cc", cc),)) if sep and re.fullmatch(r"[0-9A-Za-z._-]{1,63}", cc) else (text, ())
+        kept: tuple[tuple[str, str], ...] = ()
+        if sep and re.fullmatch(r"[0-9A-Za-z._-]{1,63}", cc):
+            text, kept = head, (("cc", cc),)
         kind, _, name = text.partition(":")
         if kind == "published" and name not in SETS:
             raise CompareError(f"{field_name}: {name[:64]!r} is not a published set (one of {', '.join(SETS)})")
-        return SideRef("published" if kind == "published" else "csv", name, where=where)
+        return SideRef("published" if kind == "published" else "csv", name, where=kept)
     head, *filters = text.split("@")
     sweep, _, experiment = head.partition("/")
     for part, what in ((sweep, "sweep"), *(((experiment, "experiment"),) if experiment else ())):
