@@ -67,6 +67,13 @@ pub struct Args {
     /// Downlink Gilbert-Elliott loss instead (same parameters).
     #[arg(long, num_args = 4, value_names = ["P", "R", "1-H", "1-K"], conflicts_with = "downlink_loss")]
     pub downlink_gilbert_elliott: Option<Vec<String>>,
+    /// Uplink policer: a token bucket of BURST bytes (1500 to 1 GiB) filling at RATE (e.g.
+    /// 10mbit), starting full, just before the queue; a packet it has no tokens for is dropped.
+    #[arg(long, num_args = 2, value_names = ["RATE", "BURST"])]
+    pub uplink_policer: Option<Vec<String>>,
+    /// Downlink policer (same parameters).
+    #[arg(long, num_args = 2, value_names = ["RATE", "BURST"])]
+    pub downlink_policer: Option<Vec<String>>,
     /// Loss after the bottleneck (as Mahimahi's usual nesting) or before it.
     #[arg(long, default_value = "after", value_parser = ["after", "before"])]
     pub loss_position: String,
@@ -125,6 +132,7 @@ pub struct DirectionArgs<'a> {
     pub delay: &'a str,
     pub loss: &'a str,
     pub gilbert_elliott: Option<&'a [String]>,
+    pub policer: Option<&'a [String]>,
     pub queue: &'a str,
     pub log: Option<&'a str>,
 }
@@ -139,6 +147,7 @@ impl Args {
                 delay: &self.uplink_delay,
                 loss: &self.uplink_loss,
                 gilbert_elliott: self.uplink_gilbert_elliott.as_deref(),
+                policer: self.uplink_policer.as_deref(),
                 queue: &self.uplink_queue,
                 log: self.uplink_log.as_deref(),
             },
@@ -149,6 +158,7 @@ impl Args {
                 delay: &self.downlink_delay,
                 loss: &self.downlink_loss,
                 gilbert_elliott: self.downlink_gilbert_elliott.as_deref(),
+                policer: self.downlink_policer.as_deref(),
                 queue: &self.downlink_queue,
                 log: self.downlink_log.as_deref(),
             },

@@ -7,6 +7,7 @@ use crate::inject::{InjectSpec, Injector};
 use crate::link::{Direction, LossPosition, Server, Side, Stages};
 use crate::linklog::LinkLog;
 use crate::loss::LossModel;
+use crate::policer::{Policer, PolicerSpec};
 use crate::netdev::{check_device_name, check_netns_name, parse_address, Endpoint};
 use crate::queue::{Queue, QueueSpec};
 use crate::sched::parse_priority;
@@ -23,6 +24,7 @@ pub struct DirectionConfig {
     pub server: ServerConfig,
     pub delay_ns: u64,
     pub loss: LossModel,
+    pub policer: Option<PolicerSpec>,
     pub queue: QueueSpec,
     pub log: Option<String>,
 }
@@ -53,6 +55,19 @@ pub struct Config {
     pub command_line: String,
 }
 
+impl Config {
+    /// The stages' order, as every summary records it: a policer (on either direction) sits
+    /// right before the queue.
+    pub fn order(&self) -> String {
+        let order = self.loss_position.order();
+        if self.uplink.policer.is_some() || self.downlink.policer.is_some() {
+            order.replacen("queue>", "policer>queue>", 1)
+        } else {
+            order.to_string()
+        }
+    }
+}
+
 impl DirectionConfig {
     pub fn from_args(args: &DirectionArgs, once: bool) -> Result<Self, Error> {
         let name = args.side.name();
@@ -72,6 +87,7 @@ impl DirectionConfig {
                 Some(values) => LossModel::gilbert_elliott(values).map_err(option("gilbert-elliott"))?,
                 None => LossModel::bernoulli(args.loss).map_err(option("loss"))?,
             },
+            policer: args.policer.map(PolicerSpec::parse).transpose().map_err(option("policer"))?,
             queue: QueueSpec::parse(args.queue).map_err(option("queue"))?,
             log: args.log.map(str::to_string),
         })
@@ -92,7 +108,12 @@ impl DirectionConfig {
             }
         };
         let delay_us = self.delay_ns as f64 / 1e3;
-        json!({"server": server, "delay_us": delay_us, "loss": self.loss.to_json(), "queue": self.queue.describe()})
+        let mut out =
+            json!({"server": server, "delay_us": delay_us, "loss": self.loss.to_json(), "queue": self.queue.describe()});
+        if let Some(policer) = &self.policer {
+            out["policer"] = policer.to_json();
+        }
+        out
     }
 
     /// The running direction: its log file is created here, its random streams (loss, queue,
@@ -121,6 +142,7 @@ impl DirectionConfig {
                 delay_ns: self.delay_ns,
                 loss: self.loss,
                 loss_position: config.loss_position,
+                policer: self.policer.map(Policer::new),
                 offload: config.offload,
                 loss_seed: config.seed ^ salt,
                 injector,
@@ -277,6 +299,18 @@ mod tests {
         let argv = base.iter().chain(["--downlink-rate", "10mbit"].iter()).chain(extra.iter());
         let args = parse_args(argv.map(|s| s.to_string())).map_err(|e| Error::Arguments(crate::cli::one_line(&e)))?;
         Config::from_args(&args)
+    }
+
+    #[test]
+    fn a_policer_is_echoed_and_ordered_before_the_queue() {
+        let plain = config_argv(&[]).unwrap();
+        assert_eq!(plain.order(), "queue>bottleneck>loss>delay");
+        assert!(plain.to_json()["uplink"].get("policer").is_none(), "no policer: the summary as before");
+        let config = config_argv(&["--uplink-policer", "10mbit", "30000"]).unwrap();
+        assert_eq!(config.order(), "policer>queue>bottleneck>loss>delay");
+        assert_eq!(config.to_json()["uplink"]["policer"]["burst_bytes"], 30000);
+        let error = config_argv(&["--downlink-policer", "10mbit", "10"]).err().unwrap().to_string();
+        assert!(error.starts_with("--downlink-policer: burst 10 is outside [1500, 1073741824]"), "{error}");
     }
 
     #[test]

@@ -307,7 +307,7 @@ impl<'a> Link<'a> {
             "event": "summary",
             "version": env!("CARGO_PKG_VERSION"),
             "reason": reason.as_str(),
-            "order": self.config.loss_position.order(),
+            "order": self.config.order(),
             "wall_s": wall_s,
             "cpu_user_s": user,
             "cpu_sys_s": system,

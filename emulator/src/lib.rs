@@ -17,6 +17,7 @@ pub mod loss;
 pub mod netdev;
 pub mod offload;
 pub mod pacing;
+pub mod policer;
 pub mod queue;
 pub mod sched;
 pub mod sys;

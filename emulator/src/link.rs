@@ -1,11 +1,13 @@
-//! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), the
-//! bottleneck queue and its server (a constant rate or a Mahimahi trace), then a fixed one-way
-//! delay.
+//! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), an
+//! optional policer (a token bucket that drops, `policer.rs`), the bottleneck queue and its server
+//! (a constant rate or a Mahimahi trace), then a fixed one-way delay.
 //!
 //! Order (documented, recorded in every summary): with loss "after" (the default, as in
 //! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
 //! the bottleneck, then maybe lost, then delayed; lost packets used link capacity and appear as
 //! departures in the link log. With loss "before", a packet is maybe lost before it is queued.
+//! A policer, where given, sees each packet that reaches the queue just before it, and drops what
+//! exceeds its bucket.
 //!
 //! Time is integer nanoseconds since the emulator started. Work is done lazily: `advance(now)`
 //! plays every bottleneck event up to `now` at its exact scheduled time, so a late wake-up delays
@@ -15,6 +17,7 @@ use crate::inject::Injector;
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
 use crate::loss::{Loss, LossModel};
+use crate::policer::Policer;
 use crate::queue::{DropCause, Packet, Queue};
 use crate::offload::{self, Coalescer, VNET_HDR_LEN};
 use crate::trace::{Trace, HEADER_BYTES, OPPORTUNITY_BYTES, OPPORTUNITY_IP_BITS};
@@ -97,6 +100,8 @@ pub struct Counters {
     pub drops_loss: u64,
     pub drops_queue: u64,
     pub drops_aqm: u64,
+    /// Packets a policer dropped (over its token bucket).
+    pub drops_policer: u64,
     pub write_errors: u64,
     pub queue_bytes_max: u64,
     pub queue_packets_max: u64,
@@ -116,6 +121,8 @@ pub struct Stages {
     pub delay_ns: u64,
     pub loss: LossModel,
     pub loss_position: LossPosition,
+    /// A token bucket between the loss "before" and the queue, if given.
+    pub policer: Option<Policer>,
     /// Frames carry a `virtio_net_hdr`, and packets that continue one another leave as one
     /// GSO write (`--offload tso`).
     pub offload: bool,
@@ -130,6 +137,7 @@ pub struct Direction {
     pub name: &'static str,
     loss: Loss,
     loss_position: LossPosition,
+    policer: Option<Policer>,
     queue: Queue,
     server: Server,
     delay_ns: u64,
@@ -164,6 +172,7 @@ impl Direction {
             name,
             loss: Loss::new(stages.loss, stages.loss_seed),
             loss_position: stages.loss_position,
+            policer: stages.policer,
             queue: stages.queue,
             server: stages.server,
             delay_ns: stages.delay_ns,
@@ -216,6 +225,13 @@ impl Direction {
             self.counters.drops_loss += 1;
             self.spare.push(data);
             return;
+        }
+        if let Some(policer) = self.policer.as_mut() {
+            if !policer.conforms(now_ns, u64::from(ip_bytes)) {
+                self.counters.drops_policer += 1;
+                self.spare.push(data);
+                return;
+            }
         }
         let packet = Packet { size: ip_bytes + HEADER_BYTES, data, arrival_ns: now_ns };
         self.log_capacity_until(now_ns);
@@ -499,6 +515,7 @@ impl Direction {
             "drops_loss": c.drops_loss,
             "drops_queue": c.drops_queue,
             "drops_aqm": c.drops_aqm,
+            "drops_policer": c.drops_policer,
             "write_errors": c.write_errors,
             "queue_packets": self.queue.len(),
             "queue_bytes": self.queue.bytes(),
@@ -537,6 +554,7 @@ mod tests {
             delay_ns,
             loss: LossModel::Bernoulli { p: loss },
             loss_position: LossPosition::After,
+            policer: None,
             offload: false,
             loss_seed: 42,
             injector: None,

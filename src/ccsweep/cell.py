@@ -153,6 +153,28 @@ class GilbertElliottLoss(Frozen):
 #: The loss model of one direction.
 LossModel = BernoulliLoss | GilbertElliottLoss
 
+#: A policer's bucket: at least one full-sized packet (else nothing passes), at most 1 GiB.
+MIN_POLICER_BURST_BYTES = 1500
+MAX_POLICER_BURST_BYTES = 1 << 30
+
+
+class Policer(Frozen):
+    """A token bucket just before the queue that drops what exceeds it instead of queueing it, as
+    an ISP's policer does: `burst_bytes` of tokens, filling at `rate_mbps`, starting full
+    (docs/emulator.md, "Policer")."""
+
+    rate_mbps: float = Field(gt=0, le=100_000, description="the bucket's fill rate, Mbit/s of IP packets")
+    burst_bytes: int = Field(ge=MIN_POLICER_BURST_BYTES, le=MAX_POLICER_BURST_BYTES,
+                             description="the bucket's size: the most bytes that pass at once")
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it, then its two values: `policer 10.0mbit 30000` (repr: the
+        rate the cell id hashed)."""
+        return ("policer", f"{self.rate_mbps!r}mbit", str(self.burst_bytes))
+
+    def label(self) -> str:
+        return f"policer {self.rate_mbps:g} Mbit/s, {self.burst_bytes / 1000:g} kB"
+
 
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
@@ -187,8 +209,9 @@ class DirectionParams(Frozen):
     queue: QueueParams = QueueParams()
     gilbert_elliott: GilbertElliottLoss | None = Field(
         default=None, description="Gilbert-Elliott loss instead of Bernoulli (`loss` is then 0)")
+    policer: Policer | None = Field(default=None, description="a token bucket before the queue that drops")
 
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None}
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None, "policer": None}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:

@@ -27,6 +27,7 @@ from ccsweep.cell import (
     FlowParams,
     GilbertElliottLoss,
     LossModel,
+    Policer,
     QueueParams,
     RateStep,
     TraceRef,
@@ -37,6 +38,7 @@ from ccsweep.spec import (
     PLAIN_NAME,
     Experiment,
     FlowGroup,
+    PolicerSetting,
     QueueSetting,
     ReversePath,
     SpecError,
@@ -176,10 +178,13 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     buffers = BufferParams(tcp_rmem=exp.buffers.tcp_rmem, tcp_wmem=exp.buffers.tcp_wmem)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
+    policers: list[PolicerSetting | None] = list(exp.policer) if exp.policer else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_models(), exp.rtt_ms, links, enumerate(exp.queue), reverses,
-                             kernels, range(exp.max_runs))
+                             kernels, policers, range(exp.max_runs))
     bpf_programs = _bpf_programs(exp)
-    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, rep in axes:
+    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, policer, rep \
+            in axes:
+        up_policer, down_policer = _policers(policer)
         flows = tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix))
         up_loss, up_bursts = _loss_fields(loss if exp.loss_direction in ("uplink", "both") else None)
         down_loss, down_bursts = _loss_fields(loss if exp.loss_direction in ("downlink", "both") else None)
@@ -192,10 +197,10 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         params = CellParams(
             flows=flows,
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
-                                   delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts,
+                                   delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts, policer=up_policer,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss,
-                                     gilbert_elliott=down_bursts),
+                                     gilbert_elliott=down_bursts, policer=down_policer),
             duration_s=scaled(exp.duration_s),
             warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
@@ -212,6 +217,15 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
             raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")
         yield Cell.build(sweep, exp.name, params)
+
+
+def _policers(setting: PolicerSetting | None) -> tuple[Policer | None, Policer | None]:
+    """The (uplink, downlink) policers of one value of the policer axis (None: no policer)."""
+    if setting is None:
+        return None, None
+    policer = setting.resolved()
+    return (policer if setting.direction in ("uplink", "both") else None,
+            policer if setting.direction in ("downlink", "both") else None)
 
 
 def _loss_fields(model: LossModel | None) -> tuple[float, GilbertElliottLoss | None]:

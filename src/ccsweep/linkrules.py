@@ -115,6 +115,9 @@ def mahimahi_cannot(p: CellParams) -> str | None:
         if direction.gilbert_elliott is not None:
             return (f"draw {name} loss from a Gilbert-Elliott model (gilbert_elliott): mm-loss loses each packet "
                     "independently (give loss or loss_percent, or link ccsweep-link)")
+        if direction.policer is not None:
+            return (f"police {name} packets (policer): mm-link has no token bucket (drop the policer, or use link "
+                    "ccsweep-link)")
         if direction.rate_schedule:
             return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]

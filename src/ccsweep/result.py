@@ -63,6 +63,8 @@ class DirectionCounters(Record):
     drops_loss: int = 0
     drops_queue: int = 0
     drops_aqm: int = 0
+    #: Packets a policer dropped (0 where the direction has none, or the record predates policers).
+    drops_policer: int = 0
     queue_bytes_max: int = 0
 
 

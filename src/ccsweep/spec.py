@@ -23,12 +23,15 @@ from pydantic.json_schema import WithJsonSchema
 from ccsweep.bpfcc import BpfCongestionControl
 from ccsweep.cell import (
     KERNEL_RELEASE,
+    MAX_POLICER_BURST_BYTES,
+    MIN_POLICER_BURST_BYTES,
     BernoulliLoss,
     GilbertElliottLoss,
     LinkBackend,
     LinkOffload,
     LossModel,
     LossPosition,
+    Policer,
     QueueKind,
 )
 
@@ -248,6 +251,19 @@ class ReversePath(SpecModel):
     loss_percent: float | None = Field(default=None, ge=0, le=100, description="default: per loss_direction")
 
 
+class PolicerSetting(SpecModel):
+    """A policer on the directions `direction` names: a token bucket of `burst_bytes`, filling at
+    `rate_mbps`, just before the queue, that drops the packets it has no tokens for."""
+
+    rate_mbps: RateMbps = Field(description="the bucket's fill rate, Mbit/s of IP packets")
+    burst_bytes: int = Field(ge=MIN_POLICER_BURST_BYTES, le=MAX_POLICER_BURST_BYTES, strict=True,
+                             description="the bucket's size in bytes, at least one full-sized packet")
+    direction: LossDirection = Field(default="uplink", description="uplink (the data), downlink (the ACKs) or both")
+
+    def resolved(self) -> Policer:
+        return Policer(rate_mbps=self.rate_mbps, burst_bytes=self.burst_bytes)
+
+
 class GilbertElliottSetting(SpecModel):
     """Gilbert-Elliott loss in one of two forms: netem's `gemodel` parameters as fractions (`p`,
     `r`, `one_minus_h`, `one_minus_k`), or the simple Gilbert model by what it does
@@ -416,6 +432,9 @@ class Experiment(SpecModel):
                     "rate and burst length, on the directions loss_direction names")
     loss_direction: LossDirection = "uplink"
     loss_position: LossPosition = "after"
+    policer: list[PolicerSetting] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="an axis of policers: token buckets before the queue that drop what exceeds them")
     rtt_ms: list[RttMs] = Field(min_length=1, max_length=MAX_AXIS)
     bandwidth_mbps: list[RateMbps] | None = _axis()
     trace: list[TraceSetting] | None = Field(default=None, min_length=1, max_length=64)
@@ -486,6 +505,7 @@ class Experiment(SpecModel):
             ("queue", [q.model_dump() for q in self.queue]), ("reverse", [r.label for r in self.reverse or []]),
             ("reverse", [(r.delay_ms, r.loss_percent) for r in self.reverse or []]),
             ("rate_schedule", [step.at_s for step in self.rate_schedule]), ("kernels", self.kernels or []),
+            ("policer", [p.model_dump() for p in self.policer or []]),
             ("published", self.published)]
         for field, values in axes:
             twice = _repeated(values)

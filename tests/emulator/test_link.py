@@ -89,6 +89,26 @@ def test_loss_within_binomial_interval(link, loss):
     assert abs(lost / arrived - loss) <= half_width, f"{lost}/{arrived} lost at p={loss}"
 
 
+def test_a_policer_passes_its_rate_and_drops_the_rest_without_queueing(link):
+    """A 10 Mbit/s policer with a 15 kB bucket on a 100 Mbit/s link, offered 20 Mbit/s: what passes
+    is its rate (a token bucket's long-run rate), the rest is dropped by the policer, and the queue
+    behind it never holds more than the bucket let through at once."""
+    rate, burst = 10e6, 15000
+    with link("--uplink-rate", "100mbit", "--downlink-rate", "100mbit",
+              "--uplink-policer", "10mbit", str(burst)) as emu:
+        with udp_flood(emu, 2 * rate, 4):
+            time.sleep(1)
+            measured = delivered_rate(emu, 2)
+    up = emu.summary["uplink"]
+    assert measured == pytest.approx(rate, rel=0.02), f"{measured / 1e6:.3f} Mbit/s"
+    # Offered twice the rate: about half is dropped, all of it by the policer.
+    assert up["drops_policer"] == pytest.approx(up["in_packets"] / 2, rel=0.1), up
+    assert up["drops_queue"] == 0 and up["drops_loss"] == 0
+    assert up["queue_bytes_max"] <= burst + OPPORTUNITY_BYTES, up
+    assert emu.summary["order"] == "policer>queue>bottleneck>loss>delay"
+    assert emu.summary["config"]["uplink"]["policer"] == {"rate_bps": rate, "burst_bytes": burst}
+
+
 def test_same_seed_same_losses(link):
     def lost(seed: str) -> int:
         with link("--uplink-rate", "1gbit", "--downlink-rate", "1gbit", "--uplink-loss", "0.3",

@@ -12,11 +12,12 @@ from ccsweep.result import CellResult, LinkSeries, TimeSeries
 
 
 def loss_rate_percent(result: CellResult) -> float | None:
-    """Packets dropped on the data direction (queue, AQM and random loss) per packet offered, whole cell."""
+    """Packets dropped on the data direction (queue, AQM, policer and random loss) per packet offered,
+    whole cell."""
     if result.link is None or not result.link.uplink.in_packets:
         return None
     up = result.link.uplink
-    return 100 * (up.drops_queue + up.drops_aqm + up.drops_loss) / up.in_packets
+    return 100 * (up.drops_queue + up.drops_aqm + up.drops_policer + up.drops_loss) / up.in_packets
 
 
 def dropped(link: LinkSeries) -> np.ndarray:

@@ -260,6 +260,10 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
+    for name in ("uplink", "downlink"):
+        policer = getattr(params, name).policer
+        if policer is not None:
+            parts.append(f"{name} {policer.label()}")
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)

@@ -1,0 +1,125 @@
+"""The quoted numbers of the rebbr-pacing result's README, from its committed cell tables alone.
+
+    python -m benchmarks.pacing.report          # rewrite the numbers between the markers
+    python -m benchmarks.pacing.report --check  # exit 1 if the README differs from its data
+
+benchmarks/results/2026-11-29-rebbr-pacing/ holds one `ccsweep export` cell table per link
+(`rebbr-pacing-cells.csv`, `rebbr-pacing-mahimahi-cells.csv`): one row per stored run. From them:
+where each curve drops (`ccsweep.results.cliff`, on steady-state goodput, the quantity of ReBBR's
+"BBR holds" claim), and the main experiment's medians beside ReBBR's published Figure 8 BBR. A
+curve with a loss rate not yet run has no cliff: it is listed with what it lacks.
+`benchmarks.quoted` puts each value between its `<!-- value: NAME -->` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.quoted import fill
+from ccsweep.expand import expand
+from ccsweep.results.cliff import find_cliff
+from ccsweep.results.published_sets import SETS, load
+from ccsweep.specload import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+FOLDER = REPO / "benchmarks/results/2026-11-29-rebbr-pacing"
+README = FOLDER / "README.md"
+#: The cell table of each link, and the link's name in the tables.
+TABLES = {"ccsweep-link": "rebbr-pacing-cells.csv", "mahimahi": "rebbr-pacing-mahimahi-cells.csv"}
+ALGORITHMS = ("bbr", "bbr_bpf", "bbr_unpaced")
+MAIN = "pacing"
+
+Row = dict[str, str]
+
+
+def read_rows(link: str) -> list[Row]:
+    """The link's stored runs (status ok); none while its table is not committed yet."""
+    path = FOLDER / TABLES[link]
+    if not path.exists():
+        return []
+    with path.open(newline="") as handle:
+        return [row for row in csv.DictReader(handle) if row["status"] == "ok"]
+
+
+def grids() -> dict[str, list[float]]:
+    """Each experiment's loss rates (fractions), from the preset itself."""
+    out: dict[str, set[float]] = defaultdict(set)
+    for cell in expand(load_spec("rebbr-pacing")):
+        out[cell.experiment].add(cell.params.loss)
+    return {name: sorted(losses) for name, losses in out.items()}
+
+
+def curves(rows: list[Row]) -> dict[tuple[str, str], dict[float, list[float]]]:
+    """(experiment, algorithm) -> loss -> the runs' steady-state goodputs."""
+    out: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for experiment in row["experiments"].split(";"):
+            out[experiment, row["cc"]][float(row["loss"])].append(float(row["goodput_steady_mbps"]))
+    return out
+
+
+def cliff_lines() -> list[str]:
+    lines = ["| experiment | algorithm | link | runs a cell | cliff at loss [95 % CI] |", "|---|---|---|---|---|"]
+    grid = grids()
+    for link in TABLES:
+        found = curves(read_rows(link))
+        for (experiment, cc), by_loss in sorted(found.items(), key=lambda item: (list(grid).index(item[0][0]),
+                                                                               ALGORITHMS.index(item[0][1]))):
+            missing = [loss for loss in grid[experiment] if not by_loss.get(loss)]
+            runs = [len(by_loss[loss]) for loss in grid[experiment] if by_loss.get(loss)]
+            span = f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
+            text = (find_cliff({loss: by_loss[loss] for loss in grid[experiment]}, 100.0).describe() if not missing
+                    else f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %")
+            lines.append(f"| {experiment} | {cc} | {link} | {span} | {text} |")
+    return lines
+
+
+def median_lines() -> list[str]:
+    """The main experiment's median steady-state goodput per loss, algorithm and link, and ReBBR's."""
+    rebbr = {round(r.loss_rate, 9): r.goodput_Mbps for r in load(SETS["rebbr-figure8"])
+             if r.congestion_control == "bbr"}
+    by_link = {link: curves(read_rows(link)) for link in TABLES}
+    columns = [(link, cc) for link in TABLES for cc in ALGORITHMS]
+    lines = ["| loss % | " + " | ".join(f"{cc}, {link}" for link, cc in columns) + " | ReBBR, Linux 4.11.1 |",
+             "|---" * (len(columns) + 2) + "|"]
+    for loss in grids()[MAIN]:
+        cells = []
+        for link, cc in columns:
+            runs = by_link[link].get((MAIN, cc), {}).get(loss, [])
+            cells.append(f"{statistics.median(runs):.3g} ({len(runs)})" if runs else "–")
+        lines.append(f"| {loss * 100:g} | " + " | ".join(cells) + f" | {rebbr[round(loss, 9)]:.3g} |")
+    return lines
+
+
+def compute() -> dict[str, str]:
+    """Every value the README quotes."""
+    runs = {link: len(read_rows(link)) for link in TABLES}
+    return {
+        "pacing.runs": ", ".join(f"{n} on {link}" for link, n in runs.items()),
+        "pacing.cliffs": "\n\n" + "\n".join(cliff_lines()) + "\n\n",
+        "pacing.medians": "\n\n" + "\n".join(median_lines()) + "\n\n",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the README differs")
+    args = parser.parse_args()
+    committed = README.read_text()
+    regenerated = fill(committed, compute())
+    if args.check:
+        if regenerated != committed:
+            print(f"{README.relative_to(REPO)}: its quoted numbers differ from what the data gives", file=sys.stderr)
+        sys.exit(0 if regenerated == committed else 1)
+    if regenerated != committed:
+        README.write_text(regenerated)
+        print(f"rewrote {README.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
