@@ -15,8 +15,11 @@ error: the prose quotes a number its data no longer gives.
 
 from __future__ import annotations
 
+import argparse
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9.-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
 
@@ -47,3 +50,20 @@ def fill(text: str, values: Mapping[str, str]) -> str:
         return f"<!-- value: {match['name']} -->{body}<!-- /value -->"
 
     return MARKER.sub(filled, text)
+
+
+def regenerate_main(readme: Path, compute: Callable[[], Mapping[str, str]], description: str | None) -> None:
+    """A result folder's `report` command: rewrite the README's quoted values from its data, or with
+    --check change nothing and exit 1 if they differ."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the README differs")
+    args = parser.parse_args()
+    committed = readme.read_text()
+    regenerated = fill(committed, compute())
+    if args.check:
+        if regenerated != committed:
+            print(f"{readme}: its quoted numbers differ from what the data gives", file=sys.stderr)
+        sys.exit(0 if regenerated == committed else 1)
+    if regenerated != committed:
+        readme.write_text(regenerated)
+        print(f"rewrote {readme}")

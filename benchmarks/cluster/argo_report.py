@@ -14,16 +14,14 @@ comparison with the local executor reads the full study's committed cells tables
 
 from __future__ import annotations
 
-import argparse
 import csv
-import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import LOCAL, SEEDS, read_cells, report, spans
 from benchmarks.cluster.attempts import Attempt, read_attempts, summary_lines
-from benchmarks.quoted import fill
+from benchmarks.quoted import regenerate_main
 from ccsweep.clusterestimate import estimate_cluster
 from ccsweep.expand import expand
 from ccsweep.results.study import occupancy
@@ -92,18 +90,7 @@ def compute() -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the README differs")
-    args = parser.parse_args()
-    committed = README.read_text()
-    regenerated = fill(committed, compute())
-    if args.check:
-        if regenerated != committed:
-            print(f"{README.relative_to(REPO)}: its quoted numbers differ from what the data gives", file=sys.stderr)
-        sys.exit(0 if regenerated == committed else 1)
-    if regenerated != committed:
-        README.write_text(regenerated)
-        print(f"rewrote {README.relative_to(REPO)}")
+    regenerate_main(README, compute, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,12 @@ curve with a loss rate not yet run has no cliff: it is listed with what it lacks
 
 from __future__ import annotations
 
-import argparse
 import csv
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.quoted import fill
+from benchmarks.quoted import regenerate_main
 from ccsweep.expand import expand
 from ccsweep.results.cliff import find_cliff
 from ccsweep.results.published_sets import SETS, load
@@ -107,18 +105,7 @@ def compute() -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the README differs")
-    args = parser.parse_args()
-    committed = README.read_text()
-    regenerated = fill(committed, compute())
-    if args.check:
-        if regenerated != committed:
-            print(f"{README.relative_to(REPO)}: its quoted numbers differ from what the data gives", file=sys.stderr)
-        sys.exit(0 if regenerated == committed else 1)
-    if regenerated != committed:
-        README.write_text(regenerated)
-        print(f"rewrote {README.relative_to(REPO)}")
+    regenerate_main(README, compute, __doc__)
 
 
 if __name__ == "__main__":
