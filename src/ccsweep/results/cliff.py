@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from ccsweep.results.data import ExperimentData
 from ccsweep.results.points import cell_summary, group_points, loss_series
@@ -83,8 +84,6 @@ def find_cliff(runs_by_loss: Mapping[float, Sequence[float]], rate_mbps: float, 
     runs = tuple(int(s.size) for s in samples)
     if max(runs) < 2:
         return Cliff(losses, index, None, None, runs, share)
-    from scipy import stats
-
     result = stats.bootstrap(tuple(samples), first_below, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
                              method="percentile", vectorized=True, axis=-1,
                              rng=np.random.default_rng(BOOTSTRAP_SEED))
