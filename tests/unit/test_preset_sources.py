@@ -107,6 +107,8 @@ CHOSEN = {
     ("rebbr-pacing", "repetitions"): "where the cliff sits needs an interval: at least 5 runs a cell (ReBBR ran one)",
     ("rebbr-pacing", "pacing-loss-before", "loss_percent"): "ReBBR's rates where the cliff is (15-50 %)",
     ("rebbr-pacing", "pacing-single-packets", "loss_percent"): "ReBBR's rates where the cliff is (15-50 %)",
+    ("link-effects", "*"): "ccsweep's own showcase of its link effects, held to no source: 50 Mbit/s, 40 ms, 30 s, "
+                           "3 runs, the loss rates, bursts and policers are ccsweep's",
     ("bufferbloat", "*"): "the BBR paper is not among the documents read here: its bufferbloat plot prints no "
                           "numbers, so 10 Mbit/s, 40 ms, 10 BDP, 60 s and 3 runs are ccsweep's",
 }
@@ -281,6 +283,9 @@ def settings_numbers(preset: str) -> set[float]:
         values |= {s.at_s for s in exp.rate_schedule} | {(exp.bandwidth_mbps or [0])[0] * s.factor
                                                           for s in exp.rate_schedule}
         values |= {float(exp.repetitions)} if isinstance(exp.repetitions, int) else set()
+        values |= {v for g in exp.gilbert_elliott or [] for v in (g.mean_loss_percent, g.mean_burst_packets)
+                   if v is not None}
+        values |= {p.rate_mbps for p in exp.policer or []}
     return values
 
 

@@ -224,6 +224,12 @@ def path_label(params: CellParams) -> str:
 
 
 #: Axes that can tell series apart, with their labels; the flows come first.
+def policer_label(params: CellParams) -> str:
+    """'uplink policer 10 Mbit/s, 30 kB', both directions' where both have one; '' for none."""
+    return "; ".join(f"{name} {direction.policer.label()}" for name in ("uplink", "downlink")
+                     if (direction := getattr(params, name)).policer is not None)
+
+
 FACETS: dict[str, Callable[[CellParams], str]] = {
     "flows": flows_label,
     "rtt": lambda p: f"{p.rtt_ms:g} ms",
@@ -234,6 +240,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "loss": lambda p: f"{p.loss * 100:g} % loss",
     "loss model": lambda p: loss_model_label(p.uplink) or "independent loss",
     "kernel": lambda p: f"kernel {p.kernel}",
+    "policer": lambda p: policer_label(p) or "no policer",
 }
 
 
@@ -260,10 +267,8 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
-    for name in ("uplink", "downlink"):
-        policer = getattr(params, name).policer
-        if policer is not None:
-            parts.append(f"{name} {policer.label()}")
+    if policer_label(params):
+        parts.append(policer_label(params))
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)
