@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 
 from benchmarks.quoted import regenerate_main
@@ -94,10 +95,20 @@ def median_lines() -> list[str]:
     return lines
 
 
+def span_min(rows: list[Row]) -> str:
+    """Minutes from the first run's start to the last run's end (the records' own times)."""
+    if not rows:
+        return "0"
+    start = min(datetime.fromisoformat(row["started_at"]) for row in rows)
+    end = max(datetime.fromisoformat(row["finished_at"]) for row in rows)
+    return f"{(end - start).total_seconds() / 60:.0f}"
+
+
 def compute() -> dict[str, str]:
     """Every value the README quotes."""
     runs = {link: len(read_rows(link)) for link in TABLES}
     return {
+        "pacing.link-span-min": span_min(read_rows("ccsweep-link")),
         "pacing.runs": ", ".join(f"{n} on {link}" for link, n in runs.items()),
         "pacing.cliffs": "\n\n" + "\n".join(cliff_lines()) + "\n\n",
         "pacing.medians": "\n\n" + "\n".join(median_lines()) + "\n\n",
