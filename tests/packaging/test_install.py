@@ -5,7 +5,8 @@ nothing beside it (as a new user's clone), with its build backend from PyPI. It 
 --no-deps into a new venv, and the dependencies come from the project's .venv through a .pth
 file: that keeps the test fast and offline after the build, while ccsweep itself is only the
 wheel's (the .venv's editable ccsweep is not on that path). Then, from an empty folder: the
-presets, every one of them valid (cellular and full-sweep need the packaged traces), the
+presets, every one of them valid (cellular and full-sweep need the packaged traces; rebbr-pacing
+the BPF objects, which are built on the machine and named by CCSWEEP_BPF_DIR outside a clone), the
 emulator found through CCSWEEP_LINK or PATH.
 """
 
@@ -69,8 +70,12 @@ def test_presets_are_found_and_valid_outside_the_clone(installed: Path, tmp_path
         assert name in done.stdout, done.stdout
     assert str(REPO) not in done.stdout  # the wheel's own copies, not the clone's
     for name in presets:
-        checked = run(installed, "ccsweep", "validate", name, cwd=tmp_path)
+        checked = run(installed, "ccsweep", "validate", name, cwd=tmp_path, CCSWEEP_BPF_DIR=str(REPO / "bin/bpf"))
         assert checked.returncode == 0, f"{name}: {checked.stderr}"
+    # Without them a preset naming a BPF algorithm cannot pin its cells: one line says how to build them.
+    bare = run(installed, "ccsweep", "validate", "rebbr-pacing", cwd=tmp_path)
+    assert bare.returncode == 2 and len(bare.stderr.strip().splitlines()) == 1, bare.stderr
+    assert "make bpf" in bare.stderr and "CCSWEEP_BPF_DIR" in bare.stderr, bare.stderr
 
 
 def test_emulator_found_through_ccsweep_link_or_path(installed: Path, tmp_path: Path):
