@@ -13,13 +13,13 @@ curve with a loss rate not yet run has no cliff: it is listed with what it lacks
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 
+from benchmarks.cluster.argo_vs_local import read_cells, spans
 from benchmarks.quoted import regenerate_main
+from ccsweep.checks.source_claims import REBBR_RATE_MBPS
 from ccsweep.expand import expand
 from ccsweep.results.cliff import find_cliff
 from ccsweep.results.published_sets import SETS, load
@@ -34,15 +34,14 @@ ALGORITHMS = ("bbr", "bbr_bpf", "bbr_unpaced")
 MAIN = "pacing"
 
 Row = dict[str, str]
+#: (experiment, algorithm) -> loss -> the runs' steady-state goodputs.
+Curves = dict[tuple[str, str], dict[float, list[float]]]
 
 
 def read_rows(link: str) -> list[Row]:
     """The link's stored runs (status ok); none while its table is not committed yet."""
     path = FOLDER / TABLES[link]
-    if not path.exists():
-        return []
-    with path.open(newline="") as handle:
-        return [row for row in csv.DictReader(handle) if row["status"] == "ok"]
+    return read_cells(path) if path.exists() else []
 
 
 def grids() -> dict[str, list[float]]:
@@ -53,40 +52,39 @@ def grids() -> dict[str, list[float]]:
     return {name: sorted(losses) for name, losses in out.items()}
 
 
-def curves(rows: list[Row]) -> dict[tuple[str, str], dict[float, list[float]]]:
-    """(experiment, algorithm) -> loss -> the runs' steady-state goodputs."""
-    out: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+def curves(rows: list[Row]) -> Curves:
+    """Each curve's runs, by experiment and algorithm, then loss."""
+    out: Curves = defaultdict(lambda: defaultdict(list))
     for row in rows:
         for experiment in row["experiments"].split(";"):
             out[experiment, row["cc"]][float(row["loss"])].append(float(row["goodput_steady_mbps"]))
     return out
 
 
-def cliff_lines() -> list[str]:
+def cliff_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
     lines = ["| experiment | algorithm | link | runs a cell | cliff at loss [95 % CI] |", "|---|---|---|---|---|"]
-    grid = grids()
-    for link in TABLES:
-        found = curves(read_rows(link))
+    for link, found in by_link.items():
         for (experiment, cc), by_loss in sorted(found.items(), key=lambda item: (list(grid).index(item[0][0]),
                                                                                ALGORITHMS.index(item[0][1]))):
             missing = [loss for loss in grid[experiment] if not by_loss.get(loss)]
             runs = [len(by_loss[loss]) for loss in grid[experiment] if by_loss.get(loss)]
             span = f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
-            text = (find_cliff({loss: by_loss[loss] for loss in grid[experiment]}, 100.0).describe() if not missing
-                    else f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %")
+            if missing:
+                text = f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
+            else:
+                text = find_cliff({loss: by_loss[loss] for loss in grid[experiment]}, REBBR_RATE_MBPS).describe()
             lines.append(f"| {experiment} | {cc} | {link} | {span} | {text} |")
     return lines
 
 
-def median_lines() -> list[str]:
+def median_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
     """The main experiment's median steady-state goodput per loss, algorithm and link, and ReBBR's."""
     rebbr = {round(r.loss_rate, 9): r.goodput_Mbps for r in load(SETS["rebbr-figure8"])
              if r.congestion_control == "bbr"}
-    by_link = {link: curves(read_rows(link)) for link in TABLES}
     columns = [(link, cc) for link in TABLES for cc in ALGORITHMS]
     lines = ["| loss % | " + " | ".join(f"{cc}, {link}" for link, cc in columns) + " | ReBBR, Linux 4.11.1 |",
              "|---" * (len(columns) + 2) + "|"]
-    for loss in grids()[MAIN]:
+    for loss in grid[MAIN]:
         cells = []
         for link, cc in columns:
             runs = by_link[link].get((MAIN, cc), {}).get(loss, [])
@@ -99,19 +97,20 @@ def span_min(rows: list[Row]) -> str:
     """Minutes from the first run's start to the last run's end (the records' own times)."""
     if not rows:
         return "0"
-    start = min(datetime.fromisoformat(row["started_at"]) for row in rows)
-    end = max(datetime.fromisoformat(row["finished_at"]) for row in rows)
-    return f"{(end - start).total_seconds() / 60:.0f}"
+    windows = spans(rows)
+    return f"{(max(end for _, end in windows) - min(start for start, _ in windows)).total_seconds() / 60:.0f}"
 
 
 def compute() -> dict[str, str]:
-    """Every value the README quotes."""
-    runs = {link: len(read_rows(link)) for link in TABLES}
+    """Every value the README quotes: each link's table read once, the preset expanded once."""
+    rows = {link: read_rows(link) for link in TABLES}
+    by_link = {link: curves(link_rows) for link, link_rows in rows.items()}
+    grid = grids()
     return {
-        "pacing.link-span-min": span_min(read_rows("ccsweep-link")),
-        "pacing.runs": ", ".join(f"{n} on {link}" for link, n in runs.items()),
-        "pacing.cliffs": "\n\n" + "\n".join(cliff_lines()) + "\n\n",
-        "pacing.medians": "\n\n" + "\n".join(median_lines()) + "\n\n",
+        "pacing.link-span-min": span_min(rows["ccsweep-link"]),
+        "pacing.runs": ", ".join(f"{len(link_rows)} on {link}" for link, link_rows in rows.items()),
+        "pacing.cliffs": "\n\n" + "\n".join(cliff_lines(by_link, grid)) + "\n\n",
+        "pacing.medians": "\n\n" + "\n".join(median_lines(by_link, grid)) + "\n\n",
     }
 
 

@@ -267,8 +267,8 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
-    if policer_label(params):
-        parts.append(policer_label(params))
+    if policed := policer_label(params):
+        parts.append(policed)
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)
