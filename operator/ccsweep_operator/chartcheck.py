@@ -18,6 +18,11 @@ import os
 import secrets
 import sys
 
+import kubernetes
+
+from ccsweep.crd import GROUP, PLURAL, VERSION
+from ccsweep.store import StoreError, open_store
+
 #: Where the store check writes its probe object, beside (never inside) results: a dot-prefixed
 #: folder that no sweep uses, removed again at once.
 PROBE_FOLDER = ".ccsweep-helm-test"
@@ -31,10 +36,6 @@ def namespace() -> str:
 
 def check_crd() -> str:
     """Listing Sweeps in this namespace succeeds only when the API server serves the CRD."""
-    import kubernetes
-
-    from ccsweep.crd import GROUP, PLURAL, VERSION
-
     kubernetes.config.load_incluster_config()
     listed: dict = kubernetes.client.CustomObjectsApi().list_namespaced_custom_object(  # type: ignore[assignment]
         GROUP, VERSION, namespace(), PLURAL)
@@ -42,8 +43,6 @@ def check_crd() -> str:
 
 
 def check_operator(deployment: str) -> str:
-    import kubernetes
-
     kubernetes.config.load_incluster_config()
     status = kubernetes.client.AppsV1Api().read_namespaced_deployment(deployment, namespace()).status
     ready = (status.ready_replicas if status else None) or 0
@@ -55,8 +54,6 @@ def check_operator(deployment: str) -> str:
 
 def check_store(url: str) -> str:
     """Write, read back and delete one small object: what every cell does with its result."""
-    from ccsweep.store import StoreError, open_store
-
     key = f"{PROBE_FOLDER}/{secrets.token_hex(8)}"
     payload = f"helm test {key}\n".encode()
     try:

@@ -26,8 +26,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import kubernetes
+
 from ccsweep.placement import LOADABLE_LABEL_PREFIX
 from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL
+from ccsweep_operator.kube import load_config
 
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 MODULES = Path("/lib/modules")
@@ -75,8 +78,6 @@ def label_patch(available: list[str], kernel: str, current: Mapping[str, str],
 
 def label_node(node: str, available_file: Path = AVAILABLE, modules: Path = MODULES) -> dict[str, str | None]:
     """Probe and patch `node`'s labels; returns what changed (empty when nothing did)."""
-    import kubernetes
-
     api = kubernetes.client.CoreV1Api()
     available, kernel = probe(available_file)
     metadata = api.read_node(node).metadata
@@ -98,8 +99,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.node:
         parser.error("--node or $NODE_NAME is required")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    from ccsweep_operator.kube import load_config
-
     load_config()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
