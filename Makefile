@@ -39,9 +39,9 @@ demo: deps ## Set up, run the quick sweep on this machine and build its figure (
 	@echo "report: $(abspath $(DEMO_STORE))/sweeps/$(DEMO_SPEC)/report.html"
 
 .PHONY: test
-test: deps tools lint ## Set up, lint, and run every test: unit, emulator, integration, services, end-to-end cluster.
+test: deps tools lint ## Set up, lint, and run every test: unit, emulator, integration, services, end-to-end cluster; the 25 slowest listed.
 	cargo test --release --locked --manifest-path emulator/Cargo.toml
-	$(PYTEST) -q tests
+	$(PYTEST) -q --durations=25 tests
 
 ##@ Setup
 
