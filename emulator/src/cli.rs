@@ -74,6 +74,18 @@ pub struct Args {
     /// Downlink policer (same parameters).
     #[arg(long, num_args = 2, value_names = ["RATE", "BURST"])]
     pub downlink_policer: Option<Vec<String>>,
+    /// Uplink jitter: each packet's delay varies around --uplink-delay by JITTER (1ns to 10s),
+    /// drawn as netem draws it from DISTRIBUTION (uniform, normal, pareto, paretonormal), never
+    /// below zero; ORDER keep (a packet never leaves before the one ahead) or reorder.
+    #[arg(long, num_args = 3, value_names = ["JITTER", "DISTRIBUTION", "ORDER"])]
+    pub uplink_jitter: Option<Vec<String>>,
+    /// Downlink jitter (same parameters).
+    #[arg(long, num_args = 3, value_names = ["JITTER", "DISTRIBUTION", "ORDER"])]
+    pub downlink_jitter: Option<Vec<String>>,
+    /// Folder of netem's distribution tables (NAME.dist) for jitter (default: iproute2's, as tc
+    /// finds it: $TC_LIB_DIR, /usr/lib/<arch>-linux-gnu/tc, /usr/lib/tc).
+    #[arg(long, value_name = "DIR")]
+    pub jitter_tables: Option<String>,
     /// Loss after the bottleneck (as Mahimahi's usual nesting) or before it.
     #[arg(long, default_value = "after", value_parser = ["after", "before"])]
     pub loss_position: String,
@@ -133,6 +145,8 @@ pub struct DirectionArgs<'a> {
     pub loss: &'a str,
     pub gilbert_elliott: Option<&'a [String]>,
     pub policer: Option<&'a [String]>,
+    pub jitter: Option<&'a [String]>,
+    pub jitter_tables: Option<&'a str>,
     pub queue: &'a str,
     pub log: Option<&'a str>,
 }
@@ -148,6 +162,8 @@ impl Args {
                 loss: &self.uplink_loss,
                 gilbert_elliott: self.uplink_gilbert_elliott.as_deref(),
                 policer: self.uplink_policer.as_deref(),
+                jitter: self.uplink_jitter.as_deref(),
+                jitter_tables: self.jitter_tables.as_deref(),
                 queue: &self.uplink_queue,
                 log: self.uplink_log.as_deref(),
             },
@@ -159,6 +175,8 @@ impl Args {
                 loss: &self.downlink_loss,
                 gilbert_elliott: self.downlink_gilbert_elliott.as_deref(),
                 policer: self.downlink_policer.as_deref(),
+                jitter: self.downlink_jitter.as_deref(),
+                jitter_tables: self.jitter_tables.as_deref(),
                 queue: &self.downlink_queue,
                 log: self.downlink_log.as_deref(),
             },

@@ -4,6 +4,7 @@
 use crate::cli::{Args, DirectionArgs};
 use crate::error::Error;
 use crate::inject::{InjectSpec, Injector};
+use crate::jitter::{Jitter, JitterSpec};
 use crate::link::{Direction, LossPosition, Server, Side, Stages};
 use crate::linklog::LinkLog;
 use crate::loss::LossModel;
@@ -25,6 +26,7 @@ pub struct DirectionConfig {
     pub delay_ns: u64,
     pub loss: LossModel,
     pub policer: Option<PolicerSpec>,
+    pub jitter: Option<JitterSpec>,
     pub queue: QueueSpec,
     pub log: Option<String>,
 }
@@ -88,6 +90,11 @@ impl DirectionConfig {
                 None => LossModel::bernoulli(args.loss).map_err(option("loss"))?,
             },
             policer: args.policer.map(PolicerSpec::parse).transpose().map_err(option("policer"))?,
+            jitter: args
+                .jitter
+                .map(|values| JitterSpec::parse(values, args.jitter_tables.map(std::path::Path::new)))
+                .transpose()
+                .map_err(option("jitter"))?,
             queue: QueueSpec::parse(args.queue).map_err(option("queue"))?,
             log: args.log.map(str::to_string),
         })
@@ -113,11 +120,14 @@ impl DirectionConfig {
         if let Some(policer) = &self.policer {
             out["policer"] = policer.to_json();
         }
+        if let Some(jitter) = &self.jitter {
+            out["jitter"] = jitter.to_json();
+        }
         out
     }
 
     /// The running direction: its log file is created here, its random streams (loss, queue,
-    /// injection) all derive from `config.seed`, independent per direction and per purpose.
+    /// jitter, injection) all derive from `config.seed`, independent per direction and per purpose.
     pub fn build(&self, config: &Config) -> Result<Direction, Error> {
         let name = self.side.name();
         let log = match &self.log {
@@ -143,6 +153,7 @@ impl DirectionConfig {
                 loss: self.loss,
                 loss_position: config.loss_position,
                 policer: self.policer.map(Policer::new),
+                jitter: self.jitter.clone().map(|spec| Jitter::new(spec, config.seed ^ salt.rotate_left(29))),
                 offload: config.offload,
                 loss_seed: config.seed ^ salt,
                 injector,
@@ -311,6 +322,18 @@ mod tests {
         assert_eq!(config.to_json()["uplink"]["policer"]["burst_bytes"], 30000);
         let error = config_argv(&["--downlink-policer", "10mbit", "10"]).err().unwrap().to_string();
         assert!(error.starts_with("--downlink-policer: burst 10 is outside [1500, 1073741824]"), "{error}");
+    }
+
+    #[test]
+    fn a_jitter_is_echoed_with_its_table_and_a_bad_one_names_its_option() {
+        assert!(config_argv(&[]).unwrap().to_json()["uplink"].get("jitter").is_none(), "no jitter: as before");
+        let config = config_argv(&["--downlink-jitter", "5ms", "normal", "keep"]).unwrap();
+        let echoed = &config.to_json()["downlink"]["jitter"];
+        assert_eq!((echoed["jitter_us"].as_f64(), echoed["order"].as_str()), (Some(5000.0), Some("keep")));
+        assert!(echoed["table"]["path"].as_str().unwrap().ends_with("/normal.dist"));
+        let error = config_argv(&["--uplink-jitter", "5ms", "normal", "keep", "--jitter-tables", "/nonexistent"])
+            .err().unwrap().to_string();
+        assert!(error.starts_with("--uplink-jitter: /nonexistent/normal.dist: "), "{error}");
     }
 
     #[test]

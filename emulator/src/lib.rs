@@ -10,6 +10,7 @@ pub mod config;
 pub mod emulate;
 pub mod error;
 pub mod inject;
+pub mod jitter;
 pub mod lateness;
 pub mod link;
 pub mod linklog;

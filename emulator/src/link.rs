@@ -1,6 +1,7 @@
 //! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), an
 //! optional policer (a token bucket that drops, `policer.rs`), the bottleneck queue and its server
-//! (a constant rate or a Mahimahi trace), then a fixed one-way delay.
+//! (a constant rate or a Mahimahi trace), then a one-way delay, fixed or varied by a jitter
+//! (`jitter.rs`: drawn as netem draws it, with order kept or packets reordered).
 //!
 //! Order (documented, recorded in every summary): with loss "after" (the default, as in
 //! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
@@ -14,6 +15,7 @@
 //! packets on the wire but never changes the link's arithmetic.
 
 use crate::inject::Injector;
+use crate::jitter::Jitter;
 use crate::lateness::Lateness;
 use crate::linklog::LinkLog;
 use crate::loss::{Loss, LossModel};
@@ -123,6 +125,8 @@ pub struct Stages {
     pub loss_position: LossPosition,
     /// A token bucket between the loss "before" and the queue, if given.
     pub policer: Option<Policer>,
+    /// Variation of the delay, if given.
+    pub jitter: Option<Jitter>,
     /// Frames carry a `virtio_net_hdr`, and packets that continue one another leave as one
     /// GSO write (`--offload tso`).
     pub offload: bool,
@@ -141,6 +145,8 @@ pub struct Direction {
     queue: Queue,
     server: Server,
     delay_ns: u64,
+    jitter: Option<Jitter>,
+    /// Packets on their way, in due order.
     delay_line: VecDeque<(u64, Packet)>,
     injector: Option<Injector>,
     /// When the head of the delay line may leave, once injection has decided it (it is then
@@ -176,6 +182,7 @@ impl Direction {
             queue: stages.queue,
             server: stages.server,
             delay_ns: stages.delay_ns,
+            jitter: stages.jitter,
             delay_line: VecDeque::new(),
             injector: stages.injector,
             head_hold_ns: None,
@@ -346,7 +353,15 @@ impl Direction {
             self.spare.push(packet.data);
             return;
         }
-        self.delay_line.push_back((t_ns + self.delay_ns, packet));
+        match self.jitter.as_mut() {
+            None => self.delay_line.push_back((t_ns + self.delay_ns, packet)),
+            Some(jitter) => {
+                let due = jitter.due_ns(t_ns, self.delay_ns);
+                // In due order: with order kept `due` is the latest yet, so the line's end.
+                let at = if jitter.reorders() { self.delay_line.partition_point(|(d, _)| *d <= due) } else { self.delay_line.len() };
+                self.delay_line.insert(at, (due, packet));
+            }
+        }
     }
 
     /// Constant-rate links log their 1504-byte opportunities, so capacity reads the same in
@@ -452,7 +467,7 @@ impl Direction {
     }
 
     /// The latest release known now that is due at or before `limit_ns`: the delay line (in due
-    /// order, the delay being constant) and the bottleneck's next departure plus the delay.
+    /// order) and the bottleneck's next departure plus the shortest delay it may get.
     pub fn last_release_until(&self, limit_ns: u64) -> Option<u64> {
         if self.head_hold_ns.is_some_and(|hold| hold > limit_ns) {
             return None;
@@ -474,7 +489,8 @@ impl Direction {
                 }
             }
         };
-        departure.map(|t| t + self.delay_ns)
+        let shortest = self.delay_ns - self.jitter.as_ref().map_or(0, |j| j.max_advance_ns(self.delay_ns));
+        departure.map(|t| t + shortest)
     }
 
     /// When a trace played `--once` runs out, the link ends (as mm-link's shell does).
@@ -555,6 +571,7 @@ mod tests {
             loss: LossModel::Bernoulli { p: loss },
             loss_position: LossPosition::After,
             policer: None,
+            jitter: None,
             offload: false,
             loss_seed: 42,
             injector: None,
@@ -599,6 +616,45 @@ mod tests {
         assert_eq!(departures[99], 10_000_000 + 100 * 120_000);
         // Each packet counts its 4-byte TUN header, as in mm-link.
         assert_eq!(d.counters.bottleneck_bytes, 100 * 1504);
+    }
+
+    #[test]
+    fn jitter_reorders_only_when_asked_and_every_packet_arrives() {
+        // 200 numbered packets, 120 us apart at the bottleneck, 10 ms +- 2 ms of uniform jitter.
+        for (order, reorders) in [("keep", false), ("reorder", true)] {
+            let values: Vec<String> = ["2ms", "uniform", order].iter().map(|v| v.to_string()).collect();
+            let spec = crate::jitter::JitterSpec::parse(&values, None).unwrap();
+            let mut stages = stages(Server::rate(100e6), "infinite", 10_000_000, 0.0);
+            stages.jitter = Some(Jitter::new(spec, 3));
+            let mut d = Direction::new("uplink", stages);
+            for i in 0..200u16 {
+                let mut data = vec![0; 1500];
+                data[..2].copy_from_slice(&i.to_be_bytes());
+                d.arrive(0, data);
+            }
+            let mut seen: Vec<(u64, u16)> = Vec::new();
+            let mut now = 0;
+            while now <= 50_000_000 {
+                d.advance(now);
+                d.release(|| now, |data| {
+                    seen.push((now, u16::from_be_bytes([data[0], data[1]])));
+                    true
+                });
+                now += 10_000;
+            }
+            let mut numbers: Vec<u16> = seen.iter().map(|(_, n)| *n).collect();
+            assert_eq!(numbers.windows(2).any(|w| w[1] < w[0]), reorders, "{order}");
+            // Never before its departure plus the shortest delay (8 ms), never after the longest.
+            for (at, n) in &seen {
+                let departure = 120_000 * (u64::from(*n) + 1);
+                assert!(*at >= departure + 8_000_000, "{order}: packet {n} at {at}");
+                if reorders {
+                    assert!(*at <= departure + 12_000_000 + 10_000, "{order}: packet {n} at {at}");
+                }
+            }
+            numbers.sort_unstable();
+            assert_eq!(numbers, (0..200).collect::<Vec<_>>(), "{order}: each packet once");
+        }
     }
 
     #[test]
