@@ -176,6 +176,34 @@ class Policer(Frozen):
         return f"policer {self.rate_mbps:g} Mbit/s, {self.burst_bytes / 1000:g} kB"
 
 
+#: The distributions a jitter draws from, as netem names them (docs/emulator.md, "Jitter").
+JitterDistribution = Literal["uniform", "normal", "pareto", "paretonormal"]
+#: Whether a jittered packet may overtake the ones ahead of it.
+JitterOrder = Literal["keep", "reorder"]
+#: ccsweep-link's largest jitter: 10 s.
+MAX_JITTER_MS = 10_000
+
+
+class Jitter(Frozen):
+    """Variation of a direction's one-way delay, drawn per packet as netem draws it: `uniform` over
+    delay ± `jitter_ms`, or `jitter_ms` times a value of netem's `normal`, `pareto` or
+    `paretonormal` table; never below zero, and with `order` keep never before the packet ahead
+    (docs/emulator.md, "Jitter")."""
+
+    jitter_ms: float = Field(gt=0, le=MAX_JITTER_MS, description="the spread: uniform's half-width, normal's sd")
+    distribution: JitterDistribution = "uniform"
+    order: JitterOrder = Field(default="keep", description="keep: a packet never overtakes; reorder: it may")
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it, then its three values: `jitter 5.0ms normal keep` (repr: the
+        spread the cell id hashed)."""
+        return ("jitter", f"{self.jitter_ms!r}ms", self.distribution, self.order)
+
+    def label(self) -> str:
+        reordered = ", reordered" if self.order == "reorder" else ""
+        return f"jitter {self.jitter_ms:g} ms {self.distribution}{reordered}"
+
+
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
 
@@ -210,8 +238,9 @@ class DirectionParams(Frozen):
     gilbert_elliott: GilbertElliottLoss | None = Field(
         default=None, description="Gilbert-Elliott loss instead of Bernoulli (`loss` is then 0)")
     policer: Policer | None = Field(default=None, description="a token bucket before the queue that drops")
+    jitter: Jitter | None = Field(default=None, description="variation of the one-way delay, per packet")
 
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None, "policer": None}
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None, "policer": None, "jitter": None}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:

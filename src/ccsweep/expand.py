@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -26,6 +27,7 @@ from ccsweep.cell import (
     DirectionParams,
     FlowParams,
     GilbertElliottLoss,
+    Jitter,
     LossModel,
     Policer,
     QueueParams,
@@ -38,6 +40,7 @@ from ccsweep.spec import (
     PLAIN_NAME,
     Experiment,
     FlowGroup,
+    JitterSetting,
     PolicerSetting,
     QueueSetting,
     ReversePath,
@@ -179,12 +182,14 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
     policers: list[PolicerSetting | None] = list(exp.policer) if exp.policer else [None]
+    jitters: list[JitterSetting | None] = list(exp.jitter) if exp.jitter else [None]
     axes = itertools.product(exp.flow_mixes(), exp.loss_models(), exp.rtt_ms, links, enumerate(exp.queue), reverses,
-                             kernels, policers, range(exp.max_runs))
+                             kernels, policers, jitters, range(exp.max_runs))
     bpf_programs = _bpf_programs(exp)
-    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, policer, rep \
-            in axes:
-        up_policer, down_policer = _policers(policer)
+    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, policer, \
+            jitter, rep in axes:
+        up_policer, down_policer = _on_directions(policer.resolved(), policer.direction) if policer else (None, None)
+        up_jitter, down_jitter = _on_directions(jitter.resolved(), jitter.direction) if jitter else (None, None)
         flows = tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix))
         up_loss, up_bursts = _loss_fields(loss if exp.loss_direction in ("uplink", "both") else None)
         down_loss, down_bursts = _loss_fields(loss if exp.loss_direction in ("downlink", "both") else None)
@@ -198,9 +203,10 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             flows=flows,
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts, policer=up_policer,
+                                   jitter=up_jitter,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss,
-                                     gilbert_elliott=down_bursts, policer=down_policer),
+                                     gilbert_elliott=down_bursts, policer=down_policer, jitter=down_jitter),
             duration_s=scaled(exp.duration_s),
             warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
@@ -219,13 +225,15 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         yield Cell.build(sweep, exp.name, params)
 
 
-def _policers(setting: PolicerSetting | None) -> tuple[Policer | None, Policer | None]:
-    """The (uplink, downlink) policers of one value of the policer axis (None: no policer)."""
-    if setting is None:
-        return None, None
-    policer = setting.resolved()
-    return (policer if setting.direction in ("uplink", "both") else None,
-            policer if setting.direction in ("downlink", "both") else None)
+#: What a per-direction axis (policer, jitter) places on a cell's directions.
+DirectionEffect = TypeVar("DirectionEffect", Policer, Jitter)
+
+
+def _on_directions(effect: DirectionEffect, direction: str) -> tuple[DirectionEffect | None, DirectionEffect | None]:
+    """The (uplink, downlink) share of one value of a per-direction axis: `effect` on the
+    directions `direction` names (uplink, downlink or both), None on the other."""
+    return (effect if direction in ("uplink", "both") else None,
+            effect if direction in ("downlink", "both") else None)
 
 
 def _loss_fields(model: LossModel | None) -> tuple[float, GilbertElliottLoss | None]:

@@ -118,6 +118,9 @@ def mahimahi_cannot(p: CellParams) -> str | None:
         if direction.policer is not None:
             return (f"police {name} packets (policer): mm-link has no token bucket (drop the policer, or use link "
                     "ccsweep-link)")
+        if direction.jitter is not None:
+            return (f"vary the {name} delay (jitter): mm-delay holds every packet for one fixed delay (drop the "
+                    "jitter, or use link ccsweep-link)")
         if direction.rate_schedule:
             return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]

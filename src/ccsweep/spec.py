@@ -23,10 +23,14 @@ from pydantic.json_schema import WithJsonSchema
 from ccsweep.bpfcc import BpfCongestionControl
 from ccsweep.cell import (
     KERNEL_RELEASE,
+    MAX_JITTER_MS,
     MAX_POLICER_BURST_BYTES,
     MIN_POLICER_BURST_BYTES,
     BernoulliLoss,
     GilbertElliottLoss,
+    Jitter,
+    JitterDistribution,
+    JitterOrder,
     LinkBackend,
     LinkOffload,
     LossModel,
@@ -153,6 +157,7 @@ def _bounds(low: float, high: float, *, open_low: bool = False) -> WithJsonSchem
 LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
 LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
 RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
+JitterMs = Annotated[float, _within(0, MAX_JITTER_MS, "ms", open_low=True), _bounds(0, MAX_JITTER_MS, open_low=True)]
 Probability = Annotated[float, _within(0, 1, "(a fraction)"), _bounds(0, 1)]
 MeanLossPercent = Annotated[float, _within(0, 100, "(percent)", open_low=True), _bounds(0, 100, open_low=True)]
 #: A mean burst of more than 100,000 packets (over a second at 1 Gbit/s) is an outage, not loss.
@@ -262,6 +267,20 @@ class PolicerSetting(SpecModel):
 
     def resolved(self) -> Policer:
         return Policer(rate_mbps=self.rate_mbps, burst_bytes=self.burst_bytes)
+
+
+class JitterSetting(SpecModel):
+    """A jitter on the directions `direction` names: each packet's one-way delay varies by
+    `jitter_ms`, drawn from `distribution` as netem draws it, never below zero, with packets kept in
+    order or allowed to overtake (`order`)."""
+
+    jitter_ms: JitterMs = Field(description="the spread in ms: uniform's half-width, normal's standard deviation")
+    distribution: JitterDistribution = Field(default="uniform", description="uniform, normal, pareto or paretonormal")
+    order: JitterOrder = Field(default="keep", description="keep (no packet overtakes) or reorder")
+    direction: LossDirection = Field(default="uplink", description="uplink (the data), downlink (the ACKs) or both")
+
+    def resolved(self) -> Jitter:
+        return Jitter(jitter_ms=self.jitter_ms, distribution=self.distribution, order=self.order)
 
 
 class GilbertElliottSetting(SpecModel):
@@ -435,6 +454,9 @@ class Experiment(SpecModel):
     policer: list[PolicerSetting] | None = Field(
         default=None, min_length=1, max_length=64,
         description="an axis of policers: token buckets before the queue that drop what exceeds them")
+    jitter: list[JitterSetting] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="an axis of jitters: per-packet variation of the one-way delay, in order or reordering")
     rtt_ms: list[RttMs] = Field(min_length=1, max_length=MAX_AXIS)
     bandwidth_mbps: list[RateMbps] | None = _axis()
     trace: list[TraceSetting] | None = Field(default=None, min_length=1, max_length=64)
@@ -506,6 +528,7 @@ class Experiment(SpecModel):
             ("reverse", [(r.delay_ms, r.loss_percent) for r in self.reverse or []]),
             ("rate_schedule", [step.at_s for step in self.rate_schedule]), ("kernels", self.kernels or []),
             ("policer", [p.model_dump() for p in self.policer or []]),
+            ("jitter", [j.model_dump() for j in self.jitter or []]),
             ("published", self.published)]
         for field, values in axes:
             twice = _repeated(values)

@@ -223,13 +223,19 @@ def path_label(params: CellParams) -> str:
     return f"reverse {down.delay_ms:g} ms, {_loss_label(down)}"
 
 
-#: Axes that can tell series apart, with their labels; the flows come first.
 def policer_label(params: CellParams) -> str:
     """'uplink policer 10 Mbit/s, 30 kB', both directions' where both have one; '' for none."""
     return "; ".join(f"{name} {direction.policer.label()}" for name in ("uplink", "downlink")
                      if (direction := getattr(params, name)).policer is not None)
 
 
+def jitter_label(params: CellParams) -> str:
+    """'uplink jitter 5 ms normal', both directions' where both have one; '' for none."""
+    return "; ".join(f"{name} {direction.jitter.label()}" for name in ("uplink", "downlink")
+                     if (direction := getattr(params, name)).jitter is not None)
+
+
+#: Axes that can tell series apart, with their labels; the flows come first.
 FACETS: dict[str, Callable[[CellParams], str]] = {
     "flows": flows_label,
     "rtt": lambda p: f"{p.rtt_ms:g} ms",
@@ -241,6 +247,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "loss model": lambda p: loss_model_label(p.uplink) or "independent loss",
     "kernel": lambda p: f"kernel {p.kernel}",
     "policer": lambda p: policer_label(p) or "no policer",
+    "jitter": lambda p: jitter_label(p) or "no jitter",
 }
 
 
@@ -269,6 +276,8 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(FACETS["schedule"](params))
     if policed := policer_label(params):
         parts.append(policed)
+    if jittered := jitter_label(params):
+        parts.append(jittered)
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)

@@ -176,9 +176,10 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
         loss_option, *loss_values = direction.loss_model.emulator_spec()
         argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-{loss_option}", *loss_values,
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
-        if direction.policer is not None:
-            policer_option, *policer_values = direction.policer.emulator_spec()
-            argv += [f"--{name}-{policer_option}", *policer_values]
+        for effect in (direction.policer, direction.jitter):
+            if effect is not None:
+                option, *values = effect.emulator_spec()
+                argv += [f"--{name}-{option}", *values]
     argv += ["--loss-position", p.loss_position, "--offload", p.link_offload, "--seed", str(p.seed), "--stats", "-",
              "--stats-interval", STATS_INTERVAL, "--duration", f"{duration_s:g}s"]
     if release_window is not None:
