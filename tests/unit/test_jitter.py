@@ -7,15 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.results.points import cell_summary, series_label, varying_facets
 from ccsweep.runner.link import link_command
 from ccsweep.spec import SpecError
 from ccsweep.specload import parse_spec
+from support.refusal import validate_refusal
 
 
 def spec(jitter: list[dict] | None, **extra: object) -> dict:
@@ -66,8 +64,4 @@ def test_mahimahi_refuses_a_jitter_in_one_line():
     ({"jitter_ms": "5; rm -rf /"}, "experiments[j].jitter[0].jitter_ms"),
 ])
 def test_a_bad_jitter_is_one_line_naming_the_field_and_exit_2(tmp_path: Path, jitter: dict, message: str):
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec([jitter])))
-    done = CliRunner().invoke(main, ["validate", str(path)])
-    assert done.exit_code == 2, done.output
-    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert message in validate_refusal(tmp_path, spec([jitter]))

@@ -8,14 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from ccsweep.cli import main
 from ccsweep.expand import expand
 from ccsweep.runner.link import link_command
 from ccsweep.spec import SpecError
 from ccsweep.specload import parse_spec
+from support.refusal import validate_refusal
 
 
 def spec(policer: list[dict], **extra: object) -> dict:
@@ -58,8 +56,4 @@ def test_mahimahi_refuses_a_policer_in_one_line():
     ({"rate_mbps": 10, "burst_bytes": 30000, "direction": "sideways"}, "experiments[p].policer[0].direction"),
 ])
 def test_a_bad_policer_is_one_line_naming_the_field_and_exit_2(tmp_path: Path, policer: dict, message: str):
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec([policer])))
-    done = CliRunner().invoke(main, ["validate", str(path)])
-    assert done.exit_code == 2, done.output
-    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert message in validate_refusal(tmp_path, spec([policer]))
