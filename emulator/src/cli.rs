@@ -82,6 +82,14 @@ pub struct Args {
     /// Downlink jitter (same parameters).
     #[arg(long, num_args = 3, value_names = ["JITTER", "DISTRIBUTION", "ORDER"])]
     pub downlink_jitter: Option<Vec<String>>,
+    /// Uplink slots (ACK aggregation, as netem's `slot`): packets leave only when a slot opens,
+    /// slots MIN to MAX apart (uniform; 1ns <= MIN <= MAX <= 1s), each taking at most PACKETS
+    /// packets and, as netem counts, packets while fewer than BYTES bytes have left (0: no limit).
+    #[arg(long, num_args = 4, value_names = ["MIN", "MAX", "PACKETS", "BYTES"])]
+    pub uplink_slot: Option<Vec<String>>,
+    /// Downlink slots (same parameters).
+    #[arg(long, num_args = 4, value_names = ["MIN", "MAX", "PACKETS", "BYTES"])]
+    pub downlink_slot: Option<Vec<String>>,
     /// Folder of netem's distribution tables (NAME.dist) for jitter (default: iproute2's, as tc
     /// finds it: $TC_LIB_DIR, /usr/lib/<arch>-linux-gnu/tc, /usr/lib/tc).
     #[arg(long, value_name = "DIR")]
@@ -147,6 +155,7 @@ pub struct DirectionArgs<'a> {
     pub policer: Option<&'a [String]>,
     pub jitter: Option<&'a [String]>,
     pub jitter_tables: Option<&'a str>,
+    pub slot: Option<&'a [String]>,
     pub queue: &'a str,
     pub log: Option<&'a str>,
 }
@@ -163,6 +172,7 @@ impl Args {
                 gilbert_elliott: self.uplink_gilbert_elliott.as_deref(),
                 policer: self.uplink_policer.as_deref(),
                 jitter: self.uplink_jitter.as_deref(),
+                slot: self.uplink_slot.as_deref(),
                 jitter_tables: self.jitter_tables.as_deref(),
                 queue: &self.uplink_queue,
                 log: self.uplink_log.as_deref(),
@@ -176,6 +186,7 @@ impl Args {
                 gilbert_elliott: self.downlink_gilbert_elliott.as_deref(),
                 policer: self.downlink_policer.as_deref(),
                 jitter: self.downlink_jitter.as_deref(),
+                slot: self.downlink_slot.as_deref(),
                 jitter_tables: self.jitter_tables.as_deref(),
                 queue: &self.downlink_queue,
                 log: self.downlink_log.as_deref(),

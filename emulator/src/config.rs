@@ -12,6 +12,7 @@ use crate::policer::{Policer, PolicerSpec};
 use crate::netdev::{check_device_name, check_netns_name, parse_address, Endpoint};
 use crate::queue::{Queue, QueueSpec};
 use crate::sched::parse_priority;
+use crate::slot::{SlotSpec, Slots};
 use crate::trace::Trace;
 use crate::units::{parse_duration_ns, parse_rate};
 use serde_json::{json, Value};
@@ -27,6 +28,7 @@ pub struct DirectionConfig {
     pub loss: LossModel,
     pub policer: Option<PolicerSpec>,
     pub jitter: Option<JitterSpec>,
+    pub slot: Option<SlotSpec>,
     pub queue: QueueSpec,
     pub log: Option<String>,
 }
@@ -95,6 +97,7 @@ impl DirectionConfig {
                 .map(|values| JitterSpec::parse(values, args.jitter_tables.map(std::path::Path::new)))
                 .transpose()
                 .map_err(option("jitter"))?,
+            slot: args.slot.map(SlotSpec::parse).transpose().map_err(option("slot"))?,
             queue: QueueSpec::parse(args.queue).map_err(option("queue"))?,
             log: args.log.map(str::to_string),
         })
@@ -123,11 +126,14 @@ impl DirectionConfig {
         if let Some(jitter) = &self.jitter {
             out["jitter"] = jitter.to_json();
         }
+        if let Some(slot) = &self.slot {
+            out["slot"] = slot.to_json();
+        }
         out
     }
 
     /// The running direction: its log file is created here, its random streams (loss, queue,
-    /// jitter, injection) all derive from `config.seed`, independent per direction and per purpose.
+    /// jitter, slots, injection) all derive from `config.seed`, independent per direction and per purpose.
     pub fn build(&self, config: &Config) -> Result<Direction, Error> {
         let name = self.side.name();
         let log = match &self.log {
@@ -154,6 +160,7 @@ impl DirectionConfig {
                 loss_position: config.loss_position,
                 policer: self.policer.map(Policer::new),
                 jitter: self.jitter.clone().map(|spec| Jitter::new(spec, config.seed ^ salt.rotate_left(29))),
+                slots: self.slot.map(|spec| Slots::new(spec, config.seed ^ salt.rotate_left(53))),
                 offload: config.offload,
                 loss_seed: config.seed ^ salt,
                 injector,
@@ -334,6 +341,17 @@ mod tests {
         let error = config_argv(&["--uplink-jitter", "5ms", "normal", "keep", "--jitter-tables", "/nonexistent"])
             .err().unwrap().to_string();
         assert!(error.starts_with("--uplink-jitter: /nonexistent/normal.dist: "), "{error}");
+    }
+
+    #[test]
+    fn slots_are_echoed_and_a_bad_one_names_its_option() {
+        assert!(config_argv(&[]).unwrap().to_json()["downlink"].get("slot").is_none(), "no slots: as before");
+        let config = config_argv(&["--downlink-slot", "1ms", "4ms", "16", "0"]).unwrap();
+        let echoed = &config.to_json()["downlink"]["slot"];
+        assert_eq!((echoed["min_us"].as_f64(), echoed["max_us"].as_f64(), echoed["packets"].as_u64()),
+                   (Some(1000.0), Some(4000.0), Some(16)));
+        let error = config_argv(&["--uplink-slot", "4ms", "1ms", "0", "0"]).err().unwrap().to_string();
+        assert!(error.starts_with("--uplink-slot: slot gaps \"4ms\" to \"1ms\": give 1ns <= MIN"), "{error}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod pacing;
 pub mod policer;
 pub mod queue;
 pub mod sched;
+pub mod slot;
 pub mod sys;
 pub mod trace;
 pub mod units;

@@ -1,7 +1,8 @@
 //! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), an
 //! optional policer (a token bucket that drops, `policer.rs`), the bottleneck queue and its server
 //! (a constant rate or a Mahimahi trace), then a one-way delay, fixed or varied by a jitter
-//! (`jitter.rs`: drawn as netem draws it, with order kept or packets reordered).
+//! (`jitter.rs`: drawn as netem draws it, with order kept or packets reordered), and releases
+//! at once or in slots (`slot.rs`: ACK aggregation, as netem's `slot`).
 //!
 //! Order (documented, recorded in every summary): with loss "after" (the default, as in
 //! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
@@ -21,6 +22,7 @@ use crate::linklog::LinkLog;
 use crate::loss::{Loss, LossModel};
 use crate::policer::Policer;
 use crate::queue::{DropCause, Packet, Queue};
+use crate::slot::Slots;
 use crate::offload::{self, Coalescer, VNET_HDR_LEN};
 use crate::trace::{Trace, HEADER_BYTES, OPPORTUNITY_BYTES, OPPORTUNITY_IP_BITS};
 use serde_json::{json, Value};
@@ -127,6 +129,8 @@ pub struct Stages {
     pub policer: Option<Policer>,
     /// Variation of the delay, if given.
     pub jitter: Option<Jitter>,
+    /// Releases in slots (ACK aggregation), if given.
+    pub slots: Option<Slots>,
     /// Frames carry a `virtio_net_hdr`, and packets that continue one another leave as one
     /// GSO write (`--offload tso`).
     pub offload: bool,
@@ -148,6 +152,7 @@ pub struct Direction {
     jitter: Option<Jitter>,
     /// Packets on their way, in due order.
     delay_line: VecDeque<(u64, Packet)>,
+    slots: Option<Slots>,
     injector: Option<Injector>,
     /// When the head of the delay line may leave, once injection has decided it (it is then
     /// later than its due time, and every packet behind it waits too).
@@ -184,6 +189,7 @@ impl Direction {
             delay_ns: stages.delay_ns,
             jitter: stages.jitter,
             delay_line: VecDeque::new(),
+            slots: stages.slots,
             injector: stages.injector,
             head_hold_ns: None,
             counters: Counters::default(),
@@ -387,10 +393,22 @@ impl Direction {
     /// that continue one another wait for each other (a few microseconds of this loop) and leave
     /// in one write, each late by that write's time.
     pub fn release(&mut self, mut clock: impl FnMut() -> u64, mut write: impl FnMut(&[u8]) -> bool) {
-        while let Some(&(due, _)) = self.delay_line.front() {
+        let offset = self.frame_offset();
+        while let Some((due, bytes)) = self.delay_line.front().map(|(due, p)| (*due, (p.data.len() - offset) as u64)) {
             let now_ns = clock();
+            // With slots, a packet leaves at its slot's opening, which is then its due time.
+            let due = match self.slots.as_mut() {
+                None => due,
+                Some(slots) => match slots.slot_for(due, now_ns) {
+                    Some(opening) => opening,
+                    None => break,
+                },
+            };
             if due > now_ns || self.hold_head(due) > now_ns {
                 break;
+            }
+            if let Some(slots) = self.slots.as_mut() {
+                slots.take(bytes);
             }
             self.head_hold_ns = None;
             let (_, packet) = self.delay_line.pop_front().expect("a due packet");
@@ -458,7 +476,10 @@ impl Direction {
     /// before a held head of the line.
     pub fn next_event_ns(&self) -> Option<u64> {
         let server = self.next_server_release_ns();
-        let delay = self.delay_line.front().map(|(due, _)| *due);
+        // With slots, the head leaves at the first opening at or after its due time: not before
+        // the next opening (a wake-up at it draws the following one if the head is not due yet).
+        let slot = self.slots.as_ref().map_or(0, Slots::opening_ns);
+        let delay = self.delay_line.front().map(|(due, _)| (*due).max(slot));
         let earliest = match (server, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -472,7 +493,9 @@ impl Direction {
         if self.head_hold_ns.is_some_and(|hold| hold > limit_ns) {
             return None;
         }
-        let delayed = self.delay_line.iter().map(|(due, _)| *due).take_while(|due| *due <= limit_ns).last();
+        let slot = self.slots.as_ref().map_or(0, Slots::opening_ns);
+        let delayed =
+            self.delay_line.iter().map(|(due, _)| (*due).max(slot)).take_while(|due| *due <= limit_ns).last();
         let from_server = self.next_server_release_ns().filter(|due| *due <= limit_ns);
         delayed.max(from_server)
     }
@@ -572,6 +595,7 @@ mod tests {
             loss_position: LossPosition::After,
             policer: None,
             jitter: None,
+            slots: None,
             offload: false,
             loss_seed: 42,
             injector: None,
@@ -655,6 +679,26 @@ mod tests {
             numbers.sort_unstable();
             assert_eq!(numbers, (0..200).collect::<Vec<_>>(), "{order}: each packet once");
         }
+    }
+
+    #[test]
+    fn slots_release_in_bursts_at_their_openings_only() {
+        // 100 packets 120 us apart at the bottleneck, 10 ms of delay, a slot every 1 ms: each
+        // leaves at the first whole millisecond at or after its due time, 8 or 9 at a time.
+        let values: Vec<String> = ["1ms", "1ms", "0", "0"].iter().map(|v| v.to_string()).collect();
+        let mut stages = stages(Server::rate(100e6), "infinite", 10_000_000, 0.0);
+        stages.slots = Some(Slots::new(crate::slot::SlotSpec::parse(&values).unwrap(), 5));
+        let mut d = Direction::new("uplink", stages);
+        let departures = run(&mut d, 100, 1500, 0, 50_000_000);
+        assert_eq!(departures.len(), 100);
+        let mut bursts = std::collections::BTreeMap::<u64, u32>::new();
+        for (i, at) in departures.iter().enumerate() {
+            let due = 10_000_000 + 120_000 * (i as u64 + 1);
+            assert_eq!(*at, due.div_ceil(1_000_000) * 1_000_000, "packet {i}");
+            *bursts.entry(*at).or_default() += 1;
+        }
+        let sizes: Vec<u32> = bursts.values().copied().collect();
+        assert!(sizes[1..sizes.len() - 1].iter().all(|n| (8..=9).contains(n)), "{sizes:?}");
     }
 
     #[test]
