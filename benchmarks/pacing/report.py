@@ -6,8 +6,11 @@
 benchmarks/results/2026-11-29-rebbr-pacing/ holds one `ccsweep export` cell table per link
 (`rebbr-pacing-cells.csv`, `rebbr-pacing-mahimahi-cells.csv`): one row per stored run. From them:
 where each curve drops (`ccsweep.results.cliff`, on steady-state goodput, the quantity of ReBBR's
-"BBR holds" claim), and the main experiment's medians beside ReBBR's published Figure 8 BBR. A
-curve with a loss rate not yet run has no cliff: it is listed with what it lacks.
+"BBR holds" claim) below half the payload-rate ideal (ReBBR's reading of "holds") and below a
+tenth of it (where it has collapsed), ReBBR's own curve read the same way, the main experiment's
+medians beside ReBBR's published Figure 8 BBR, and each candidate experiment against the main one
+on the same loss rates, with its verdict. A curve with a loss rate not yet run has no cliff: it is
+listed with what it lacks.
 `benchmarks.quoted` puts each value between its `<!-- value: NAME -->` markers.
 """
 
@@ -21,7 +24,7 @@ from benchmarks.cluster.argo_vs_local import read_cells, spans
 from benchmarks.quoted import regenerate_main
 from ccsweep.checks.source_claims import REBBR_RATE_MBPS
 from ccsweep.expand import expand
-from ccsweep.results.cliff import find_cliff
+from ccsweep.results.cliff import HALF, Cliff, find_cliff
 from ccsweep.results.published_sets import SETS, load
 from ccsweep.specload import load_spec
 
@@ -32,6 +35,9 @@ README = FOLDER / "README.md"
 TABLES = {"ccsweep-link": "rebbr-pacing-cells.csv", "mahimahi": "rebbr-pacing-mahimahi-cells.csv"}
 ALGORITHMS = ("bbr", "bbr_bpf", "bbr_unpaced")
 MAIN = "pacing"
+#: Below a tenth of the payload-rate ideal a curve has collapsed: BBR paced on this kernel is there
+#: from 20-25 %, and the question is where the unpaced one gets there.
+COLLAPSE = 0.1
 
 Row = dict[str, str]
 #: (experiment, algorithm) -> loss -> the runs' steady-state goodputs.
@@ -61,26 +67,88 @@ def curves(rows: list[Row]) -> Curves:
     return out
 
 
+def cliff_text(by_loss: dict[float, list[float]], losses: list[float], share: float) -> str:
+    """The curve's cliff at `share` of the ideal over `losses`, or what it lacks to have one."""
+    missing = [loss for loss in losses if not by_loss.get(loss)]
+    if missing:
+        return f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
+    return read_cliff(by_loss, losses, share).describe()
+
+
+def read_cliff(by_loss: dict[float, list[float]], losses: list[float], share: float) -> Cliff:
+    return find_cliff({loss: by_loss[loss] for loss in losses}, REBBR_RATE_MBPS, share)
+
+
+def runs_span(by_loss: dict[float, list[float]], losses: list[float]) -> str:
+    runs = [len(by_loss[loss]) for loss in losses if by_loss.get(loss)]
+    return f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
+
+
 def cliff_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
-    lines = ["| experiment | algorithm | link | runs a cell | cliff at loss [95 % CI] |", "|---|---|---|---|---|"]
+    lines = ["| experiment | algorithm | link | runs a cell | below half the ideal at [95 % CI] "
+             "| below a tenth at [95 % CI] |", "|---|---|---|---|---|---|"]
     for link, found in by_link.items():
         for (experiment, cc), by_loss in sorted(found.items(), key=lambda item: (list(grid).index(item[0][0]),
                                                                                ALGORITHMS.index(item[0][1]))):
-            missing = [loss for loss in grid[experiment] if not by_loss.get(loss)]
-            runs = [len(by_loss[loss]) for loss in grid[experiment] if by_loss.get(loss)]
-            span = f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
-            if missing:
-                text = f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
-            else:
-                text = find_cliff({loss: by_loss[loss] for loss in grid[experiment]}, REBBR_RATE_MBPS).describe()
-            lines.append(f"| {experiment} | {cc} | {link} | {span} | {text} |")
+            losses = grid[experiment]
+            lines.append(f"| {experiment} | {cc} | {link} | {runs_span(by_loss, losses)} "
+                         f"| {cliff_text(by_loss, losses, HALF)} | {cliff_text(by_loss, losses, COLLAPSE)} |")
+    rebbr = {loss: [goodput] for loss, goodput in rebbr_bbr().items()}
+    lines.append(f"| ReBBR's Figure 8 | bbr (Linux 4.11.1) | Mahimahi | 1 | {cliff_text(rebbr, grid[MAIN], HALF)} "
+                 f"| {cliff_text(rebbr, grid[MAIN], COLLAPSE)} |")
     return lines
+
+
+def rebbr_bbr() -> dict[float, float]:
+    """ReBBR's published BBR by loss rate (bottleneck throughput, one run a cell)."""
+    return {round(r.loss_rate, 9): r.goodput_Mbps for r in load(SETS["rebbr-figure8"]) if r.congestion_control == "bbr"}
+
+
+def overlaps(a: Cliff, b: Cliff) -> bool:
+    """Whether two cliffs' intervals share a loss rate (a cliff without one is its own point)."""
+    a_low, a_high = (a.low, a.high) if a.low is not None and a.high is not None else (a.index, a.index)
+    b_low, b_high = (b.low, b.high) if b.low is not None and b.high is not None else (b.index, b.index)
+    return max(a_low, b_low) <= min(a_high, b_high)
+
+
+def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
+    """Each candidate experiment against the main one on the candidate's loss rates: medians, both
+    cliffs, and the verdict (it moves a cliff when their intervals share no loss rate)."""
+    lines = ["| candidate | algorithm | link | medians, main → candidate (Mbit/s) | half the ideal, main → candidate "
+             "| a tenth, main → candidate | verdict |", "|---|---|---|---|---|---|---|"]
+    for link, found in by_link.items():
+        for experiment in [name for name in grid if name != MAIN]:
+            losses = grid[experiment]
+            for cc in ALGORITHMS:
+                main, candidate = found.get((MAIN, cc), {}), found.get((experiment, cc), {})
+                if not candidate:
+                    continue
+                medians = ", ".join(
+                    f"{loss * 100:g} %: {_median(main.get(loss))} → {_median(candidate.get(loss))}" for loss in losses)
+                if any(not main.get(loss) or not candidate.get(loss) for loss in losses):
+                    lines.append(f"| {experiment} | {cc} | {link} | {medians} | – | – | not yet: runs missing |")
+                    continue
+                pairs = [(read_cliff(main, losses, share), read_cliff(candidate, losses, share))
+                         for share in (HALF, COLLAPSE)]
+                moved = [name for name, (a, b) in zip(("half", "tenth"), pairs, strict=True) if not overlaps(a, b)]
+                verdict = f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
+                shown = [f"{_percent(a)} → {_percent(b)}" for a, b in pairs]
+                lines.append(f"| {experiment} | {cc} | {link} | {medians} | {shown[0]} | {shown[1]} | {verdict} |")
+    return lines
+
+
+def _median(runs: list[float] | None) -> str:
+    return f"{statistics.median(runs):.3g}" if runs else "–"
+
+
+def _percent(cliff: Cliff) -> str:
+    loss = cliff.loss()
+    return f"above {cliff.losses[-1] * 100:g} %" if loss is None else f"{loss * 100:g} %"
 
 
 def median_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
     """The main experiment's median steady-state goodput per loss, algorithm and link, and ReBBR's."""
-    rebbr = {round(r.loss_rate, 9): r.goodput_Mbps for r in load(SETS["rebbr-figure8"])
-             if r.congestion_control == "bbr"}
+    rebbr = rebbr_bbr()
     columns = [(link, cc) for link in TABLES for cc in ALGORITHMS]
     lines = ["| loss % | " + " | ".join(f"{cc}, {link}" for link, cc in columns) + " | ReBBR, Linux 4.11.1 |",
              "|---" * (len(columns) + 2) + "|"]
@@ -111,6 +179,7 @@ def compute() -> dict[str, str]:
         "pacing.runs": ", ".join(f"{len(link_rows)} on {link}" for link, link_rows in rows.items()),
         "pacing.cliffs": "\n\n" + "\n".join(cliff_lines(by_link, grid)) + "\n\n",
         "pacing.medians": "\n\n" + "\n".join(median_lines(by_link, grid)) + "\n\n",
+        "pacing.candidates": "\n\n" + "\n".join(candidate_lines(by_link, grid)) + "\n\n",
     }
 
 

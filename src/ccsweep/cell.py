@@ -204,6 +204,38 @@ class Jitter(Frozen):
         return f"jitter {self.jitter_ms:g} ms {self.distribution}{reordered}"
 
 
+#: ccsweep-link's longest gap between two slots: 1 s.
+MAX_SLOT_MS = 1_000
+
+
+class Slot(Frozen):
+    """Releases in slots, as netem's `slot`: slots open `min_ms` to `max_ms` apart (uniform), and a
+    packet leaves at the first one at or after its due time that has room: at most `packets`
+    packets, and packets while fewer than `bytes` bytes have left in it (0: no limit) (ACK
+    aggregation; docs/emulator.md, "Slots")."""
+
+    min_ms: float = Field(gt=0, le=MAX_SLOT_MS, description="the shortest gap between two slots")
+    max_ms: float = Field(gt=0, le=MAX_SLOT_MS, description="the longest gap between two slots")
+    packets: int = Field(default=0, ge=0, le=1_000_000, description="packets a slot takes at most (0: no limit)")
+    bytes: int = Field(default=0, ge=0, le=1 << 30, description="bytes after which a slot takes no more (0: no limit)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Slot:
+        if self.max_ms < self.min_ms:
+            raise ValueError(f"max_ms {self.max_ms:g} is under min_ms {self.min_ms:g}")
+        return self
+
+    def emulator_spec(self) -> tuple[str, ...]:
+        """ccsweep-link's option for it, then its four values: `slot 1.0ms 4.0ms 16 0` (repr: the
+        gaps the cell id hashed)."""
+        return ("slot", f"{self.min_ms!r}ms", f"{self.max_ms!r}ms", str(self.packets), str(self.bytes))
+
+    def label(self) -> str:
+        room = [f"{self.packets} packets" if self.packets else "", f"{self.bytes / 1000:g} kB" if self.bytes else ""]
+        limits = ", ".join(r for r in room if r)
+        return f"slots {self.min_ms:g}-{self.max_ms:g} ms" + (f" of {limits}" if limits else "")
+
+
 class TraceRef(Frozen):
     """A Mahimahi trace file, named for people and pinned by content for the cell id."""
 
@@ -239,8 +271,10 @@ class DirectionParams(Frozen):
         default=None, description="Gilbert-Elliott loss instead of Bernoulli (`loss` is then 0)")
     policer: Policer | None = Field(default=None, description="a token bucket before the queue that drops")
     jitter: Jitter | None = Field(default=None, description="variation of the one-way delay, per packet")
+    slot: Slot | None = Field(default=None, description="releases in slots (ACK aggregation)")
 
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {"gilbert_elliott": None, "policer": None, "jitter": None}
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {
+        "gilbert_elliott": None, "policer": None, "jitter": None, "slot": None}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:

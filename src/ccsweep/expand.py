@@ -32,6 +32,7 @@ from ccsweep.cell import (
     Policer,
     QueueParams,
     RateStep,
+    Slot,
     TraceRef,
 )
 from ccsweep.linkrules import mahimahi_cannot
@@ -44,6 +45,7 @@ from ccsweep.spec import (
     PolicerSetting,
     QueueSetting,
     ReversePath,
+    SlotSetting,
     SpecError,
     SweepSpec,
     TraceSetting,
@@ -183,13 +185,16 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
     policers: list[PolicerSetting | None] = list(exp.policer) if exp.policer else [None]
     jitters: list[JitterSetting | None] = list(exp.jitter) if exp.jitter else [None]
+    slots: list[SlotSetting | None] = list(exp.slot) if exp.slot else [None]
+    effects = list(itertools.product(policers, jitters, slots))  # the per-direction axes, in this order
     axes = itertools.product(exp.flow_mixes(), exp.loss_models(), exp.rtt_ms, links, enumerate(exp.queue), reverses,
-                             kernels, policers, jitters, range(exp.max_runs))
+                             kernels, effects, range(exp.max_runs))
     bpf_programs = _bpf_programs(exp)
-    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, policer, \
-            jitter, rep in axes:
+    for mix, loss, rtt, (rate, trace, down_rate, down_trace, mean_mbps), (qi, queue), reverse, kernel, \
+            (policer, jitter, slot), rep in axes:
         up_policer, down_policer = _on_directions(policer.resolved(), policer.direction) if policer else (None, None)
         up_jitter, down_jitter = _on_directions(jitter.resolved(), jitter.direction) if jitter else (None, None)
+        up_slot, down_slot = _on_directions(slot.resolved(), slot.direction) if slot else (None, None)
         flows = tuple(FlowParams(cc=f.cc, start_s=scaled(f.start_s)) for f in _flows(mix))
         up_loss, up_bursts = _loss_fields(loss if exp.loss_direction in ("uplink", "both") else None)
         down_loss, down_bursts = _loss_fields(loss if exp.loss_direction in ("downlink", "both") else None)
@@ -203,10 +208,11 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             flows=flows,
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts, policer=up_policer,
-                                   jitter=up_jitter,
+                                   jitter=up_jitter, slot=up_slot,
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss,
-                                     gilbert_elliott=down_bursts, policer=down_policer, jitter=down_jitter),
+                                     gilbert_elliott=down_bursts, policer=down_policer, jitter=down_jitter,
+                                     slot=down_slot),
             duration_s=scaled(exp.duration_s),
             warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
@@ -225,8 +231,8 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
         yield Cell.build(sweep, exp.name, params)
 
 
-#: What a per-direction axis (policer, jitter) places on a cell's directions.
-DirectionEffect = TypeVar("DirectionEffect", Policer, Jitter)
+#: What a per-direction axis (policer, jitter, slot) places on a cell's directions.
+DirectionEffect = TypeVar("DirectionEffect", Policer, Jitter, Slot)
 
 
 def _on_directions(effect: DirectionEffect, direction: str) -> tuple[DirectionEffect | None, DirectionEffect | None]:

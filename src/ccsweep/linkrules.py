@@ -121,6 +121,9 @@ def mahimahi_cannot(p: CellParams) -> str | None:
         if direction.jitter is not None:
             return (f"vary the {name} delay (jitter): mm-delay holds every packet for one fixed delay (drop the "
                     "jitter, or use link ccsweep-link)")
+        if direction.slot is not None:
+            return (f"release {name} packets in slots (slot): mm-delay releases each packet when its delay ends "
+                    "(drop the slot, or use link ccsweep-link)")
         if direction.rate_schedule:
             return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]

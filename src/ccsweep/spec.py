@@ -25,6 +25,7 @@ from ccsweep.cell import (
     KERNEL_RELEASE,
     MAX_JITTER_MS,
     MAX_POLICER_BURST_BYTES,
+    MAX_SLOT_MS,
     MIN_POLICER_BURST_BYTES,
     BernoulliLoss,
     GilbertElliottLoss,
@@ -37,6 +38,7 @@ from ccsweep.cell import (
     LossPosition,
     Policer,
     QueueKind,
+    Slot,
 )
 
 SLUG = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -158,6 +160,7 @@ LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
 LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
 RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
 JitterMs = Annotated[float, _within(0, MAX_JITTER_MS, "ms", open_low=True), _bounds(0, MAX_JITTER_MS, open_low=True)]
+SlotMs = Annotated[float, _within(0, MAX_SLOT_MS, "ms", open_low=True), _bounds(0, MAX_SLOT_MS, open_low=True)]
 Probability = Annotated[float, _within(0, 1, "(a fraction)"), _bounds(0, 1)]
 MeanLossPercent = Annotated[float, _within(0, 100, "(percent)", open_low=True), _bounds(0, 100, open_low=True)]
 #: A mean burst of more than 100,000 packets (over a second at 1 Gbit/s) is an outage, not loss.
@@ -281,6 +284,27 @@ class JitterSetting(SpecModel):
 
     def resolved(self) -> Jitter:
         return Jitter(jitter_ms=self.jitter_ms, distribution=self.distribution, order=self.order)
+
+
+class SlotSetting(SpecModel):
+    """Slots on the directions `direction` names (by default the ACKs'): packets leave only when a
+    slot opens, `min_ms` to `max_ms` apart, each slot taking at most `packets` packets and packets
+    while fewer than `bytes` bytes have left (0: no limit), as netem's `slot` does."""
+
+    min_ms: SlotMs = Field(description="the shortest gap between two slots, ms")
+    max_ms: SlotMs = Field(description="the longest gap between two slots, ms (at least min_ms)")
+    packets: int = Field(default=0, ge=0, le=1_000_000, strict=True, description="packets a slot takes (0: any)")
+    bytes: int = Field(default=0, ge=0, le=1 << 30, strict=True, description="bytes a slot takes (0: any)")
+    direction: LossDirection = Field(default="downlink", description="downlink (the ACKs), uplink (the data) or both")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SlotSetting:
+        if self.max_ms < self.min_ms:
+            raise ValueError(f"max_ms {self.max_ms:g} is under min_ms {self.min_ms:g}")
+        return self
+
+    def resolved(self) -> Slot:
+        return Slot(min_ms=self.min_ms, max_ms=self.max_ms, packets=self.packets, bytes=self.bytes)
 
 
 class GilbertElliottSetting(SpecModel):
@@ -457,6 +481,9 @@ class Experiment(SpecModel):
     jitter: list[JitterSetting] | None = Field(
         default=None, min_length=1, max_length=64,
         description="an axis of jitters: per-packet variation of the one-way delay, in order or reordering")
+    slot: list[SlotSetting] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="an axis of slots: releases gathered into bursts (ACK aggregation), as netem's slot")
     rtt_ms: list[RttMs] = Field(min_length=1, max_length=MAX_AXIS)
     bandwidth_mbps: list[RateMbps] | None = _axis()
     trace: list[TraceSetting] | None = Field(default=None, min_length=1, max_length=64)
@@ -529,6 +556,7 @@ class Experiment(SpecModel):
             ("rate_schedule", [step.at_s for step in self.rate_schedule]), ("kernels", self.kernels or []),
             ("policer", [p.model_dump() for p in self.policer or []]),
             ("jitter", [j.model_dump() for j in self.jitter or []]),
+            ("slot", [j.model_dump() for j in self.slot or []]),
             ("published", self.published)]
         for field, values in axes:
             twice = _repeated(values)

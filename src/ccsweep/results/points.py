@@ -235,6 +235,12 @@ def jitter_label(params: CellParams) -> str:
                      if (direction := getattr(params, name)).jitter is not None)
 
 
+def slot_label(params: CellParams) -> str:
+    """'downlink slots 1-4 ms of 16 packets', both directions' where both have them; '' for none."""
+    return "; ".join(f"{name} {direction.slot.label()}" for name in ("uplink", "downlink")
+                     if (direction := getattr(params, name)).slot is not None)
+
+
 #: Axes that can tell series apart, with their labels; the flows come first.
 FACETS: dict[str, Callable[[CellParams], str]] = {
     "flows": flows_label,
@@ -248,6 +254,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "kernel": lambda p: f"kernel {p.kernel}",
     "policer": lambda p: policer_label(p) or "no policer",
     "jitter": lambda p: jitter_label(p) or "no jitter",
+    "slots": lambda p: slot_label(p) or "no slots",
 }
 
 
@@ -278,6 +285,8 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(policed)
     if jittered := jitter_label(params):
         parts.append(jittered)
+    if slotted := slot_label(params):
+        parts.append(slotted)
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)

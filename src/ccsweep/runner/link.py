@@ -176,7 +176,7 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
         loss_option, *loss_values = direction.loss_model.emulator_spec()
         argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-{loss_option}", *loss_values,
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
-        for effect in (direction.policer, direction.jitter):
+        for effect in (direction.policer, direction.jitter, direction.slot):
             if effect is not None:
                 option, *values = effect.emulator_spec()
                 argv += [f"--{name}-{option}", *values]
