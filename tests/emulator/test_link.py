@@ -90,6 +90,24 @@ def test_uniform_jitter_spreads_the_rtt_over_the_delay_plus_minus_jitter(link):
                                                          "order": "reorder"}
 
 
+def test_slots_hold_each_reply_until_a_slot_opens(link):
+    """20 ms each way, the downlink released in slots 2-8 ms apart: a reply waits for the next
+    opening, so ping's RTTs spread over 40 to 48 ms instead of sitting at 40. A reply due at a
+    random time waits the renewal process's residual gap, E[G^2] / 2E[G] = 2.8 ms on average for
+    gaps uniform on [2, 8] ms (the median a little less), and ping, which sends just after a reply
+    arrives (just after an opening), sees the same. A slot every 5 ms exactly would lock ping's
+    phase: every reply would wait nearly 5 ms."""
+    with link("--uplink-rate", "100mbit", "--downlink-rate", "100mbit", "--uplink-delay", "20ms",
+              "--downlink-delay", "20ms", "--downlink-slot", "2ms", "8ms", "0", "0") as emu:
+        out = emu.run_in(emu.sender, "ping", "-c", "300", "-i", "0.01", "-n", "10.0.0.2").stdout
+    rtts = sorted(float(m) for m in re.findall(r"time=([\d.]+) ms", out))
+    assert len(rtts) == 300, out[-300:]
+    assert rtts[0] >= 40.0, rtts[:5]  # nothing leaves before its delay
+    q1, median, q3 = statistics.quantiles(rtts, n=4)
+    assert 41.0 <= median <= 44.0 and q3 - q1 >= 1.5, (q1, median, q3)
+    assert emu.summary["config"]["downlink"]["slot"] == {"min_us": 2000.0, "max_us": 8000.0, "packets": 0, "bytes": 0}
+
+
 @pytest.mark.parametrize("loss", [0.01, 0.10, 0.50])
 def test_loss_within_binomial_interval(link, loss):
     sent_packets = 20_000
