@@ -16,9 +16,13 @@ listed with what it lacks.
 
 from __future__ import annotations
 
+import csv
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
+
+import numpy as np
+from scipy import stats
 
 from benchmarks.cluster.argo_vs_local import read_cells, spans
 from benchmarks.quoted import regenerate_main
@@ -26,6 +30,7 @@ from ccsweep.checks.source_claims import REBBR_RATE_MBPS
 from ccsweep.expand import expand
 from ccsweep.results.cliff import HALF, Cliff, find_cliff
 from ccsweep.results.published_sets import SETS, load
+from ccsweep.results.study import occupancy
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,12 +166,54 @@ def median_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> li
     return lines
 
 
-def span_min(rows: list[Row]) -> str:
-    """Minutes from the first run's start to the last run's end (the records' own times)."""
-    if not rows:
-        return "0"
-    windows = spans(rows)
-    return f"{(max(end for _, end in windows) - min(start for start, _ in windows)).total_seconds() / 60:.0f}"
+def busy_min(rows: list[Row]) -> str:
+    """Minutes with at least one run going (the records' own start and end times): the pauses
+    between sittings of a resumed run are not counted."""
+    return f"{occupancy(spans(rows)).busy_s / 60:.0f}" if rows else "0"
+
+
+#: The `ccsweep compare --csv` tables committed beside the cell tables, by what they set side by side.
+COMPARISONS = {
+    "bbr against bbr_bpf (the BPF path)": "compare-bbr-vs-bbr_bpf",
+    "bbr_bpf against bbr_unpaced (pacing)": "compare-bbr_bpf-vs-bbr_unpaced",
+    "bbr against ReBBR": "compare-bbr-vs-rebbr",
+    "bbr_bpf against ReBBR": "compare-bbr_bpf-vs-rebbr",
+    "bbr_unpaced against ReBBR": "compare-bbr_unpaced-vs-rebbr",
+}
+
+
+def compare_lines() -> list[str]:
+    """Each committed comparison of the main experiment, per link: its per-cell verdicts, and across
+    cells the median of the per-cell differences and the Wilcoxon signed-rank p (as compare prints)."""
+    lines = ["| comparison | link | cells: agree / differ / not settled | median of per-cell differences, A − B "
+             "(Mbit/s) | A below B in | Wilcoxon p |", "|---|---|---|---|---|---|"]
+    for title, stem in COMPARISONS.items():
+        for link, suffix in (("ccsweep-link", ""), ("mahimahi", "-mahimahi")):
+            path = FOLDER / f"{stem}{suffix}.csv"
+            if not path.exists():
+                continue
+            with path.open() as handle:
+                rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
+            verdicts = Counter(row["verdict"] for row in rows)
+            diffs = np.array([float(row["median_a"]) - float(row["median_b"]) for row in rows])
+            nonzero = diffs[diffs != 0]
+            p = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size >= 6 else 1.0
+            lines.append(f"| {title} | {link} | {verdicts['agree']} / {verdicts['differ']} / {verdicts['not settled']} "
+                         f"| {float(np.median(diffs)):+.3g} | {int(np.sum(diffs < 0))} of {diffs.size} | {p:.2g} |")
+    return lines
+
+
+def main_cliffs(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> dict[str, str]:
+    """`pacing.half.CC.LINK` and `pacing.tenth.CC.LINK`: the main experiment's cliffs, as prose
+    quotes them ('20 % [20, 25 %]'), for each curve that has every loss rate."""
+    out = {}
+    for link, found in by_link.items():
+        for cc in ALGORITHMS:
+            by_loss = found.get((MAIN, cc), {})
+            if all(by_loss.get(loss) for loss in grid[MAIN]):
+                for name, share in (("half", HALF), ("tenth", COLLAPSE)):
+                    out[f"pacing.{name}.{cc}.{link}"] = read_cliff(by_loss, grid[MAIN], share).describe().split(" (")[0]
+    return out
 
 
 def compute() -> dict[str, str]:
@@ -175,11 +222,14 @@ def compute() -> dict[str, str]:
     by_link = {link: curves(link_rows) for link, link_rows in rows.items()}
     grid = grids()
     return {
-        "pacing.link-span-min": span_min(rows["ccsweep-link"]),
+        **main_cliffs(by_link, grid),
+        "pacing.link-busy-min": busy_min(rows["ccsweep-link"]),
+        "pacing.mm-busy-min": busy_min(rows["mahimahi"]),
         "pacing.runs": ", ".join(f"{len(link_rows)} on {link}" for link, link_rows in rows.items()),
         "pacing.cliffs": "\n\n" + "\n".join(cliff_lines(by_link, grid)) + "\n\n",
         "pacing.medians": "\n\n" + "\n".join(median_lines(by_link, grid)) + "\n\n",
         "pacing.candidates": "\n\n" + "\n".join(candidate_lines(by_link, grid)) + "\n\n",
+        "pacing.comparisons": "\n\n" + "\n".join(compare_lines()) + "\n\n",
     }
 
 
