@@ -14,6 +14,7 @@ by the layer that uses it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -23,6 +24,8 @@ from typing import Final, Literal
 #: whole, as it takes what a NIC's GRO merged. `none`: one packet per read and write, as Mahimahi
 #: moves them; a receiver without GRO.
 LinkOffload = Literal["tso", "none"]
+#: What a link's name and its pod template's name may be.
+NAME = r"[a-z][a-z0-9]*(-[a-z0-9]+)*"
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,15 @@ class LinkDescriptor:
     pod_template: str
     privileges: PodPrivileges
     version: VersionProbe
+
+    def __post_init__(self) -> None:
+        """The name and the template become YAML and Argo expressions (support/link_steps.py), a
+        step's name and a cell pod's template: plain lowercase words joined by '-', nothing else."""
+        for value in (self.name, self.pod_template):
+            if not re.fullmatch(NAME, value):
+                raise ValueError(f"link descriptor: {value!r} is not a plain name ({NAME})")
+        if not self.offloads:
+            raise ValueError(f"link {self.name}: it runs no offload")
 
     @property
     def default_offload(self) -> LinkOffload:

@@ -106,17 +106,24 @@ def cell_steps(template: str = "sweep") -> dict[str, dict]:
 CELL_TEMPLATES = {name: link.pod_template for name, link in LINKS.items()}
 
 
-#: The one shape of a cell step's withParam: the plan's items whose `link` is (or is not) one backend.
+#: The one shape of a cell step's withParam: the plan's items whose `link` is one backend, or is
+#: none of some (support/link_steps.py writes them).
 LINK_FILTER = re.compile(r"\{\{=toJson\(filter\(jsonpath\(steps\.plan\.outputs\.result, '\$'\), "
-                         r"\{#\.link (==|!=) '([a-z-]+)'\}\)\)\}\}")
+                         r"\{(.+)\}\)\)\}\}")
+LINK_CONDITION = re.compile(r"#\.link (==|!=) '([a-z0-9-]+)'")
 
 
 def takes(step: dict, item: dict) -> bool:
     """Whether the cell step's filter takes `item`, evaluated as Argo's expr does (a missing key is nil)."""
     match = LINK_FILTER.fullmatch(step["withParam"])
     assert match, step["withParam"]
-    operator, link = match.groups()
-    return (item.get("link") == link) == (operator == "==")
+    taken = True
+    for condition in match[1].split(" && "):
+        term = LINK_CONDITION.fullmatch(condition)
+        assert term, condition
+        operator, link = term.groups()
+        taken = taken and (item.get("link") == link) == (operator == "==")
+    return taken
 
 
 def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
