@@ -25,6 +25,7 @@ LossPosition = Literal["after", "before"]
 
 
 def _registered(name: str) -> str:
+    """`name` when it is a registered link: read at each validation, so a link registered later counts."""
     if name not in LINKS:
         raise ValueError(f"link {name!r}: one of {', '.join(LINKS)}")
     return name
