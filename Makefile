@@ -154,6 +154,10 @@ chart-readme: ## Rewrite charts/ccsweep/README.md's values table from values.yam
 	hack/tools/helm-docs.sh
 	bin/helm-docs $(HELM_DOCS_FLAGS)
 
+.PHONY: link-steps
+link-steps: venv ## Rewrite the sweep's per-link Argo steps (ccsweep-sweep.yaml) from the link registry, linkdesc.LINKS.
+	$(PY) -m support.link_steps
+
 .PHONY: lint-workflows
 lint-workflows: venv ## `argo lint --offline` every workflow, and check them against the CLI they call.
 	hack/tools/argo.sh

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from ccsweep.linkdesc import LINKS, FixedTickCost, Inexpressible, LinkDescriptor, PodPrivileges, VersionProbe
+
 #: Markers implied by a marker a test carries: what that kind of test needs.
 NEEDS_OF_MARKER = {
     "integration": ("root",),
@@ -37,3 +39,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for need in dict.fromkeys(needs):
             if not item.get_closest_marker(need):
                 item.add_marker(need)
+
+
+@pytest.fixture
+def extra_link(monkeypatch: pytest.MonkeyPatch) -> LinkDescriptor:
+    """A test-only link backend, registered beside the real ones for one test: the one place a new
+    link is described (linkdesc.LINKS), from which planning, admission, the Argo fan-out and the
+    figures must all take it. It runs packet by packet, cannot police, and wakes on a 500 us tick."""
+    link = LinkDescriptor(
+        name="test-link", title="Test link", offloads=("none",), offload_limit="moves one packet at a time",
+        cannot=Inexpressible(policer="the test link has no token bucket"),
+        cost=FixedTickCost(tick_us=500.0, cores_per_100mbit=0.5), pod_template="cell-test-link",
+        privileges=PodPrivileges(capabilities=("NET_ADMIN", "SYS_ADMIN"), allow_privilege_escalation=False),
+        version=VersionProbe(kind="summary-field", key="version"))
+    monkeypatch.setitem(LINKS, link.name, link)
+    return link

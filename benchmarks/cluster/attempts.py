@@ -29,8 +29,9 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ccsweep.gunzip import gunzip
+from ccsweep.linkdesc import LINKS
 
-CELL_TEMPLATES = ("cell", "cell-mahimahi")
+CELL_TEMPLATES = tuple(link.pod_template for link in LINKS.values())
 #: `ccsweep cell`'s exit code for a measurement whose link ran late (ccsweep.exitcodes).
 EXIT_LATE = "75"
 #: How Argo's message for a node ends by `argo stop` begins.

@@ -24,8 +24,9 @@ import yaml
 
 from ccsweep.crd import API_VERSION, KIND, MAX_SWEEP_NAME, CellCounts, RunSettings, store_name, sweep_from_resource
 from ccsweep.gunzip import NotGzip, TooLarge, gunzip
+from ccsweep.linkdesc import LINKS
 from ccsweep.placement import Node, unplaceable_cells
-from ccsweep.plan import CELL_TEMPLATES, PlanCounts, chunk_parallelism, plan_counts
+from ccsweep.plan import PlanCounts, chunk_parallelism, plan_counts
 from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import REPORT_FILE, ResultStore, StoreError, StoreUnavailable, open_store, sweep_file_key
@@ -378,9 +379,9 @@ def workflow_nodes(status: Mapping[str, Any]) -> dict[str, Any]:
 def cell_phases(workflow: Mapping[str, Any]) -> dict[str, str]:
     """Each cell's Argo phase, by cell id: its Retry node's (the outcome after retries), else its Pod's.
 
-    A cell runs from the template of its link backend (plan.CELL_TEMPLATES), so every one counts."""
+    A cell runs from the template of its link backend (its descriptor's pod_template), so every one counts."""
     best: dict[str, tuple[int, str]] = {}
-    templates = set(CELL_TEMPLATES.values())
+    templates = {link.pod_template for link in LINKS.values()}
     for node in workflow_nodes(workflow.get("status") or {}).values():
         if ((node.get("templateRef") or {}).get("template") or node.get("templateName")) not in templates:
             continue

@@ -16,8 +16,9 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   user's --jobs, which also caps it;
 - what a cell costs comes from measurement, per link backend: the CPU time the finished cells'
   processes used over their wall time corrects the prior model (`prior_cost`: rate, and the
-  link's own cost, measured for each backend: ccsweep-link's wake-ups, which its release window
-  sets, and its packets; Mahimahi's shells per 100 Mbit/s), per kind of cell (backend, rate and window) as soon as
+  link's own cost, measured for each backend and held by its descriptor's cost model
+  (linkdesc.LinkCost): ccsweep-link's wake-ups, which its release window sets, and its packets;
+  Mahimahi's shells per 100 Mbit/s), per kind of cell (backend, rate and window) as soon as
   one of that kind has finished, for kinds not yet seen by the average over the backend's
   finished cells, and only before any of its cells finished by the average over all, so the
   budget fills with what each backend's cells cost on this machine rather than with a constant;
@@ -32,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from ccsweep.cell import Cell
+from ccsweep.linkdesc import FixedTickCost, TimedReleaseCost, descriptor
 from ccsweep.linkrules import release_window_for
 
 #: Seconds between two cell starts: a cell's set-up and slow start should not share their second.
@@ -58,45 +60,20 @@ OPENING_MAX_CELLS = 4
 #: cost is not an offload gain, so it holds for either link backend.
 BASE_CORES = 0.05
 TCP_CORES_PER_100MBIT = 0.02
-#: ccsweep-link's cost: the CPU of one timed wake-up and its pass (15-30 us on a KVM guest,
-#: docs/emulator.md), and its per-packet work (reading, cutting and writing, the writes running
-#: the receiving host's stack) per 100 Mbit/s. Fitted to the two emulator measurements above
-#: (wake-ups capped at 4,000 a second at 100 Mbit/s and 250 us, 8,000 at 1 Gbit/s and 125 us):
-#: 0.098 = 4,000 w + p and 0.31 = 8,000 w + 10 p give w = 21 us, p = 0.014 cores. Wake-ups alone
-#: cannot fit both (they would need 24.5 us and 39 us each), hence the per-packet part. Windows
-#: of 100 us (paths up to 40 ms) were not measured with offloads: there the model extrapolates.
-WAKEUP_CPU_S = 21e-6
-LINK_PACKET_CORES_PER_100MBIT = 0.014
-#: The same per-packet work for a cell with `link_offload: none` (a read and a write per packet),
-#: with the same wake-ups: its emulator took 0.110 cores at 100 Mbit/s (0.108-0.111, 5 runs) and
-#: 0.49 at 1 Gbit/s (0.48-0.52, 6 runs) in the same result file, so 0.026 and 0.032 per
-#: 100 Mbit/s; 0.03 gives 0.114 and 0.468.
-LINK_PACKET_CORES_PER_100MBIT_NO_OFFLOAD = 0.03
+#: The link's own part is its descriptor's cost model (linkdesc): ccsweep-link's, fitted to the
+#: emulator's share of the same two cells (0.098 and 0.31 cores), gives 0.168 and 0.558 with the above.
+
 #: Packets the emulator releases per second and Mbit/s: 1500-byte data packets and about one
 #: ACK per two of them.
 RELEASES_PER_MBIT = 1e6 / 12_000 * 1.5
-#: Mahimahi's link shells wake on their own 1 ms timer.
-MAHIMAHI_TICK_US = 1000.0
-#: CPU of Mahimahi's three shells (mm-delay, mm-loss, mm-link) per 100 Mbit/s, in place of
-#: ccsweep-link's wake-ups and packet work, measured on Mahimahi itself (offloads do not apply to
-#: its TUN devices): 29.7% of a core at 93 Mbit/s of IP in the same run that measured
-#: ccsweep-link's 22.2% (benchmarks/results/2026-11-23-emulator-vs-mahimahi.md); 32.3% and 27.6%
-#: in the side-by-side runs of 2026-11-25-cheaper-cells.md and 2026-11-26-offloads.md, 28.9% in
-#: 2026-11-26-link-cost-by-rate.md; 0.297 is the middle of the first three, and the fourth agrees.
-#: Linear in the rate, it overstates faster cells (on the safe side): the same bench's 400 Mbit/s
-#: cell took 16.9% per 100 Mbit/s of its throughput. The study's Mahimahi cells run at
-#: 100 Mbit/s or less. A Mahimahi cell's prior at
-#: 100 Mbit/s is thus 0.367 cores; before this fit it was 0.447, because every cell then carried
-#: 0.1 cores per 100 Mbit/s of "kernel TCP and writes", fitted to ccsweep-link cells whose
-#: receiver read every segment: the writes are the link's own (in the shells' 0.297), and the
-#: endpoints now measure 0.02.
-MAHIMAHI_CORES_PER_100MBIT = 0.297
 
 
 def release_window(cell: Cell) -> float:
-    """The window (us) the cell's emulator will serve its releases in: its wake-ups are at most one per window."""
-    if cell.params.link == "mahimahi":
-        return MAHIMAHI_TICK_US
+    """The window (us) the cell's link will serve its releases in: its wake-ups are at most one per
+    window (a fixed-tick link's tick)."""
+    cost = descriptor(cell.params.link).cost
+    if isinstance(cost, FixedTickCost):
+        return cost.tick_us
     return release_window_for(cell)
 
 
@@ -110,14 +87,17 @@ def prior_cost(cell: Cell) -> float:
     per kind of cell (see Admission.observe).
     """
     rate = min(cell.params.uplink.rate_mbps or 50.0, 2000.0)
-    if cell.params.link == "mahimahi":
-        link = rate / 100 * MAHIMAHI_CORES_PER_100MBIT
-    else:
-        wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
-        per_packet = (LINK_PACKET_CORES_PER_100MBIT if cell.params.link_offload == "tso"
-                      else LINK_PACKET_CORES_PER_100MBIT_NO_OFFLOAD)
-        link = wakeups * WAKEUP_CPU_S + rate / 100 * per_packet
-    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link
+    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link_cost(cell, rate)
+
+
+def link_cost(cell: Cell, rate: float) -> float:
+    """Cores the cell's link itself keeps busy at `rate` Mbit/s, by its descriptor's cost model."""
+    match descriptor(cell.params.link).cost:
+        case FixedTickCost(cores_per_100mbit=cores):
+            return rate / 100 * cores
+        case TimedReleaseCost(wakeup_cpu_s=wakeup, packet_cores_per_100mbit=per_packet):
+            wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
+            return wakeups * wakeup + rate / 100 * per_packet[cell.params.link_offload]
 
 
 def refusal(cell: Cell, budget: float) -> str | None:

@@ -12,23 +12,30 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+
+from ccsweep.linkdesc import DEFAULT_LINK, LINKS, LinkOffload, descriptor
 
 CELL_SCHEMA_VERSION: Final = 1
 
 QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
 LossPosition = Literal["after", "before"]
-#: What emulates the path: ccsweep's own emulator, or upstream Mahimahi's nested shells.
-LinkBackend = Literal["ccsweep-link", "mahimahi"]
-#: How the link hands packets to the hosts. `tso`: ccsweep-link reads whole TCP segments and writes
-#: the packets of one segment that leave together as one frame, which the receiving host takes
-#: whole, as it takes what a NIC's GRO merged. `none`: one packet per read and write, as Mahimahi
-#: moves them; a receiver without GRO.
-LinkOffload = Literal["tso", "none"]
-#: Each link's offloads when a cell does not choose: ccsweep-link's default, and Mahimahi's only way.
-DEFAULT_LINK_OFFLOAD: Final[dict[LinkBackend, LinkOffload]] = {"ccsweep-link": "tso", "mahimahi": "none"}
+
+
+def _registered(name: str) -> str:
+    """`name` when it is a registered link: read at each validation, so a link registered later counts."""
+    if name not in LINKS:
+        raise ValueError(f"link {name!r}: one of {', '.join(LINKS)}")
+    return name
+
+
+#: What emulates the path: a link registered in linkdesc.LINKS (ccsweep's own emulator, upstream
+#: Mahimahi's nested shells). Checked against the registry as it is when a cell is read, so a link
+#: added there is one every model takes; schemas (the CRD's) list the links registered at import.
+LinkBackend = Annotated[str, AfterValidator(_registered),
+                        WithJsonSchema({"enum": list(LINKS), "type": "string"})]
 
 #: A kernel release as `uname -r` prints it, in the characters a Kubernetes label value allows.
 KERNEL_RELEASE = r"^[0-9][0-9A-Za-z._-]{0,61}[0-9A-Za-z]$"
@@ -319,17 +326,17 @@ class CellParams(Frozen):
     message_bytes: int = Field(default=1024, ge=1)
     seed: int = Field(ge=0)
     repetition: int = Field(default=0, ge=0)
-    link: LinkBackend = "ccsweep-link"
+    link: LinkBackend = DEFAULT_LINK
     kernel: str | None = Field(default=None, pattern=KERNEL_RELEASE,
                                description="the kernel release the cell must run on (a `kernels` axis); None: any")
     time_scale: float = Field(default=1.0, gt=0, le=1,
                               description="flow times were scaled by this: a shortened run, never a full-length one")
     link_offload: LinkOffload = Field(default="tso", description="how the link hands packets over (ccsweep-link's "
-                                      "--offload); absent: the link's default, DEFAULT_LINK_OFFLOAD")
+                                      "--offload); absent: the link's default (linkdesc)")
     bpf_programs: tuple[BpfProgramRef, ...] = Field(
         default=(), description="the BPF congestion controls the flows use, each once, with its object's digest")
 
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": "ccsweep-link", "kernel": None, "time_scale": 1.0,
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": DEFAULT_LINK, "kernel": None, "time_scale": 1.0,
                                                             "bpf_programs": []}
 
     @model_validator(mode="before")
@@ -340,9 +347,9 @@ class CellParams(Frozen):
         ccsweep-link cell's record made before 2026-11-26 reads `tso` but ran packet by packet:
         its `link.offload`, absent, says so.)"""
         if isinstance(data, dict) and data.get("link_offload") is None:
-            link = data.get("link", "ccsweep-link")
-            known = link if isinstance(link, str) and link in DEFAULT_LINK_OFFLOAD else "ccsweep-link"
-            return {**data, "link_offload": DEFAULT_LINK_OFFLOAD[known]}
+            link = data.get("link", DEFAULT_LINK)
+            known = link if isinstance(link, str) and link in LINKS else DEFAULT_LINK
+            return {**data, "link_offload": LINKS[known].default_offload}
         return data
 
     @model_validator(mode="after")
@@ -360,8 +367,9 @@ class CellParams(Frozen):
 
     @model_validator(mode="after")
     def _offloads_fit_the_link(self) -> CellParams:
-        if self.link == "mahimahi" and self.link_offload != "none":
-            raise ValueError(f"link_offload {self.link_offload}: Mahimahi moves one packet per read and write")
+        link = descriptor(self.link)
+        if self.link_offload not in link.offloads:
+            raise ValueError(f"link_offload {self.link_offload}: {link.title} {link.offload_limit}")
         return self
 
     # Summary values used by tables, figures and metric labels.
@@ -431,10 +439,6 @@ class Cell(BaseModel):
         return cls(id=cell_id(params), sweep=sweep, experiment=experiment, params=params)
 
 
-#: CellParams fields added after schema 1 whose default depends on the cell's link.
-LINK_FIELDS_AFTER_SCHEMA_1: dict[str, dict[LinkBackend, LinkOffload]] = {"link_offload": DEFAULT_LINK_OFFLOAD}
-
-
 def canonical_json(params: CellParams) -> str:
     """Sorted, compact JSON of the parameters: the exact bytes that are hashed.
 
@@ -442,14 +446,13 @@ def canonical_json(params: CellParams) -> str:
     inside DirectionParams as much as one of CellParams) is hashed only when it differs from its
     default: a cell that does not use it is the same experiment as before the field existed, so it
     keeps its id, and the results already stored under that id stay found. A new field takes a
-    default that means what cells did before it. Some defaults depend on the cell's link
-    (LINK_FIELDS_AFTER_SCHEMA_1): a Mahimahi cell has no offloads, a ccsweep-link cell has its
+    default that means what cells did before it. The offloads' default depends on the cell's link
+    (its descriptor's default_offload): a Mahimahi cell has no offloads, a ccsweep-link cell has its
     emulator's default ones.
     """
     data = _without_later_defaults(params, params.model_dump(mode="json"))
-    for name, defaults in LINK_FIELDS_AFTER_SCHEMA_1.items():
-        if data.get(name) == defaults[params.link]:
-            del data[name]
+    if data.get("link_offload") == descriptor(params.link).default_offload:
+        del data["link_offload"]
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, get_args
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from pydantic import ValidationError
@@ -23,6 +23,7 @@ from rich.console import Console
 from ccsweep.buildinfo import build_identity
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.exitcodes import EXIT_INTERRUPTED, EXIT_RETRY, EXIT_UNAVAILABLE, EXIT_USAGE
+from ccsweep.linkdesc import link_names
 from ccsweep.plan import CHUNK_SIZE
 from ccsweep.podrequests import CellSizing
 from ccsweep.podspec import CPU_BOUNDS, MEMORY_BOUNDS
@@ -107,7 +108,7 @@ time_scale_option = click.option(
 
 
 link_option = click.option(
-    "--link", type=click.Choice(get_args(LinkBackend)),
+    "--link", type=click.Choice(link_names()),
     help="The link emulator of every experiment that does not set its own `link`: each cell records it (a cell "
          "on another link is another cell), and a sweep this moves to another link is named NAME-LINK unless "
          "--sweep says otherwise.")
@@ -257,9 +258,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
 
     Each item: {id, experiment, node_selector, deadline_s, link, cpu, memory, retry_cpu, retry_memory[,
     image]}; deadline_s bounds the cell pod (its flows plus the overhead budget, see
-    plan.pod_deadline_s); link, the cell's link backend, picks the cell pod's template
-    (plan.CELL_TEMPLATES); node_selector (an object of node labels) asks for nodes whose kernel offers
-    the cell's algorithms, as labelled by the chart's node probe. cpu and memory are the first
+    plan.pod_deadline_s); link, the cell's link backend, picks the cell pod's template (its
+    descriptor's pod_template, linkdesc); node_selector (an object of node labels) asks for nodes
+    whose kernel offers the cell's algorithms, as labelled by the chart's node probe. cpu and memory are the first
     attempt's requests, from the cell's cost model or --cell-cpu and --cell-memory, retry_cpu and
     retry_memory every retry's (twice as much, at most what the largest node holds: podrequests.py);
     image is --image. All are checked (podspec.py): a value the checks refuse is one line and exit 2,

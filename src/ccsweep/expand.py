@@ -35,7 +35,8 @@ from ccsweep.cell import (
     Slot,
     TraceRef,
 )
-from ccsweep.linkrules import mahimahi_cannot
+from ccsweep.linkdesc import LINKS, descriptor
+from ccsweep.linkrules import cannot_express
 from ccsweep.spec import (
     MIN_QUEUE_BYTES,
     PLAIN_NAME,
@@ -169,12 +170,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
     def scaled(seconds: float) -> float:
         return round(seconds * time_scale, 6)
 
-    if exp.link == "mahimahi" and exp.gilbert_elliott is not None:
-        raise SpecError(f"experiments[{exp.name}].gilbert_elliott: needs link ccsweep-link; mahimahi's mm-loss loses "
-                        "each packet independently (give loss or loss_percent)")
-    if exp.link == "mahimahi" and exp.link_offload not in (None, "none"):
-        raise SpecError(f"experiments[{exp.name}].link_offload: {exp.link_offload} needs link ccsweep-link; "
-                        "mahimahi moves one packet at a time (give none, or leave it unset)")
+    _refuse_what_the_link_lacks(exp)
     if time_scale < 1 and scaled(exp.duration_s) < MIN_SCALED_DURATION_S:
         raise SpecError(f"time_scale {time_scale:g} makes experiments[{exp.name}].duration_s "
                         f"{scaled(exp.duration_s):g} s, below {MIN_SCALED_DURATION_S:g} s: raise time_scale")
@@ -226,9 +222,23 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             link_offload=exp.link_offload,
             bpf_programs=tuple(bpf_programs[cc] for cc in dict.fromkeys(f.cc for f in flows) if cc in bpf_programs),
         )
-        if exp.link == "mahimahi" and (reason := mahimahi_cannot(params)):
-            raise SpecError(f"experiments[{exp.name}].link: mahimahi cannot {reason}")
+        if reason := cannot_express(params):
+            raise SpecError(f"experiments[{exp.name}].link: {exp.link} cannot {reason}")
         yield Cell.build(sweep, exp.name, params)
+
+
+def _refuse_what_the_link_lacks(exp: Experiment) -> None:
+    """Refuse, naming the experiment's field, a loss model or offloads its link's descriptor says
+    it cannot run, before any cell is built (each cell would be refused the same)."""
+    link = descriptor(exp.link)
+    if link.cannot.gilbert_elliott and exp.gilbert_elliott is not None:
+        able = next(d.name for d in LINKS.values() if not d.cannot.gilbert_elliott)
+        raise SpecError(f"experiments[{exp.name}].gilbert_elliott: needs link {able}; {exp.link}'s "
+                        f"{link.cannot.gilbert_elliott} (give loss or loss_percent)")
+    if exp.link_offload is not None and exp.link_offload not in link.offloads:
+        able = next(d.name for d in LINKS.values() if exp.link_offload in d.offloads)
+        raise SpecError(f"experiments[{exp.name}].link_offload: {exp.link_offload} needs link {able}; {exp.link} "
+                        f"{link.offload_limit} (give {' or '.join(link.offloads)}, or leave it unset)")
 
 
 #: What a per-direction axis (policer, jitter, slot) places on a cell's directions.

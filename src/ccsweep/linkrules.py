@@ -1,9 +1,10 @@
 """Rules about a cell's link that planning, admission and the runner all apply: the lateness a
-cell tolerates, the release window its emulator serves packets in, and what Mahimahi can express.
+cell tolerates, the release window its emulator serves packets in, and what its link can express.
 
-They are properties of a cell, not of running one: expansion refuses a Mahimahi cell it cannot
-express, admission sizes a cell's cost by its release window, and the runner tells the emulator
-the window and judges the result by the threshold. So they stand beside cell.py and import
+They are properties of a cell, not of running one: expansion refuses a cell its link cannot
+express (the link's descriptor says what that is, linkdesc.Inexpressible), admission sizes a
+cell's cost by its release window, and the runner tells the emulator the window and judges the
+result by the threshold. So they stand beside cell.py and import
 nothing above it (tests/unit/test_layering.py holds that).
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 from ccsweep.cell import Cell, CellParams, DirectionParams
+from ccsweep.linkdesc import DEFAULT_LINK, descriptor
 
 DIRECTIONS = ("uplink", "downlink")
 
@@ -103,34 +105,35 @@ MAX_PERIOD_MS = 12_000
 QUEUE_ARGS = ("packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms", "max_burst_ms")
 
 
-def mahimahi_cannot(p: CellParams) -> str | None:
-    """Why Mahimahi cannot run these parameters (completing "mahimahi cannot ..."), or None."""
-    if p.uplink.delay_ms != p.downlink.delay_ms:
+def cannot_express(p: CellParams) -> str | None:
+    """Why the cell's link cannot run these parameters (completing "LINK cannot ..."), or None:
+    the first of what its descriptor says it cannot do (linkdesc.Inexpressible) that they ask for."""
+    cannot = descriptor(p.link).cannot
+    if cannot.asymmetric_delay and p.uplink.delay_ms != p.downlink.delay_ms:
         return (f"delay the ACK direction ({p.downlink.delay_ms:g} ms) unlike the data direction "
-                f"({p.uplink.delay_ms:g} ms): mm-delay delays both alike (drop reverse.delay_ms)")
-    if p.uplink.delay_ms != int(p.uplink.delay_ms):
-        return f"delay by {p.uplink.delay_ms:g} ms: mm-delay takes whole milliseconds (give an even rtt_ms)"
+                f"({p.uplink.delay_ms:g} ms): {cannot.asymmetric_delay}")
+    if cannot.fractional_delay_ms and p.uplink.delay_ms != int(p.uplink.delay_ms):
+        return f"delay by {p.uplink.delay_ms:g} ms: {cannot.fractional_delay_ms}"
     for name in DIRECTIONS:
         direction: DirectionParams = getattr(p, name)
-        if direction.gilbert_elliott is not None:
-            return (f"draw {name} loss from a Gilbert-Elliott model (gilbert_elliott): mm-loss loses each packet "
-                    "independently (give loss or loss_percent, or link ccsweep-link)")
-        if direction.policer is not None:
-            return (f"police {name} packets (policer): mm-link has no token bucket (drop the policer, or use link "
-                    "ccsweep-link)")
-        if direction.jitter is not None:
-            return (f"vary the {name} delay (jitter): mm-delay holds every packet for one fixed delay (drop the "
-                    "jitter, or use link ccsweep-link)")
-        if direction.slot is not None:
-            return (f"release {name} packets in slots (slot): mm-delay releases each packet when its delay ends "
-                    "(drop the slot, or use link ccsweep-link)")
-        if direction.rate_schedule:
-            return "play a rate_schedule: mm-link replays a trace from its own start, not from the flows' start"
+        if cannot.gilbert_elliott and direction.gilbert_elliott is not None:
+            return (f"draw {name} loss from a Gilbert-Elliott model (gilbert_elliott): {cannot.gilbert_elliott} "
+                    f"(give loss or loss_percent, or link {DEFAULT_LINK})")
+        if cannot.policer and direction.policer is not None:
+            return f"police {name} packets (policer): {cannot.policer} (drop the policer, or use link {DEFAULT_LINK})"
+        if cannot.jitter and direction.jitter is not None:
+            return f"vary the {name} delay (jitter): {cannot.jitter} (drop the jitter, or use link {DEFAULT_LINK})"
+        if cannot.slot and direction.slot is not None:
+            return (f"release {name} packets in slots (slot): {cannot.slot} (drop the slot, or use link "
+                    f"{DEFAULT_LINK})")
+        if cannot.rate_schedule and direction.rate_schedule:
+            return f"play a rate_schedule: {cannot.rate_schedule}"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]
-        if fractional:
+        if cannot.fractional_queue_args and fractional:
             value = getattr(direction.queue, fractional[0])
-            return f"take {name} queue.{fractional[0]} {value:g}: mm-link takes whole numbers"
-        if direction.rate_mbps is not None and rate_period_ms(direction.rate_mbps) is None:
+            return f"take {name} queue.{fractional[0]} {value:g}: {cannot.fractional_queue_args}"
+        if (cannot.constant_rate_as_trace and direction.rate_mbps is not None
+                and rate_period_ms(direction.rate_mbps) is None):
             return (f"run a constant {direction.rate_mbps:g} Mbit/s: as a trace it would not repeat within "
                     f"{MAX_PERIOD_MS} ms (give at most 3 decimals)")
     return None

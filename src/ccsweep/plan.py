@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
-from ccsweep.cell import Cell, LinkBackend
+from ccsweep.cell import Cell
 from ccsweep.linkrules import small_writes_rates
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec
@@ -252,13 +252,6 @@ def node_selector_refusal(given: str, cell: Cell) -> str | None:
         return None
     return (f"--node-selector {given[:120]}: not the node selector the plan gives cell {cell.id} "
             f"({json.dumps(wanted, sort_keys=True)}): a cell pod adds only its algorithms' labels to the chart's pool")
-
-
-#: The template of workflows/templates/ccsweep-cell.yaml that runs a cell of each link backend. Its
-#: pod's privileges depend on the link: Mahimahi's setuid shells need some a ccsweep-link cell must
-#: not have (docs/security.md). The plan's items carry `link`, and ccsweep-sweep.yaml's fan-out
-#: sends each item to this template (tests/workflows/test_lint.py holds the two together).
-CELL_TEMPLATES: dict[LinkBackend, str] = {"ccsweep-link": "cell", "mahimahi": "cell-mahimahi"}
 
 
 #: What a cell pod spends beside its flows, at most: start-up and set-up (the runner allows 40 s

@@ -280,7 +280,7 @@ def test_cell_phase_is_the_retry_nodes_outcome():
 
 
 def test_cells_of_every_link_backend_are_counted():
-    """A `link: mahimahi` cell runs from its own template (plan.CELL_TEMPLATES); it is a cell all the same."""
+    """A `link: mahimahi` cell runs from its own template (its descriptor's pod_template); it is a cell all the same."""
     mahimahi = [{**cell_node("m", kind, phase), "templateRef": {"name": "ccsweep-cell", "template": "cell-mahimahi"}}
                 for kind, phase in (("Retry", "Succeeded"), ("Pod", "Succeeded"))]
     skipped = {"id": "s", "type": "Skipped", "phase": "Skipped", "templateRef": {"name": "ccsweep-cell",

@@ -115,11 +115,15 @@ MAHIMAHI = expand(parse_spec({"name": "m", "experiments": [
 
 
 def test_a_mahimahi_cell_is_priced_by_its_shells_measured_cost_not_by_ccsweep_links():
-    from ccsweep.admission import BASE_CORES, MAHIMAHI_CORES_PER_100MBIT, TCP_CORES_PER_100MBIT
+    from ccsweep.admission import BASE_CORES, TCP_CORES_PER_100MBIT
+    from ccsweep.linkdesc import MAHIMAHI as SHELLS
+    from ccsweep.linkdesc import FixedTickCost
 
-    assert prior_cost(MAHIMAHI) == pytest.approx(BASE_CORES + TCP_CORES_PER_100MBIT + MAHIMAHI_CORES_PER_100MBIT)
+    assert isinstance(SHELLS.cost, FixedTickCost)
+    shells = SHELLS.cost.cores_per_100mbit
+    assert prior_cost(MAHIMAHI) == pytest.approx(BASE_CORES + TCP_CORES_PER_100MBIT + shells)
     # The shells' 0.297 cores per 100 Mbit/s as measured on Mahimahi, whatever ccsweep-link's offloads save.
-    assert MAHIMAHI_CORES_PER_100MBIT == 0.297 and prior_cost(MAHIMAHI) == pytest.approx(0.367)
+    assert shells == 0.297 and prior_cost(MAHIMAHI) == pytest.approx(0.367)
     assert prior_cost(MAHIMAHI) > 2 * prior_cost(ONE)  # same rate and RTT, the dearer link
 
 

@@ -15,7 +15,7 @@ from matplotlib.collections import PathCollection
 
 from ccsweep.cell import CellParams
 from ccsweep.figures.goodput_vs_loss import build
-from ccsweep.figures.links import links_comparison
+from ccsweep.figures.links import links_comparisons
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
 from ccsweep.result import CellResult
 from ccsweep.results.data import PlanEntries, PlannedEntry, SweepData, load_sweep
@@ -65,10 +65,10 @@ def test_the_links_section_reads_no_record_unless_both_links_ran() -> None:
     manifest = SweepManifest(name="s", spec={}, cells=[], created_at="t", ccsweep_version="0")
     sweep = SweepData(manifest=manifest, description="", experiments=[], failures=[], stored=Unread([object()]),
                       links={"ccsweep-link"})
-    assert links_comparison(sweep) is None
+    assert links_comparisons(sweep) == []
     sweep.links = None  # a sweep built by hand: its records tell
     try:
-        links_comparison(sweep)
+        links_comparisons(sweep)
     except AssertionError as exc:
         assert "read" in str(exc)
     else:

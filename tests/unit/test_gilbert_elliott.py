@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ccsweep.cell import BernoulliLoss, CellParams, GilbertElliottLoss, canonical_json
 from ccsweep.cli import main
 from ccsweep.expand import expand
-from ccsweep.linkrules import LinkError, mahimahi_cannot
+from ccsweep.linkrules import LinkError, cannot_express
 from ccsweep.results.points import Point, cell_summary, loss_series, path_label, series_label, varying_facets
 from ccsweep.runner.link import link_command
 from ccsweep.runner.mahimahi import mahimahi_command
@@ -119,7 +119,7 @@ def test_mahimahi_refuses_it_in_one_line_naming_the_field(tmp_path: Path):
     # A cell that reaches the Mahimahi runner as JSON, past any spec, is refused there too.
     cell, = cells(gilbert_elliott=[BURSTY])
     moved = CellParams.model_validate({**cell.params.model_dump(), "link": "mahimahi", "link_offload": "none"})
-    assert (mahimahi_cannot(moved) or "").startswith("draw uplink loss from a Gilbert-Elliott model")
+    assert (cannot_express(moved) or "").startswith("draw uplink loss from a Gilbert-Elliott model")
     # And were it asked for the shells' argv regardless, it says so rather than run without loss.
     folder, logs = Path("/mm/bin"), {"uplink": Path("/w/up.log"), "downlink": Path("/w/down.log")}
     with pytest.raises(LinkError, match="mahimahi cannot draw uplink loss from GilbertElliottLoss"):

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = {"ccsweep": REPO / "src" / "ccsweep", "ccsweep_operator": REPO / "operator" / "ccsweep_operator"}
 #: ccsweep's parts by floor, ground first: a part is a module or a package directly under ccsweep.
-FLOORS = (("cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
+FLOORS = (("linkdesc", "cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
           ("linkrules", "buildinfo", "bpfregister"),
           ("spec", "result"), ("specload",), ("adaptive", "admission", "crd", "podrequests"), ("store",),
           ("planned",),

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ccsweep.cli import main as cli
+from ccsweep.linkdesc import DEFAULT_LINK, LINKS
 from ccsweep.specload import find_spec_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,17 +102,28 @@ def cell_steps(template: str = "sweep") -> dict[str, dict]:
             if step.get("templateRef", {}).get("name") == "ccsweep-cell"}
 
 
-#: The one shape of a cell step's withParam: the plan's items whose `link` is (or is not) one backend.
+#: Each link's cell pod template, by the link's name.
+CELL_TEMPLATES = {name: link.pod_template for name, link in LINKS.items()}
+
+
+#: The one shape of a cell step's withParam: the plan's items whose `link` is one backend, or is
+#: none of some (support/link_steps.py writes them).
 LINK_FILTER = re.compile(r"\{\{=toJson\(filter\(jsonpath\(steps\.plan\.outputs\.result, '\$'\), "
-                         r"\{#\.link (==|!=) '([a-z-]+)'\}\)\)\}\}")
+                         r"\{(.+)\}\)\)\}\}")
+LINK_CONDITION = re.compile(r"#\.link (==|!=) '([a-z0-9-]+)'")
 
 
 def takes(step: dict, item: dict) -> bool:
     """Whether the cell step's filter takes `item`, evaluated as Argo's expr does (a missing key is nil)."""
     match = LINK_FILTER.fullmatch(step["withParam"])
     assert match, step["withParam"]
-    operator, link = match.groups()
-    return (item.get("link") == link) == (operator == "==")
+    taken = True
+    for condition in match[1].split(" && "):
+        term = LINK_CONDITION.fullmatch(condition)
+        assert term, condition
+        operator, link = term.groups()
+        taken = taken and (item.get("link") == link) == (operator == "==")
+    return taken
 
 
 def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
@@ -134,14 +146,8 @@ def test_fan_out_reads_only_fields_that_ccsweep_plan_prints(tmp_path: Path):
 
 
 def test_each_link_backend_runs_from_its_own_cell_template():
-    """The plan item's `link` sends a cell to plan.CELL_TEMPLATES' template, in a sweep and in a
-    chunk Workflow alike; an item without `link` (an older image's plan) to the least-privilege one."""
-    from typing import get_args
-
-    from ccsweep.cell import LinkBackend
-    from ccsweep.plan import CELL_TEMPLATES
-
-    assert set(CELL_TEMPLATES) == set(get_args(LinkBackend))
+    """The plan item's `link` sends a cell to its descriptor's pod template, in a sweep and in a
+    chunk Workflow alike; an item without `link` (an older image's plan) to the default link's."""
     for template in ("sweep", "chunk-sweep"):
         steps = cell_steps(template)
         assert {s["templateRef"]["template"] for s in steps.values()} == set(CELL_TEMPLATES.values())
@@ -149,7 +155,7 @@ def test_each_link_backend_runs_from_its_own_cell_template():
             (taken,) = [s for s in steps.values() if takes(s, {"id": "x", "link": link})]
             assert taken["templateRef"]["template"] == cell_template, (template, link)
         (default,) = [s for s in steps.values() if takes(s, {"id": "x"})]
-        assert default["templateRef"]["template"] == CELL_TEMPLATES["ccsweep-link"]
+        assert default["templateRef"]["template"] == LINKS[DEFAULT_LINK].pod_template
         # Apart from which items and which template, the steps are one: the same arguments and outcome.
         strip = ("name", "templateRef", "withParam")
         assert len({json.dumps({k: v for k, v in s.items() if k not in strip}) for s in steps.values()}) == 1
@@ -158,8 +164,6 @@ def test_each_link_backend_runs_from_its_own_cell_template():
 
 def test_ccsweep_plans_items_route_each_cell_by_its_link(tmp_path: Path):
     """`ccsweep plan`'s real output for a sweep of both links, through the fan-out's filters."""
-    from ccsweep.plan import CELL_TEMPLATES
-
     experiment = {"cc": ["bbr"], "loss": [0], "rtt_ms": [100], "bandwidth_mbps": [10], "duration_s": 5}
     spec = tmp_path / "both.json"
     spec.write_text(json.dumps({"name": "both", "experiments": [

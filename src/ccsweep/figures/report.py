@@ -26,6 +26,7 @@ from ccsweep.buildinfo import build_identity, source_commit
 from ccsweep.checks.claims import CheckRow
 from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.figures.cell_series import image_name
+from ccsweep.figures.links import links_heading, present_links
 from ccsweep.figures.section import Section
 from ccsweep.result import CellResult, SelfCheck
 from ccsweep.results.cliff import experiment_cliffs
@@ -228,7 +229,7 @@ def render_report(sweep: SweepData, sections: list[tuple[ExperimentData, Section
                   links: tuple[Section, list[RenderedFigure]] | None = None,
                   series_images: set[str] | None = None) -> str:
     """The report's HTML; `tables` are the tidy CSVs written beside it (file name -> rows), linked at the top;
-    `links`, the both-links section of a sweep run on ccsweep-link and Mahimahi (figures.links);
+    `links`, the section of a sweep run on two links or more, as ccsweep-link and Mahimahi (figures.links);
     `series_images`, the cells whose small multiples (figures.cell_series) were stored beside it."""
     return "".join(report_pieces(sweep, sections, checks, outputs, tables, links, series_images))
 
@@ -268,7 +269,8 @@ def report_pieces(sweep: SweepData, sections: list[tuple[ExperimentData, Section
         runs=runs_rows(sweep),
         cliffs=[c for data, _, _ in sections if data.experiment.figure == "goodput-vs-loss"
                 for c in experiment_cliffs(data)],
-        links={"section": links[0], "figures": links[1]} if links else None,
+        links={"section": links[0], "figures": links[1], "heading": links_heading(present_links(sweep))}
+        if links else None,
         collapse_percent=COLLAPSE_FRACTION * 100,
         environment=_environment_summary(results),
         selfchecks=_selfcheck_summary(chain(results, late)),

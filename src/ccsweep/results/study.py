@@ -1,12 +1,13 @@
-"""A whole study on two links beside its published numbers, and what its run cost: from records alone.
+"""A whole study on its links beside its published numbers, and what its run cost: from records alone.
 
 ccsweep's headline is that ReBBR's 390 cells, run one after another for 8.5 hours, become a short
 run whose numbers agree with Mahimahi's.  Both halves are claims about stored records, so this
 module reads nothing but records (results and late attempts) and ReBBR's shipped CSVs:
 
-- `compare_links` sets each cell's number on ccsweep-link beside the same cell on Mahimahi (the
-  cells differ only in `link`) and beside ReBBR's published number for that cell, per experiment,
-  with the median and worst relative difference of each pair.  The quantity is ReBBR's own: the
+- `compare_links` sets each cell's number on ccsweep-link beside the same cell on Mahimahi (on each
+  other link registered in linkdesc.LINKS; the cells differ only in `link`) and beside ReBBR's
+  published number for that cell, per experiment, with the median and worst relative difference
+  of each pair.  The quantity is ReBBR's own: the
   throughput out of the bottleneck (`bottleneck_throughput_mbps`), since that is what ReBBR
   published as "goodput"; receiver goodput would sit up to 1 / (1 - p) below it.
 - `run_stats` gives a run's wall time, cells per minute, how many cells ran at once, the link's CPU
@@ -23,8 +24,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import combinations
 
 from ccsweep.cell import CellParams
+from ccsweep.linkdesc import DEFAULT_LINK, LINKS, link_names
 from ccsweep.result import CellResult
 from ccsweep.results.published_sets import SETS, load
 from ccsweep.results.rebbr_csv import RebbrRow
@@ -32,13 +35,15 @@ from ccsweep.spec import Experiment
 
 #: Below this reference (Mbit/s) a relative difference says nothing; the absolute one is shown.
 FLOOR_MBPS = 1.0
-LINKS = ("ccsweep-link", "mahimahi")
+#: The published numbers' column and side of a pair.
+PUBLISHED = "rebbr"
 
 
 def _same_cell(params: CellParams) -> str:
     """The cell apart from its link and the link's offloads: the key that pairs a ccsweep-link cell
-    with its Mahimahi twin."""
-    return params.model_copy(update={"link": "ccsweep-link", "link_offload": "tso"}).model_dump_json()
+    with its twin on another link."""
+    update = {"link": DEFAULT_LINK, "link_offload": LINKS[DEFAULT_LINK].default_offload}
+    return params.model_copy(update=update).model_dump_json()
 
 
 PublishedKey = tuple[str, float, float, float | None]
@@ -75,6 +80,8 @@ class ExperimentTable:
     experiment: str
     title: str
     published_set: str | None
+    #: The links of its columns, the first sweep's first, in registry order.
+    links: tuple[str, ...]
     rows: list[Row]
     differences: list[Difference]
 
@@ -110,7 +117,7 @@ def _published_rows(experiment: Experiment) -> tuple[str | None, dict[PublishedK
 
 def _difference(rows: Sequence[Row], a: str, b: str) -> Difference:
     def value(row: Row, side: str) -> float | None:
-        return row.published if side == "rebbr" else row.values.get(side)
+        return row.published if side == PUBLISHED else row.values.get(side)
 
     scored = [(d, row) for row in rows if (d := relative(value(row, a), value(row, b))) is not None]
     if not scored:
@@ -120,12 +127,14 @@ def _difference(rows: Sequence[Row], a: str, b: str) -> Difference:
 
 
 def compare_links(experiments: Iterable[tuple[Experiment, Sequence[CellResult]]],
-                  others: Iterable[CellResult]) -> list[ExperimentTable]:
-    """Per experiment, each cell of the first sweep (ccsweep-link) beside its twin among `others`
-    (the same cells on Mahimahi) and ReBBR's published number."""
-    twins: dict[str, CellResult] = {}
+                  others: Iterable[CellResult], links: Sequence[str] | None = None) -> list[ExperimentTable]:
+    """Per experiment, each cell of the first sweep (ccsweep-link) beside its twin on each other of
+    `links` among `others` (the same cells on Mahimahi) and ReBBR's published number; `links`, the
+    table's columns, default to every registered link."""
+    columns = tuple(links if links is not None else link_names())
+    twins: dict[tuple[str, str], CellResult] = {}
     for result in others:
-        twins.setdefault(_same_cell(result.cell.params), result)
+        twins.setdefault((result.cell.params.link, _same_cell(result.cell.params)), result)
     tables = []
     for experiment, results in experiments:
         set_name, published = _published_rows(experiment)
@@ -133,16 +142,16 @@ def compare_links(experiments: Iterable[tuple[Experiment, Sequence[CellResult]]]
         for result in sorted(results, key=lambda r: (r.cell.params.cc_label, _setting(r.cell.params, experiment),
                                                      r.cell.params.loss)):
             params = result.cell.params
-            twin = twins.get(_same_cell(params))
+            key = _same_cell(params)
             rate = None if experiment.trace is not None else params.bandwidth_mbps
+            values = {link: twin.bottleneck_throughput_mbps if (twin := twins.get((link, key))) is not None else None
+                      for link in columns if link != params.link}
             rows.append(Row(
                 cc=params.cc_label, loss=params.loss, setting=_setting(params, experiment),
-                values={params.link: result.bottleneck_throughput_mbps,
-                        "mahimahi": twin.bottleneck_throughput_mbps if twin is not None else None},
+                values={params.link: result.bottleneck_throughput_mbps, **values},
                 published=published.get(_published_key(params.cc_label, params.loss, params.rtt_ms, rate))))
-        pairs = [("ccsweep-link", "mahimahi"), ("ccsweep-link", "rebbr"), ("mahimahi", "rebbr")]
-        tables.append(ExperimentTable(experiment.name, experiment.title or experiment.name, set_name, rows,
-                                      [_difference(rows, a, b) for a, b in pairs]))
+        tables.append(ExperimentTable(experiment.name, experiment.title or experiment.name, set_name, columns, rows,
+                                      [_difference(rows, a, b) for a, b in combinations([*columns, PUBLISHED], 2)]))
     return tables
 
 
@@ -156,20 +165,24 @@ def _percent(value: float | None) -> str:
 
 def table_markdown(table: ExperimentTable) -> str:
     """One experiment's comparison as a Markdown table, summary rows last."""
+    others = table.links[1:]
+    titles = [LINKS[link].title for link in table.links]
     lines = [f"### {table.title}", "",
              f"Throughput out of the bottleneck (Mbit/s), one run per cell; ReBBR: {table.published_set or 'none'}.",
-             "", "| algorithm | loss % | setting | ccsweep-link | Mahimahi | ReBBR | link vs Mahimahi |",
-             "|---|---:|---|---:|---:|---:|---:|"]
+             "", f"| algorithm | loss % | setting | {' | '.join(titles)} | ReBBR | "
+             f"{' | '.join(f'link vs {title}' for title in titles[1:])} |",
+             f"|---|---:|---|{'---:|' * (2 * len(titles))}"]
     for row in table.rows:
-        link, mm = row.values.get("ccsweep-link"), row.values.get("mahimahi")
-        lines.append(f"| {row.cc} | {row.loss * 100:g} | {row.setting} | {_mbps(link)} | {_mbps(mm)} | "
-                     f"{_mbps(row.published)} | {_percent(relative(link, mm))} |")
+        values = [row.values.get(link) for link in table.links]
+        against = [_percent(relative(values[0], row.values.get(other))) for other in others]
+        lines.append(f"| {row.cc} | {row.loss * 100:g} | {row.setting} | {' | '.join(map(_mbps, values))} | "
+                     f"{_mbps(row.published)} | {' | '.join(against)} |")
     for diff in table.differences:
         a, b = diff.pair
         where = (f" ({diff.worst_row.cc}, {diff.worst_row.loss * 100:g} %, {diff.worst_row.setting})"
                  if diff.worst_row else "")
         lines.append(f"| **{a} vs {b}** | | {diff.compared} cells | median {_percent(diff.median)} | "
-                     f"worst {_percent(diff.worst)}{where} | | |")
+                     f"worst {_percent(diff.worst)}{where} |{' |' * (2 * len(titles) - 2)}")
     return "\n".join(lines) + "\n"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ccsweep.cell import Cell, DirectionParams, RateStep
+from ccsweep.linkdesc import CCSWEEP_LINK
 from ccsweep.linkrules import DIRECTIONS, LinkError
 from ccsweep.result import DirectionCounters, LatenessEvidence, LinkSummary, SelfCheck
 from ccsweep.runner.attempt import link_files
@@ -222,7 +223,7 @@ def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQue
     p99 = float(lateness.get("p99", 0.0))
     waited = run_queue.p99_us if run_queue is not None else None
     return LinkSummary(
-        version=str(summary.get("version", "unknown")),
+        version=str(summary.get(CCSWEEP_LINK.version.key, "unknown")),
         order=str(summary.get("order", "unknown")),
         uplink=DirectionCounters.model_validate(summary.get("uplink", {})),
         downlink=DirectionCounters.model_validate(summary.get("downlink", {})),

@@ -1,6 +1,8 @@
 """The links a cell can name (`link:` in its parameters), each a Link for run.py's one lifecycle.
 
-The one place a new link is registered; run.py takes whatever Link it is given.
+A link is described once, for every layer, in ccsweep.linkdesc; here its runner module is named
+by that descriptor's name (tests/unit/test_link_registry.py holds the two to the same links).
+run.py takes whatever Link it is given.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ direction crosses the shells from the inside out, one of the ACK direction from 
 so loss after the bottleneck on the data direction is an mm-loss outside mm-link, and the same on
 the ACK direction is one inside it.
 
-Pure functions only; what Mahimahi can express (`mahimahi_cannot`) is a rule about the cell, in
-ccsweep.linkrules; runner.mahimahi_run is the Link that runs the cell.
+Pure functions only; what Mahimahi can express is a rule about the cell, its descriptor's
+(linkdesc.MAHIMAHI, applied by linkrules.cannot_express); runner.mahimahi_run is the Link that runs the cell.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ccsweep.cell import BernoulliLoss, CellParams, QueueParams
+from ccsweep.linkdesc import MAHIMAHI
 from ccsweep.linkrules import OPPORTUNITY_BITS, LinkError, rate_period_ms
 from ccsweep.result import DirectionCounters, LinkSummary, SelfCheck
 from ccsweep.runner.measure import LinkLogTotals
@@ -39,7 +40,7 @@ def constant_rate_trace(rate_mbps: float) -> str:
     """
     period = rate_period_ms(rate_mbps)
     if period is None:
-        raise LinkError(f"mahimahi cannot run a constant {rate_mbps:g} Mbit/s (see mahimahi_cannot)")
+        raise LinkError(f"mahimahi cannot run a constant {rate_mbps:g} Mbit/s (see linkrules.cannot_express)")
     per_ms = Fraction(rate_mbps).limit_denominator(1000) * 1000 / OPPORTUNITY_BITS
     lines = [str(ms) for ms in range(1, period + 1)
              for _ in range(math.floor(ms * per_ms) - math.floor((ms - 1) * per_ms))]
@@ -65,9 +66,10 @@ def find_mahimahi(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def mahimahi_version(folder: Path) -> str:
-    """The installed build's name (hack/tools/mahimahi.sh installs into mahimahi-<commit>)."""
+    """The installed build's name (hack/tools/mahimahi.sh installs into mahimahi-<commit>), as the
+    descriptor's version probe says: the install folder's name when it starts with its key."""
     name = (folder / "mm-link").resolve().parent.parent.name
-    return name if name.startswith("mahimahi-") else "mahimahi"
+    return name if name.startswith(MAHIMAHI.version.key) else MAHIMAHI.name
 
 
 def queue_options(name: str, queue: QueueParams) -> list[str]:
@@ -91,7 +93,8 @@ def mahimahi_command(p: CellParams, folder: Path, traces: dict[str, Path], logs:
     def loss(direction: str) -> list[str]:
         model = getattr(p, direction).loss_model
         if not isinstance(model, BernoulliLoss):
-            raise LinkError(f"mahimahi cannot draw {direction} loss from {type(model).__name__} (see mahimahi_cannot)")
+            raise LinkError(f"mahimahi cannot draw {direction} loss from {type(model).__name__} "
+                            "(see linkrules.cannot_express)")
         return [str(folder / "mm-loss"), direction, repr(model.p)] if model.p else []
 
     after = p.loss_position == "after"

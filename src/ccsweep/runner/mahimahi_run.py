@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 from ccsweep.cell import Cell
-from ccsweep.linkrules import DIRECTIONS, LinkError, mahimahi_cannot
+from ccsweep.linkrules import DIRECTIONS, LinkError, cannot_express
 from ccsweep.result import LinkSummary
 from ccsweep.runner.attempt import READY_TIMEOUT_S, CellRun, LinkClock
 from ccsweep.runner.endpoint_copy import copy_sender_modules
@@ -110,7 +110,7 @@ class MahimahiLink:
 
     def prepare(self, run: CellRun) -> None:
         p = run.cell.params
-        reason = mahimahi_cannot(p)
+        reason = cannot_express(p)
         if reason:
             raise LinkError(f"link: mahimahi cannot {reason}")
         self._folder, interpreter = host_tools(sorted({f.cc for f in p.flows}))
