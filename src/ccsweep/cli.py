@@ -30,6 +30,7 @@ from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, one_line
 from ccsweep.specload import load_spec, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
+from ccsweep.storedplan import get_manifest, get_unplaceable
 
 if TYPE_CHECKING:
     from ccsweep.cellrun import CellOutcome
@@ -303,7 +304,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             fail("--round reads a planned sweep's manifest: give --sweep")
         name = _sweep(sweep_name)
         try:
-            found = survey(store, stored_manifest(store, name), chunk_size, set_aside=store.get_unplaceable(name),
+            found = survey(store, stored_manifest(store, name), chunk_size, set_aside=get_unplaceable(store, name),
                            keep_all=chunks_file is None)
         except StoreError as exc:
             fail(exc)
@@ -792,7 +793,7 @@ def status(store_url: str, sweep_name: str) -> None:
     store = _open(store_url)
     sweep_name = _sweep(sweep_name)
     try:
-        if store.get_manifest(sweep_name) is None:
+        if get_manifest(store, sweep_name) is None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
         found = sweep_status(store, sweep_name)
     except StoreError as exc:

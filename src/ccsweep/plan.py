@@ -8,8 +8,8 @@ trace files those cells name are stored beside it by content.  Everything after 
 trace edited after planning cannot change a planned sweep.  Planning the same spec again reads
 the stored manifest instead of expanding.
 
-The cells are expanded and stored one chunk at a time (ResultStore.put_manifest), and the Argo
-steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run`, the store's
+The cells are expanded and stored one chunk at a time (storedplan.put_manifest), and the Argo
+steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run`, storedplan's
 planned_cell): memory stays that of a chunk however large the sweep.  A sweep with adaptive
 repetitions is judged whole, as its wanted runs depend on each other, but every step reads it so
 all the same: a first pass keeps each run's id and value and judges the settings
@@ -29,11 +29,22 @@ from typing import Any
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
+from ccsweep.manifest import PLAN_CHUNK_CELLS, ManifestCell, SweepManifest, UnplaceableCells
 from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec
 from ccsweep.specload import normalised_spec
-from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
-from ccsweep.store.base import PLAN_CHUNK_CELLS
+from ccsweep.store import ResultStore, StoreError
+from ccsweep.storedplan import (
+    get_manifest,
+    get_unplaceable,
+    manifest_chunk,
+    manifest_chunks,
+    planned_cell,
+    put_manifest,
+    put_unplaceable,
+    spec_conflict,
+    with_cells,
+)
 from ccsweep.version import __version__
 
 
@@ -43,16 +54,16 @@ def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     A different spec under a stored sweep's name is refused, unless `revise` says the change is
     meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
     """
-    manifest = store.get_manifest(spec.name)
+    manifest = get_manifest(store, spec.name)
     wanted = spec.model_dump(mode="json")
     # Compared as today's model reads it: a default added since it was stored is not a difference.
     stored = normalised_spec(manifest.spec) if manifest is not None else None
     if stored is not None and stored != wanted and _cells_part(stored) == _cells_part(wanted):
         revise = True  # only how the sweep is described and drawn changed: its cells are the same
     if manifest is None or (revise and stored != wanted):
-        manifest = store.put_manifest(_new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
+        manifest = put_manifest(store, _new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
     elif stored != wanted:
-        raise store.spec_conflict(spec.name)
+        raise spec_conflict(store, spec.name)
     return manifest
 
 
@@ -125,7 +136,7 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
     spec = stored_spec(manifest)
     result = Survey(size=size, points=_judged(store, manifest, spec), rounds=rounds_of(spec))
     unwanted = unwanted_ids(result.points)
-    for chunk in store.manifest_chunks(manifest):
+    for chunk in manifest_chunks(store, manifest):
         todo: list[tuple[int, Cell]] = []
         for cell in chunk.distinct_cells(manifest.name):
             position, result.planned = result.planned, result.planned + 1
@@ -195,7 +206,7 @@ def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
 
 def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str]) -> None:
     """Record the cells no node can run (id -> why), replacing the last check's record."""
-    store.put_unplaceable(UnplaceableCells(sweep=sweep, cells=unplaceable,
+    put_unplaceable(store, UnplaceableCells(sweep=sweep, cells=unplaceable,
                                            checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
 
 
@@ -274,13 +285,13 @@ def pod_deadline_s(cell: Cell) -> int:
 
 def planned_cells(store: ResultStore, sweep: str) -> list[Cell]:
     """Every distinct cell of a planned sweep, in plan order: as large as the sweep."""
-    return store.with_cells(stored_manifest(store, sweep)).distinct_cells()
+    return with_cells(store, stored_manifest(store, sweep)).distinct_cells()
 
 
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
     """The cell `cell_id` of a planned sweep, read from its stored plan (nothing is expanded): its
     manifest, one index bucket and one chunk, whatever the sweep's size."""
-    cell = store.planned_cell(stored_manifest(store, sweep), cell_id)
+    cell = planned_cell(store, stored_manifest(store, sweep), cell_id)
     if cell is None:
         raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
     return cell
@@ -309,7 +320,7 @@ def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Ce
         raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
     manifest = stored_manifest(store, sweep)
     unwanted = unwanted_ids(_judged(store, manifest, stored_spec(manifest)))
-    unplaceable = store.get_unplaceable(sweep)
+    unplaceable = get_unplaceable(store, sweep)
     return [c for c in _distinct_slice(store, manifest, index * size, (index + 1) * size)
             if c.id not in unplaceable and c.id not in unwanted and not store.has_result(c.id)]
 
@@ -330,6 +341,6 @@ def _distinct_slice(store: ResultStore, manifest: SweepManifest, start: int, sto
     size = manifest.layout.chunk_size
     cells: list[Cell] = []
     for index in range(start // size, min(-(-stop // size), manifest.layout.chunks)):
-        chunk = store.manifest_chunk(manifest, index)
+        chunk = manifest_chunk(store, manifest, index)
         cells += [c for i, c in enumerate(chunk.distinct_cells(manifest.name), index * size) if start <= i < stop]
     return cells

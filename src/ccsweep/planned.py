@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ccsweep.adaptive import PointRuns, judge_points
+from ccsweep.manifest import SweepManifest
 from ccsweep.spec import Experiment, SpecError, SweepSpec
 from ccsweep.specload import parse_spec
-from ccsweep.store import ResultStore, StoreError, SweepManifest
+from ccsweep.store import ResultStore, StoreError
+from ccsweep.storedplan import get_manifest, manifest_chunks
 
 
 def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
     """A planned sweep's manifest, or StoreError when it was never planned in `store`."""
-    manifest = store.get_manifest(sweep)
+    manifest = get_manifest(store, sweep)
     if manifest is None:
         raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (run `ccsweep plan` first)")
     return manifest
@@ -42,6 +44,6 @@ def judged_points(store: ResultStore, manifest: SweepManifest, experiments: Iter
     value, never the plan whole (plan.py's plan step and sweep_status.py's judged_whole share it)."""
     experiments = list(experiments)
     rules = {e.name for e in experiments if e.adaptive is not None}
-    runs = (entry.to_cell(manifest.name) for chunk in store.manifest_chunks(manifest) for entry in chunk.entries
+    runs = (entry.to_cell(manifest.name) for chunk in manifest_chunks(store, manifest) for entry in chunk.entries
             if entry.experiment in rules)
     return judge_points(experiments, runs, value_of)
