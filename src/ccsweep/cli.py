@@ -278,7 +278,7 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     """
     from ccsweep.linkrules import small_writes_note
     from ccsweep.plan import plan_chunk, survey
-    from ccsweep.planned import stored_manifest
+    from ccsweep.storedplan import stored_manifest
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     pod, sizing = _cell_pod(image, allowed_images, cell_cpu, cell_memory)

@@ -13,7 +13,7 @@ steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run
 planned_cell): memory stays that of a chunk however large the sweep.  A sweep with adaptive
 repetitions is judged whole, as its wanted runs depend on each other, but every step reads it so
 all the same: a first pass keeps each run's id and value and judges the settings
-(planned.judged_points, as `status` does), a second reads the chunks with the runs no round has
+(storedplan.judged_points, as `status` does), a second reads the chunks with the runs no round has
 asked for left out.  No step holds a sweep's whole plan.
 """
 
@@ -24,25 +24,23 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
 from ccsweep.manifest import PLAN_CHUNK_CELLS, ManifestCell, SweepManifest, UnplaceableCells
-from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec
-from ccsweep.specload import normalised_spec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.storedplan import (
-    get_manifest,
     get_unplaceable,
+    judged_points,
     manifest_chunk,
     manifest_chunks,
     planned_cell,
     put_manifest,
     put_unplaceable,
-    spec_conflict,
+    stored_manifest,
+    stored_spec,
     with_cells,
 )
 from ccsweep.version import __version__
@@ -52,24 +50,16 @@ def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     """The sweep's stored manifest, made and stored now (one chunk at a time) if there is none.
 
     A different spec under a stored sweep's name is refused, unless `revise` says the change is
-    meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
+    meant, or only how the sweep is described and drawn changed: then the new plan replaces the old
+    one (kept as a revision), see storedplan.put_manifest. The spec is expanded only when a plan is
+    written.
     """
-    manifest = get_manifest(store, spec.name)
-    wanted = spec.model_dump(mode="json")
-    # Compared as today's model reads it: a default added since it was stored is not a difference.
-    stored = normalised_spec(manifest.spec) if manifest is not None else None
-    if stored is not None and stored != wanted and _cells_part(stored) == _cells_part(wanted):
-        revise = True  # only how the sweep is described and drawn changed: its cells are the same
-    if manifest is None or (revise and stored != wanted):
-        manifest = put_manifest(store, _new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
-    elif stored != wanted:
-        raise spec_conflict(store, spec.name)
-    return manifest
+    return put_manifest(store, _new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
 
 
 def _judged(store: ResultStore, manifest: SweepManifest, spec: SweepSpec) -> list[PointRuns]:
     """The adaptive points of a stored plan ([] without adaptive repetitions), judged from the
-    stored runs' goodput, the plan read a chunk at a time (planned.judged_points)."""
+    stored runs' goodput, the plan read a chunk at a time (storedplan.judged_points)."""
     if not any(e.adaptive is not None for e in spec.experiments):
         return []
     return judged_points(store, manifest, spec.experiments, lambda cell_id: target_value(store.get_result(cell_id)))
@@ -188,20 +178,6 @@ def plan_counts(spec: SweepSpec, store: ResultStore, *, revise: bool = False,
     return PlanCounts(wanted=found.wanted, cached=found.cached, pending=len(found.missing) + len(found.unplaceable),
                       rounds=found.rounds, chunks=len(found.chunks()),
                       unplaceable=next(iter(found.unplaceable.values()), None))
-
-
-#: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
-#: differs from its stored plan only in these (a preset's description rewritten, published numbers
-#: added to its figure) revises the plan by itself (the old one kept as a revision), so a store
-#: planned by an earlier release is planned again without --revise, and its results stay found.
-PRESENTATION_FIELDS: dict[str, tuple[str, ...]] = {"sweep": ("description",), "experiment": ("title", "published")}
-
-
-def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
-    """A stored spec (JSON) without its PRESENTATION_FIELDS."""
-    experiments = [{k: v for k, v in e.items() if k not in PRESENTATION_FIELDS["experiment"]}
-                   if isinstance(e, dict) else e for e in spec.get("experiments", [])]
-    return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
 
 
 def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str]) -> None:

@@ -13,7 +13,10 @@ it is read.  Layout (under sweeps/<sweep>/, keys in store/base.py):
     unplaceable.json               cells no node could run when planned (plan --check-nodes)
 
 A cell pod reads one index bucket and one chunk, `plan --chunk` the chunks its slice spans, and
-`status` one chunk at a time: no step holds a whole sweep.
+`status` one chunk at a time: no step holds a whole sweep.  What a stored plan says, read back (its
+spec, whether it has adaptive repetitions, its settings judged) is here too: below planning and
+status both (plan.py writes plans, sweep_status.py judges them), so neither imports the other to
+read one.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
+from ccsweep.adaptive import PointRuns, judge_points
 from ccsweep.cell import Cell
 from ccsweep.manifest import (
     PLAN_CHUNK_CELLS,
@@ -35,7 +40,8 @@ from ccsweep.manifest import (
     UnplaceableCells,
     chunk_entries,
 )
-from ccsweep.specload import normalised_spec
+from ccsweep.spec import Experiment, SpecError, SweepSpec
+from ccsweep.specload import normalised_spec, parse_spec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.base import manifest_key, plan_chunk_key, plan_folder, plan_index_key, revision_key, unplaceable_key
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
@@ -75,12 +81,15 @@ def put_manifest(store: ResultStore, manifest: SweepManifest, *, revise: bool = 
     one chunk held at a time, and the manifest naming them last: a reader never finds a
     manifest whose chunks are not there.  A different spec stored under the same name is
     refused: results gathered under the old plan keep their meaning. With `revise` (the spec
-    was changed on purpose, such as a Sweep edited to add a loss rate) the old manifest is kept
-    under revisions/ (its chunks stay in their own folder) and the new one takes its place;
-    cells are stored by content, so only the new plan's new cells need to run.
+    was changed on purpose, such as a Sweep edited to add a loss rate), or when the specs differ
+    only in PRESENTATION_FIELDS, the old manifest is kept under revisions/ (its chunks stay in
+    their own folder) and the new one takes its place; cells are stored by content, so only the
+    new plan's new cells need to run. `entries` are read only when the plan is written.
     """
     key = manifest_key(manifest.name)
     stored = get_manifest(store, manifest.name)
+    if stored is not None and _cells_part(normalised_spec(stored.spec)) == _cells_part(manifest.spec):
+        revise = True  # only how the sweep is described and drawn changed: its cells are the same
     if stored is not None and not (revise and normalised_spec(stored.spec) != manifest.spec):
         if normalised_spec(stored.spec) != manifest.spec:
             raise spec_conflict(store, manifest.name)
@@ -100,6 +109,20 @@ def put_manifest(store: ResultStore, manifest: SweepManifest, *, revise: bool = 
     if normalised_spec(stored.spec) != manifest.spec:
         raise spec_conflict(store, manifest.name)
     return stored
+
+
+#: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
+#: differs from its stored plan only in these (a preset's description rewritten, published numbers
+#: added to its figure) revises the plan by itself (the old one kept as a revision), so a store
+#: planned by an earlier release is planned again without --revise, and its results stay found.
+PRESENTATION_FIELDS: dict[str, tuple[str, ...]] = {"sweep": ("description",), "experiment": ("title", "published")}
+
+
+def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec (JSON) without its PRESENTATION_FIELDS."""
+    experiments = [{k: v for k, v in e.items() if k not in PRESENTATION_FIELDS["experiment"]}
+                   if isinstance(e, dict) else e for e in spec.get("experiments", [])]
+    return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
 
 
 def spec_conflict(store: ResultStore, sweep: str) -> StoreError:
@@ -193,3 +216,36 @@ def get_unplaceable(store: ResultStore, sweep: str) -> dict[str, str]:
         return UnplaceableCells.model_validate_json(data).cells
     except ValidationError:
         raise StoreError(f"{store.location(unplaceable_key(sweep))} is not a record this ccsweep reads") from None
+
+
+def stored_manifest(store: ResultStore, sweep: str) -> SweepManifest:
+    """A planned sweep's manifest, or StoreError when it was never planned in `store`."""
+    manifest = get_manifest(store, sweep)
+    if manifest is None:
+        raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (run `ccsweep plan` first)")
+    return manifest
+
+
+def is_adaptive(manifest: SweepManifest) -> bool:
+    """Whether a stored plan has adaptive repetitions (a setting's runs are judged together)."""
+    return any(e.adaptive is not None for e in stored_spec(manifest).experiments)
+
+
+def stored_spec(manifest: SweepManifest) -> SweepSpec:
+    """The spec a stored plan was made from; one it no longer validates is a StoreError."""
+    try:
+        return parse_spec(manifest.spec, origin=f"sweep {manifest.name} manifest")
+    except SpecError as exc:
+        raise StoreError(str(exc)) from None
+
+
+def judged_points(store: ResultStore, manifest: SweepManifest, experiments: Iterable[Experiment],
+                  value_of: Callable[[str], float | None]) -> list[PointRuns]:
+    """Every point of a stored plan's adaptive experiments, judged from each run's value
+    (`value_of(id)`), the plan read a stored chunk at a time: what is held per run is its id and
+    value, never the plan whole (plan.py's plan step and sweep_status.py's judged_whole share it)."""
+    experiments = list(experiments)
+    rules = {e.name for e in experiments if e.adaptive is not None}
+    runs = (entry.to_cell(manifest.name) for chunk in manifest_chunks(store, manifest) for entry in chunk.entries
+            if entry.experiment in rules)
+    return judge_points(experiments, runs, value_of)

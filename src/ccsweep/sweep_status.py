@@ -25,11 +25,17 @@ from dataclasses import dataclass, field
 from ccsweep.adaptive import PointRuns, target_value, unwanted_ids
 from ccsweep.cell import Cell
 from ccsweep.manifest import ManifestChunk, SweepManifest
-from ccsweep.planned import is_adaptive, judged_points, stored_manifest, stored_spec
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
 from ccsweep.store import ResultStore
-from ccsweep.storedplan import get_unplaceable, manifest_chunks
+from ccsweep.storedplan import (
+    get_unplaceable,
+    is_adaptive,
+    judged_points,
+    manifest_chunks,
+    stored_manifest,
+    stored_spec,
+)
 
 #: Every state, in the order they are decided (see the module docstring).
 STATES = ("stored", "unwanted", "unplaceable", "late", "failed", "starved", "missing")

@@ -23,7 +23,7 @@ ROOTS = {"ccsweep": REPO / "src" / "ccsweep", "ccsweep_operator": REPO / "operat
 FLOORS = (("cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
           ("linkrules", "buildinfo", "bpfregister"),
           ("spec", "result"), ("specload",), ("adaptive", "admission", "crd", "podrequests"), ("store",),
-          ("manifest", "storedplan"), ("planned",),
+          ("manifest", "storedplan"),
           ("expand", "plan"), ("sweep_status", "placement", "clusternodes", "estimate", "clusterestimate"),
           ("results",), ("compare", "analysis"), ("checks",), ("figures",), ("runner",),
           ("executor", "metrics", "cellrun"), ("cli", "__main__", "__init__"))

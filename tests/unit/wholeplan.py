@@ -14,10 +14,9 @@ from ccsweep.adaptive import PointRuns, target_value, unwanted_ids
 from ccsweep.cell import Cell
 from ccsweep.manifest import SweepManifest
 from ccsweep.plan import rounds_of, store_plan
-from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec
 from ccsweep.store import ResultStore
-from ccsweep.storedplan import get_unplaceable, with_cells
+from ccsweep.storedplan import get_unplaceable, judged_points, stored_manifest, stored_spec, with_cells
 
 
 @dataclass
