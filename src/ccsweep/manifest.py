@@ -1,17 +1,16 @@
-"""What a plan is: the manifest models a planned sweep is stored as, and how its cells are cut in chunks.
+"""What a plan is: the manifest models a planned sweep is stored as.
 
 Planning writes these and every step after it reads them (cell pods, `status`, figures, the
 operator). They stand apart from the store, which keeps bytes by key and knows no plan: how a plan
 is laid out in the store's objects is storedplan.py's, what it means is planning's.  A stored
-plan's cells are cut in chunks (ManifestChunk), not held in its manifest, so that no step holds a
+plan's cells stand in chunks (ManifestChunk), not in its manifest, so that no step holds a
 whole sweep (docs/reliability.md, "Memory").  A manifest of schema 2 (earlier releases) holds its
 cells inline and is still read (store/migrations.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,9 +18,6 @@ from ccsweep.cell import Cell, CellParams
 from ccsweep.cell import cell_id as id_of_params
 from ccsweep.store import StoreError
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION
-
-#: Distinct cells per stored chunk of a plan (a chunk is about 0.5 MB of JSON, 7 MB parsed).
-PLAN_CHUNK_CELLS: Final = 500
 
 
 class ManifestCell(BaseModel):
@@ -116,29 +112,6 @@ class SweepManifest(BaseModel):
         if self.layout is not None:
             raise StoreError(f"sweep {self.name}: its cells are stored in chunks; read them through the store")
         return self.cells
-
-
-def chunk_entries(entries: Iterable[ManifestCell], size: int, where: dict[str, int]) -> Iterator[ManifestChunk]:
-    """Cut a plan's entries into chunks of `size` distinct cells, holding one chunk at a time.
-
-    `where` is filled with each distinct cell's chunk (the index buckets): about 100 bytes a cell,
-    the only part of a plan that grows with the sweep while it is cut.
-    """
-    entries_now: list[ManifestCell] = []
-    repeats: list[int] = []
-    distinct = 0
-    for entry in entries:
-        if entry.id in where:
-            repeats.append(len(entries_now))
-        else:
-            if distinct == size:
-                yield ManifestChunk(index=len(where) // size - 1, entries=entries_now, repeats=repeats)
-                entries_now, repeats, distinct = [], [], 0
-            where[entry.id] = len(where) // size
-            distinct += 1
-        entries_now.append(entry)
-    if entries_now:
-        yield ManifestChunk(index=(len(where) - 1) // size, entries=entries_now, repeats=repeats)
 
 
 class UnplaceableCells(BaseModel):

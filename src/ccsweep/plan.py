@@ -28,10 +28,11 @@ from datetime import UTC, datetime
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell, LinkBackend
 from ccsweep.linkrules import small_writes_rates
-from ccsweep.manifest import PLAN_CHUNK_CELLS, ManifestCell, SweepManifest, UnplaceableCells
+from ccsweep.manifest import ManifestCell, SweepManifest, UnplaceableCells
 from ccsweep.spec import SweepSpec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.storedplan import (
+    PLAN_CHUNK_CELLS,
     get_unplaceable,
     judged_points,
     manifest_chunk,
@@ -124,7 +125,7 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
     adaptive repetitions is judged first (a pass over its plan keeping each run's id and value), and
     the runs no round has asked for are neither wanted nor to run, though they keep their positions."""
     spec = stored_spec(manifest)
-    result = Survey(size=size, points=_judged(store, manifest, spec), rounds=rounds_of(spec))
+    result = Survey(size=size, rounds=rounds_of(spec), points=_judged(store, manifest, spec))
     unwanted = unwanted_ids(result.points)
     for chunk in manifest_chunks(store, manifest):
         todo: list[tuple[int, Cell]] = []

@@ -25,26 +25,44 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from ccsweep.adaptive import PointRuns, judge_points
 from ccsweep.cell import Cell
-from ccsweep.manifest import (
-    PLAN_CHUNK_CELLS,
-    ManifestCell,
-    ManifestChunk,
-    ManifestLayout,
-    SweepManifest,
-    UnplaceableCells,
-    chunk_entries,
-)
+from ccsweep.manifest import ManifestCell, ManifestChunk, ManifestLayout, SweepManifest, UnplaceableCells
 from ccsweep.spec import Experiment, SpecError, SweepSpec
 from ccsweep.specload import normalised_spec, parse_spec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.base import manifest_key, plan_chunk_key, plan_folder, plan_index_key, revision_key, unplaceable_key
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
+
+#: Distinct cells per stored chunk of a plan (a chunk is about 0.5 MB of JSON, 7 MB parsed).
+PLAN_CHUNK_CELLS: Final = 500
+
+
+def chunk_entries(entries: Iterable[ManifestCell], size: int, where: dict[str, int]) -> Iterator[ManifestChunk]:
+    """Cut a plan's entries into chunks of `size` distinct cells, holding one chunk at a time.
+
+    `where` is filled with each distinct cell's chunk (the index buckets): about 100 bytes a cell,
+    the only part of a plan that grows with the sweep while it is cut.
+    """
+    entries_now: list[ManifestCell] = []
+    repeats: list[int] = []
+    distinct = 0
+    for entry in entries:
+        if entry.id in where:
+            repeats.append(len(entries_now))
+        else:
+            if distinct == size:
+                yield ManifestChunk(index=len(where) // size - 1, entries=entries_now, repeats=repeats)
+                entries_now, repeats, distinct = [], [], 0
+            where[entry.id] = len(where) // size
+            distinct += 1
+        entries_now.append(entry)
+    if entries_now:
+        yield ManifestChunk(index=(len(where) - 1) // size, entries=entries_now, repeats=repeats)
 
 
 def get_manifest(store: ResultStore, sweep: str) -> SweepManifest | None:
