@@ -3,8 +3,8 @@
 The store keeps bytes by key (store/base.py) and knows no plan; this module is the one that
 (de)serialises one, so the rules of a stored plan stand in one place: chunks and index buckets
 first, the manifest naming them last and once; a different spec under a stored sweep's name
-refused unless revised (the old manifest then kept as a revision); an earlier schema migrated as
-it is read.  Layout (under sweeps/<sweep>/, keys in store/base.py):
+refused unless revised or different only in how it is described (the old manifest then kept as a
+revision); an earlier schema migrated as it is read.  Layout (under sweeps/<sweep>/, keys in store/base.py):
 
     manifest.json                  the plan: the spec and where its cells are, written once, last
     plan-<sha256>/chunk-<n>.json   the plan's cells, PLAN_CHUNK_CELLS distinct ones per chunk
@@ -106,10 +106,12 @@ def put_manifest(store: ResultStore, manifest: SweepManifest, *, revise: bool = 
     """
     key = manifest_key(manifest.name)
     stored = get_manifest(store, manifest.name)
-    if stored is not None and _cells_part(normalised_spec(stored.spec)) == _cells_part(manifest.spec):
+    # Compared as today's model reads it: a default added since it was stored is not a difference.
+    known = normalised_spec(stored.spec) if stored is not None else None
+    if known is not None and known != manifest.spec and _cells_part(known) == _cells_part(manifest.spec):
         revise = True  # only how the sweep is described and drawn changed: its cells are the same
-    if stored is not None and not (revise and normalised_spec(stored.spec) != manifest.spec):
-        if normalised_spec(stored.spec) != manifest.spec:
+    if stored is not None and not (revise and known != manifest.spec):
+        if known != manifest.spec:
             raise spec_conflict(store, manifest.name)
         return stored
     header = _put_chunks(store, manifest, manifest.cells if entries is None else entries)
