@@ -59,9 +59,10 @@ from benchmarks.cluster.bench import (
     makespan,
     parse_time,
 )
+from ccsweep.manifest import ManifestCell, ManifestChunk, SweepManifest
 from ccsweep.plan import CC_LABEL_PREFIX, node_selector
 from ccsweep.runner.wakelatency import MAX_BOUND_US, WakeRequest, idle_wake_bound
-from ccsweep.store.base import ManifestCell, ManifestChunk, SweepManifest, plan_chunk_key
+from ccsweep.store.base import plan_chunk_key
 from support.clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch
 from support.procstat import ProcSampler, machine
 

@@ -45,6 +45,7 @@ from ccsweep.results.data import SweepData, load_sweep
 from ccsweep.results.study import compare_links, run_stats, table_markdown
 from ccsweep.store import ResultStore, open_store
 from ccsweep.store.base import ATTEMPT_STATUSES
+from ccsweep.storedplan import get_manifest, with_cells
 
 REPO = Path(__file__).resolve().parents[2]
 CCSWEEP = [sys.executable, "-m", "ccsweep"]
@@ -81,10 +82,10 @@ def run_part(part: str, link: str, store_url: str) -> int:
 def _progress(store: ResultStore, sweep: str, done: threading.Event) -> None:
     started = time.monotonic()
     while not done.wait(60):
-        manifest = store.get_manifest(sweep)
+        manifest = get_manifest(store, sweep)
         if manifest is None:
             continue
-        cells = store.with_cells(manifest).distinct_cells()
+        cells = with_cells(store, manifest).distinct_cells()
         stored = sum(store.has_result(c.id) for c in cells)
         print(f"[{(time.monotonic() - started) / 60:.0f} min] {sweep}: {stored}/{len(cells)} cells stored",
               flush=True)

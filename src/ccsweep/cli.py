@@ -12,7 +12,6 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,10 +30,11 @@ from ccsweep.result import RERUN_STATUSES
 from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, one_line
 from ccsweep.specload import load_spec, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
+from ccsweep.storedplan import get_manifest
 
 if TYPE_CHECKING:
     from ccsweep.cellrun import CellOutcome
-    from ccsweep.plan import Survey, UnplaceableCheck
+    from ccsweep.plan import Survey
 
 
 def fail(message: str | Exception, code: int | None = None) -> NoReturn:
@@ -276,9 +276,9 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
     whose first step prints its cells with --chunk. A sweep with adaptive repetitions plans again
     after each round (--round), until no cell wants more runs or --rounds-file's bound is reached.
     """
+    from ccsweep.clusternodes import NodesUnreadable
     from ccsweep.linkrules import small_writes_note
-    from ccsweep.plan import plan_chunk, survey
-    from ccsweep.planned import stored_manifest
+    from ccsweep.planning import Chunk, FreshPlan, PlanRequest, Round, UnplaceableRefused, plan_step
 
     sweep_name = sweep_name or None  # an Argo sweep passes its `sweep` parameter, empty when not set
     pod, sizing = _cell_pod(image, allowed_images, cell_cpu, cell_memory)
@@ -290,59 +290,43 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
             fail("--chunk reads a planned sweep's manifest: give --sweep")
         if name_file is not None:
             name_file.write_text(_sweep(sweep_name))
-        try:
-            cells = plan_chunk(_open(store_url), _sweep(sweep_name), chunk, chunk_size)
-        except StoreError as exc:
-            fail(exc)
-        click.echo(f"sweep {sweep_name}: chunk {chunk} (cells {chunk * chunk_size}-{(chunk + 1) * chunk_size - 1}): "
-                   f"{len(cells)} to run", err=True)
-        click.echo(_plan_items(cells, pod, sizing))
-        return
     store = _open(store_url)
-    if round_number is not None:  # a later round of an adaptive sweep: judged again from what is stored
+    request: PlanRequest
+    if chunk is not None and sweep_name is not None:
+        request = Chunk(_sweep(sweep_name), chunk)
+    elif round_number is not None:  # a later round of an adaptive sweep: judged again from what is stored
         if sweep_name is None:
             fail("--round reads a planned sweep's manifest: give --sweep")
-        name = _sweep(sweep_name)
-        try:
-            found = survey(store, stored_manifest(store, name), chunk_size, set_aside=store.get_unplaceable(name),
-                           keep_all=chunks_file is None)
-        except StoreError as exc:
-            fail(exc)
-        _plan_outputs(name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size,
-                      pod, sizing, round_number=round_number)
-        return
-    inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
-    if not inline and spec is None:
-        fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
-    sweep = _load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link)
-    found, sizing = _plan_by_chunks(store, sweep, revise, check_nodes, on_unplaceable, chunk_size, sizing,
-                                    keep_all=chunks_file is None)
-    small_writes = small_writes_note(found.small_writes)
-    if small_writes:
-        click.echo(small_writes, err=True)
-    _plan_outputs(sweep.name, found, pushgateway, name_file, rounds_file, pending_file, chunks_file, chunk_size, pod,
-                  sizing)
-
-
-def _plan_by_chunks(store: ResultStore, sweep: SweepSpec, revise: bool, check_nodes: bool, on_unplaceable: str,
-                    chunk_size: int, sizing: CellSizing, *, keep_all: bool) -> tuple[Survey, CellSizing]:
-    """Plan and survey a sweep one stored chunk at a time (every cell to run kept with `keep_all`,
-    else only while they fit one Workflow); one with adaptive repetitions is judged first, also a
-    chunk at a time (see plan.survey). With `check_nodes`, `sizing` comes back with the room the
-    largest node leaves a retry."""
-    from ccsweep.plan import set_aside_cells, store_plan, survey
-
+        request = Round(_sweep(sweep_name), round_number)
+    else:
+        inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
+        if not inline and spec is None:
+            fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
+        request = FreshPlan(_load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link), revise,
+                            check_nodes, refuse_unplaceable=on_unplaceable == "fail")
     try:
-        manifest = store_plan(sweep, store, revise=revise)
-        check, sizing = _node_check(sizing) if check_nodes else (None, sizing)
-        found = survey(store, manifest, chunk_size, check=check, keep_all=keep_all)
-        if check is not None:
-            _refuse_unplaceable(found.unplaceable, on_unplaceable)
-            set_aside_cells(store, sweep.name, found.unplaceable)
+        outcome = plan_step(store, request, chunk_size=chunk_size, sizing=sizing, keep_all=chunks_file is None,
+                            warn=lambda line: click.echo(line, err=True))
     except (SpecError, StoreError) as exc:
         fail(exc)
-    _say_unplaceable(sweep.name, found.unplaceable)
-    return found, sizing
+    except NodesUnreadable as exc:
+        fail(f"--check-nodes: {exc} (try again)", code=EXIT_RETRY)
+    except UnplaceableRefused as exc:
+        fail(exc, code=EXIT_UNAVAILABLE)
+    if isinstance(request, Chunk) and outcome.cells is not None:
+        first = request.index * chunk_size
+        click.echo(f"sweep {outcome.sweep}: chunk {request.index} (cells {first}-{first + chunk_size - 1}): "
+                   f"{len(outcome.cells)} to run", err=True)
+        click.echo(_plan_items(outcome.cells, pod, outcome.sizing))
+        return
+    assert outcome.survey is not None
+    if isinstance(request, FreshPlan):
+        _say_unplaceable(outcome.sweep, outcome.survey.unplaceable)
+        small_writes = small_writes_note(outcome.survey.small_writes)
+        if small_writes:
+            click.echo(small_writes, err=True)
+    _plan_outputs(outcome.sweep, outcome.survey, pushgateway, name_file, rounds_file, pending_file, chunks_file,
+                  chunk_size, pod, outcome.sizing, round_number=round_number or 1)
 
 
 def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: Path | None,
@@ -374,34 +358,6 @@ def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: 
             click.echo(f"sweep {name}: {len(found.missing)} cells to run in {len(chunks)} chunks of up to "
                        f"{chunk_size} cells", err=True)
     click.echo(_plan_items([] if chunks_file is not None and chunks else found.to_run, pod, sizing))
-
-
-def _node_check(sizing: CellSizing) -> tuple[UnplaceableCheck | None, CellSizing]:
-    """What tells cells no node of the cluster can run from the rest (placement.unplaceable_cells:
-    no node offers their algorithms, or none that does holds their pods), and `sizing` with the room
-    the largest node leaves a retry. Nodes that cannot be read for good (not in a cluster, no RBAC)
-    give no check, with a warning: cells are not checked; an API that does not answer is tried
-    again (exit 75)."""
-    from ccsweep.clusternodes import NodesUnreadable, list_nodes
-    from ccsweep.placement import largest_room, unplaceable_cells
-
-    try:
-        nodes = list_nodes()
-    except NodesUnreadable as exc:
-        if not exc.lasting:
-            fail(f"--check-nodes: {exc} (try again)", code=EXIT_RETRY)
-        click.echo(f"ccsweep: warning: --check-nodes: {exc}: cells are not checked against the nodes, and a cell "
-                   "no node offers waits Pending (grant get/list on nodes: the chart's workflow ServiceAccount has it)",
-                   err=True)
-        return None, sizing
-    sized = replace(sizing, room=largest_room(nodes))
-    return (lambda cells: unplaceable_cells(cells, nodes, sized.pod)), sized
-
-
-def _refuse_unplaceable(reasons: dict[str, str], on_unplaceable: str) -> dict[str, str]:
-    if reasons and on_unplaceable == "fail":
-        fail(f"{len(reasons)} cells no node can run: {next(iter(reasons.values()))}", code=EXIT_UNAVAILABLE)
-    return reasons
 
 
 def _say_unplaceable(sweep: str, reasons: dict[str, str]) -> None:
@@ -793,7 +749,7 @@ def status(store_url: str, sweep_name: str) -> None:
     store = _open(store_url)
     sweep_name = _sweep(sweep_name)
     try:
-        if store.get_manifest(sweep_name) is None:
+        if get_manifest(store, sweep_name) is None:
             fail(f"sweep {sweep_name!r} has no manifest in {store.url} (run `ccsweep plan` or `ccsweep run` first)")
         found = sweep_status(store, sweep_name)
     except StoreError as exc:

@@ -33,6 +33,7 @@ from ccsweep.bpfregister import BpfUnavailable, recover, registered, registered_
 from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
 from ccsweep.linkrules import small_writes_note, small_writes_rates
+from ccsweep.manifest import SweepManifest
 from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import CHUNK_SIZE, Survey, cells_to_run, store_plan, survey
 from ccsweep.result import RERUN_STATUSES
@@ -41,7 +42,7 @@ from ccsweep.runner.links import host_refusal
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.spec import SweepSpec
-from ccsweep.store import ResultStore, StoreError, SweepManifest
+from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.spool import FlushReport, Spool
 
 

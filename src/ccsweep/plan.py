@@ -8,12 +8,12 @@ trace files those cells name are stored beside it by content.  Everything after 
 trace edited after planning cannot change a planned sweep.  Planning the same spec again reads
 the stored manifest instead of expanding.
 
-The cells are expanded and stored one chunk at a time (ResultStore.put_manifest), and the Argo
-steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run`, the store's
+The cells are expanded and stored one chunk at a time (storedplan.put_manifest), and the Argo
+steps and the local executor read them so (`survey`, `plan_chunk`, `cells_to_run`, storedplan's
 planned_cell): memory stays that of a chunk however large the sweep.  A sweep with adaptive
 repetitions is judged whole, as its wanted runs depend on each other, but every step reads it so
 all the same: a first pass keeps each run's id and value and judges the settings
-(planned.judged_points, as `status` does), a second reads the chunks with the runs no round has
+(storedplan.judged_points, as `status` does), a second reads the chunks with the runs no round has
 asked for left out.  No step holds a sweep's whole plan.
 """
 
@@ -24,16 +24,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from ccsweep.adaptive import PointRuns, round_bound, target_value, unwanted_ids
 from ccsweep.cell import Cell
 from ccsweep.linkrules import small_writes_rates
-from ccsweep.planned import judged_points, stored_manifest, stored_spec
+from ccsweep.manifest import ManifestCell, SweepManifest, UnplaceableCells
 from ccsweep.spec import SweepSpec
-from ccsweep.specload import normalised_spec
-from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest, UnplaceableCells
-from ccsweep.store.base import PLAN_CHUNK_CELLS
+from ccsweep.store import ResultStore, StoreError
+from ccsweep.storedplan import (
+    PLAN_CHUNK_CELLS,
+    get_unplaceable,
+    judged_points,
+    manifest_chunk,
+    manifest_chunks,
+    planned_cell,
+    put_manifest,
+    put_unplaceable,
+    stored_manifest,
+    stored_spec,
+    with_cells,
+)
 from ccsweep.version import __version__
 
 
@@ -41,24 +51,16 @@ def store_plan(spec: SweepSpec, store: ResultStore, *, revise: bool = False) -> 
     """The sweep's stored manifest, made and stored now (one chunk at a time) if there is none.
 
     A different spec under a stored sweep's name is refused, unless `revise` says the change is
-    meant: then the new plan replaces the old one (kept as a revision), see put_manifest.
+    meant, or only how the sweep is described and drawn changed: then the new plan replaces the old
+    one (kept as a revision), see storedplan.put_manifest. The spec is expanded only when a plan is
+    written.
     """
-    manifest = store.get_manifest(spec.name)
-    wanted = spec.model_dump(mode="json")
-    # Compared as today's model reads it: a default added since it was stored is not a difference.
-    stored = normalised_spec(manifest.spec) if manifest is not None else None
-    if stored is not None and stored != wanted and _cells_part(stored) == _cells_part(wanted):
-        revise = True  # only how the sweep is described and drawn changed: its cells are the same
-    if manifest is None or (revise and stored != wanted):
-        manifest = store.put_manifest(_new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
-    elif stored != wanted:
-        raise store.spec_conflict(spec.name)
-    return manifest
+    return put_manifest(store, _new_manifest(spec), revise=revise, entries=_planned_entries(spec, store))
 
 
 def _judged(store: ResultStore, manifest: SweepManifest, spec: SweepSpec) -> list[PointRuns]:
     """The adaptive points of a stored plan ([] without adaptive repetitions), judged from the
-    stored runs' goodput, the plan read a chunk at a time (planned.judged_points)."""
+    stored runs' goodput, the plan read a chunk at a time (storedplan.judged_points)."""
     if not any(e.adaptive is not None for e in spec.experiments):
         return []
     return judged_points(store, manifest, spec.experiments, lambda cell_id: target_value(store.get_result(cell_id)))
@@ -123,9 +125,9 @@ def survey(store: ResultStore, manifest: SweepManifest, size: int, *, set_aside:
     adaptive repetitions is judged first (a pass over its plan keeping each run's id and value), and
     the runs no round has asked for are neither wanted nor to run, though they keep their positions."""
     spec = stored_spec(manifest)
-    result = Survey(size=size, points=_judged(store, manifest, spec), rounds=rounds_of(spec))
+    result = Survey(size=size, rounds=rounds_of(spec), points=_judged(store, manifest, spec))
     unwanted = unwanted_ids(result.points)
-    for chunk in store.manifest_chunks(manifest):
+    for chunk in manifest_chunks(store, manifest):
         todo: list[tuple[int, Cell]] = []
         for cell in chunk.distinct_cells(manifest.name):
             position, result.planned = result.planned, result.planned + 1
@@ -179,23 +181,9 @@ def plan_counts(spec: SweepSpec, store: ResultStore, *, revise: bool = False,
                       unplaceable=next(iter(found.unplaceable.values()), None))
 
 
-#: Spec fields that say how a sweep is described and drawn, not what its cells are. A spec that
-#: differs from its stored plan only in these (a preset's description rewritten, published numbers
-#: added to its figure) revises the plan by itself (the old one kept as a revision), so a store
-#: planned by an earlier release is planned again without --revise, and its results stay found.
-PRESENTATION_FIELDS: dict[str, tuple[str, ...]] = {"sweep": ("description",), "experiment": ("title", "published")}
-
-
-def _cells_part(spec: dict[str, Any]) -> dict[str, Any]:
-    """A stored spec (JSON) without its PRESENTATION_FIELDS."""
-    experiments = [{k: v for k, v in e.items() if k not in PRESENTATION_FIELDS["experiment"]}
-                   if isinstance(e, dict) else e for e in spec.get("experiments", [])]
-    return {**{k: v for k, v in spec.items() if k not in PRESENTATION_FIELDS["sweep"]}, "experiments": experiments}
-
-
 def set_aside_cells(store: ResultStore, sweep: str, unplaceable: dict[str, str]) -> None:
     """Record the cells no node can run (id -> why), replacing the last check's record."""
-    store.put_unplaceable(UnplaceableCells(sweep=sweep, cells=unplaceable,
+    put_unplaceable(store, UnplaceableCells(sweep=sweep, cells=unplaceable,
                                            checked_at=datetime.now(UTC).isoformat(timespec="seconds")))
 
 
@@ -267,13 +255,13 @@ def pod_deadline_s(cell: Cell) -> int:
 
 def planned_cells(store: ResultStore, sweep: str) -> list[Cell]:
     """Every distinct cell of a planned sweep, in plan order: as large as the sweep."""
-    return store.with_cells(stored_manifest(store, sweep)).distinct_cells()
+    return with_cells(store, stored_manifest(store, sweep)).distinct_cells()
 
 
 def cell_from_manifest(store: ResultStore, sweep: str, cell_id: str) -> Cell:
     """The cell `cell_id` of a planned sweep, read from its stored plan (nothing is expanded): its
     manifest, one index bucket and one chunk, whatever the sweep's size."""
-    cell = store.planned_cell(stored_manifest(store, sweep), cell_id)
+    cell = planned_cell(store, stored_manifest(store, sweep), cell_id)
     if cell is None:
         raise StoreError(f"cell {cell_id} is not part of sweep {sweep!r}")
     return cell
@@ -302,7 +290,7 @@ def plan_chunk(store: ResultStore, sweep: str, index: int, size: int) -> list[Ce
         raise ValueError(f"chunk {index} of size {size}: the index must be >= 0 and the size >= 1")
     manifest = stored_manifest(store, sweep)
     unwanted = unwanted_ids(_judged(store, manifest, stored_spec(manifest)))
-    unplaceable = store.get_unplaceable(sweep)
+    unplaceable = get_unplaceable(store, sweep)
     return [c for c in _distinct_slice(store, manifest, index * size, (index + 1) * size)
             if c.id not in unplaceable and c.id not in unwanted and not store.has_result(c.id)]
 
@@ -323,6 +311,6 @@ def _distinct_slice(store: ResultStore, manifest: SweepManifest, start: int, sto
     size = manifest.layout.chunk_size
     cells: list[Cell] = []
     for index in range(start // size, min(-(-stop // size), manifest.layout.chunks)):
-        chunk = store.manifest_chunk(manifest, index)
+        chunk = manifest_chunk(store, manifest, index)
         cells += [c for i, c in enumerate(chunk.distinct_cells(manifest.name), index * size) if start <= i < stop]
     return cells

@@ -24,11 +24,18 @@ from dataclasses import dataclass, field
 
 from ccsweep.adaptive import PointRuns, target_value, unwanted_ids
 from ccsweep.cell import Cell
-from ccsweep.planned import is_adaptive, judged_points, stored_manifest, stored_spec
+from ccsweep.manifest import ManifestChunk, SweepManifest
 from ccsweep.result import CellResult
 from ccsweep.spec import Experiment
-from ccsweep.store import ResultStore, SweepManifest
-from ccsweep.store.base import ManifestChunk
+from ccsweep.store import ResultStore
+from ccsweep.storedplan import (
+    get_unplaceable,
+    is_adaptive,
+    judged_points,
+    manifest_chunks,
+    stored_manifest,
+    stored_spec,
+)
 
 #: Every state, in the order they are decided (see the module docstring).
 STATES = ("stored", "unwanted", "unplaceable", "late", "failed", "starved", "missing")
@@ -78,7 +85,7 @@ def chunk_statuses(store: ResultStore, manifest: SweepManifest,
     """Each stored chunk of the plan with its distinct cells' states, read as the inner iterator
     is (take it before the next chunk): for a reader that needs the chunk's entries too, as the
     figures do for each cell's experiments, without holding the whole plan."""
-    for chunk in store.manifest_chunks(manifest):
+    for chunk in manifest_chunks(store, manifest):
         yield chunk, (_status(store, cell, unplaceable.get(cell.id)) for cell in chunk.distinct_cells(manifest.name))
         del chunk  # not held while the next one is read: one parsed chunk (some 4 MiB) at a time
 
@@ -129,7 +136,7 @@ def sweep_cells(store: ResultStore, sweep: str) -> Iterator[CellStatus]:
     """Every distinct cell of a planned sweep with its state, unwanted runs decided (a StoreError
     when it has no manifest), one stored chunk at a time."""
     manifest = stored_manifest(store, sweep)
-    unplaceable = store.get_unplaceable(sweep)
+    unplaceable = get_unplaceable(store, sweep)
     if not is_adaptive(manifest):
         yield from cell_statuses(store, manifest, unplaceable)
         return

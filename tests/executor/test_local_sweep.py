@@ -18,6 +18,7 @@ import pytest
 
 from ccsweep.plan import planned_cells
 from ccsweep.store import open_store
+from ccsweep.storedplan import get_manifest, with_cells
 from support.bookkeeping import BOOKKEEPING_THRESHOLD
 from tinyspec import write_tiny_spec
 
@@ -123,8 +124,8 @@ def test_a_background_run_stopped_with_sigterm_stops_its_cells_cleanly(tmp_path:
 
 def _planned(store_dir: Path, sweep: str) -> list:
     store = open_store(str(store_dir)) if store_dir.exists() else None
-    manifest = store.get_manifest(sweep) if store is not None else None
-    return list(store.with_cells(manifest).cells) if store is not None and manifest is not None else []
+    manifest = get_manifest(store, sweep) if store is not None else None
+    return list(with_cells(store, manifest).cells) if store is not None and manifest is not None else []
 
 def test_a_cell_killed_with_sigkill_leaves_nothing_after_gc_and_the_next_run_finishes(spec_file: Path,
                                                                                        tmp_path: Path):

@@ -18,6 +18,7 @@ import pytest
 
 from ccsweep.runner.link import realtime_priority
 from ccsweep.store import open_store
+from ccsweep.storedplan import get_manifest, with_cells
 from support.mahimahi_host import mahimahi_host, mahimahi_missing
 
 MISSING = mahimahi_missing()
@@ -34,10 +35,10 @@ def test_run_quick_with_link_mahimahi_stores_mahimahi_results_under_a_sweep_of_i
                               capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     opened = open_store(str(store))
-    manifest = opened.get_manifest("quick-mahimahi-x0-25")
+    manifest = get_manifest(opened, "quick-mahimahi-x0-25")
     assert manifest is not None, sorted(p.name for p in (store / "sweeps").iterdir())
-    assert opened.get_manifest("quick") is None
-    cell_ids = {c.id for c in opened.with_cells(manifest).cells}
+    assert get_manifest(opened, "quick") is None
+    cell_ids = {c.id for c in with_cells(opened, manifest).cells}
     assert len(cell_ids) == 8
     results = [opened.get_result(cell_id) for cell_id in cell_ids]
     assert all(r is not None and r.status == "ok" for r in results), done.stderr[-2000:]

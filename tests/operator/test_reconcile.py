@@ -18,10 +18,12 @@ import yaml
 from ccsweep.cell import Cell
 from ccsweep.crd import SweepStatus, store_name, sweep_from_resource
 from ccsweep.expand import expand
+from ccsweep.manifest import SweepManifest
 from ccsweep.plan import planned_cells
 from ccsweep.result import CellResult, Environment
 from ccsweep.specload import parse_spec
-from ccsweep.store import SweepManifest, open_store
+from ccsweep.store import open_store
+from ccsweep.storedplan import get_manifest, put_manifest, with_cells
 from ccsweep_operator.reconcile import (
     OperatorSettings,
     SweepObject,
@@ -94,7 +96,7 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     resource_spec = sweep_from_resource(dict(sweep.spec), sweep.name)[0]
     assert [c.id for c in expand(shipped)] == [c.id for c in expand(resource_spec)]
     store = open_store(f"file://{tmp_path}")
-    manifest = store.with_cells(store.get_manifest(STORED))
+    manifest = with_cells(store, get_manifest(store, STORED))
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
     assert "lateness-threshold-us" not in params  # unset: each cell's own threshold (the template's empty default)
 
@@ -163,7 +165,7 @@ def test_a_sweep_larger_than_a_chunk_shares_its_parallelism_among_the_chunks(tmp
 
 
 def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
-    open_store(f"file://{tmp_path}").put_manifest(SweepManifest(
+    put_manifest(open_store(f"file://{tmp_path}"), SweepManifest(
         name=STORED, spec={"name": STORED, "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
     decision = decide(sweep_object("quick"), settings(tmp_path))
     assert decision.workflow is None
@@ -195,7 +197,7 @@ def test_run_store_overrides_the_operators_when_the_chart_allows_it(tmp_path: Pa
                                        "CCSWEEP_ALLOWED_STORES": f"file://{tmp_path}/x/*, file://{own}"})
     decision = decide(sweep, chart)
     assert decision.status["phase"] == "Pending" and decision.status["store"] == f"file://{own}/"
-    assert open_store(f"file://{own}").get_manifest(STORED) is not None
+    assert get_manifest(open_store(f"file://{own}"), STORED) is not None
 
 
 def test_run_link_moves_the_experiments_that_set_none_and_refuses_what_mahimahi_cannot_express(tmp_path: Path):

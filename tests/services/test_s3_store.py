@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
+from ccsweep.manifest import SweepManifest
 from ccsweep.result import CellResult, Environment, FlowSeries, TimeSeries
-from ccsweep.store import StoreError, StoreUnavailable, SweepManifest, open_store
+from ccsweep.store import StoreError, StoreUnavailable, open_store
 from ccsweep.store.file import FileStore
 from ccsweep.store.s3 import S3Store
 from ccsweep.store.s3config import load_settings
+from ccsweep.storedplan import put_manifest
 from servers import Server, free_port
 
 
@@ -128,9 +130,9 @@ def test_failed_attempts_and_manifests_follow_the_store_rules(s3: dict[str, str]
     assert not store.has_result(failed.cell.id)
     assert len(store.list_keys(f"cells/{failed.cell.id}/failed/")) == 1
     manifest = SweepManifest(name="m", spec={"a": 1}, cells=[], created_at="t", ccsweep_version="0")
-    store.put_manifest(manifest)
+    put_manifest(store, manifest)
     with pytest.raises(StoreError, match="different spec"):
-        store.put_manifest(manifest.model_copy(update={"spec": {"a": 2}}))
+        put_manifest(store, manifest.model_copy(update={"spec": {"a": 2}}))
     assert store.list_sweeps() == ["m"]
 
 

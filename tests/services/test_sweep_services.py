@@ -26,6 +26,7 @@ from ccsweep.result import CellResult
 from ccsweep.store import ResultStore
 from ccsweep.store.s3 import S3Store
 from ccsweep.store.s3config import load_settings
+from ccsweep.storedplan import get_manifest, with_cells
 from prom import label_values, query, query_range, wait_for
 from servers import REPO, Server, s3_env
 from support.bookkeeping import BOOKKEEPING_THRESHOLD
@@ -95,9 +96,9 @@ def sweep_run(tmp_path_factory: pytest.TempPathFactory, minio: Server, pushgatew
     assert wait_for(prometheus, f'sweep:ccsweep_cells:done{{sweep="{SWEEP}"}} == 4')
     assert wait_for(prometheus, f'count(sweep_algorithm_loss:ccsweep_cell_result_goodput_bits_per_second:avg'
                                 f'{{sweep="{SWEEP}"}}) == 4')
-    manifest = store.get_manifest(SWEEP)
+    manifest = get_manifest(store, SWEEP)
     assert manifest is not None
-    manifest = store.with_cells(manifest)
+    manifest = with_cells(store, manifest)
     assert len(manifest.cells) == 4
     results = [r for r in (store.get_result(c.id) for c in manifest.cells) if r is not None]
     assert len(results) == 4, "every cell of the manifest has a record"
@@ -123,7 +124,7 @@ def test_figures_are_rebuilt_from_the_bucket_alone(sweep_run: SweepRun, tmp_path
     outputs = sorted(store.sweep_file_names(SWEEP))   # figures, report, exports: not the plan
     for name in outputs:
         store.delete(f"sweeps/{SWEEP}/{name}")
-    assert store.sweep_file_names(SWEEP) == [] and store.get_manifest(SWEEP) is not None
+    assert store.sweep_file_names(SWEEP) == [] and get_manifest(store, SWEEP) is not None
     done = ccsweep("figures", "--store", store.url, "--sweep", SWEEP, env=sweep_run.env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(store.sweep_file_names(SWEEP)) == outputs

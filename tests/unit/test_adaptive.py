@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from ccsweep import storedplan
 from ccsweep.adaptive import judge_points, next_count, round_bound, target_met, target_value, unwanted_ids
 from ccsweep.admission import Admission
 from ccsweep.cell import PackedParams
@@ -31,6 +32,7 @@ from ccsweep.spec import AdaptiveRepetitions, PrecisionTarget, SpecError
 from ccsweep.specload import parse_spec
 from ccsweep.stats import median_ci
 from ccsweep.store import open_store
+from ccsweep.storedplan import get_manifest, with_cells
 from ccsweep.sweep_status import judged_whole, sweep_status
 from synthetic import ENV
 from wholeplan import chunk_cells, pending_chunks, plan_sweep, replan
@@ -185,29 +187,30 @@ def test_an_adaptive_sweep_is_judged_a_chunk_of_its_plan_at_a_time(tmp_path: Pat
     """`status` and the figures judge an adaptive sweep whole, yet never read its plan whole: a
     first pass keeps each run's id and value, a second gives each chunk's states; the answer is the
     one judging the whole plan at once gives."""
-    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    monkeypatch.setattr("ccsweep.storedplan.PLAN_CHUNK_CELLS", 7)
     store = open_store(str(tmp_path))
     first = plan_sweep(parse_spec(spec(RULE)), store)
     store_runs(store, first.cells, upto=5)
-    manifest = store.get_manifest("adaptive")
+    manifest = get_manifest(store, "adaptive")
     assert manifest is not None and manifest.layout is not None and manifest.layout.chunks == 6
-    whole = store.with_cells(manifest)
+    whole = with_cells(store, manifest)
     expected = judge_points(parse_spec(manifest.spec).experiments,
                             [entry.to_cell("adaptive") for entry in whole.cells],
                             lambda cell_id: target_value(store.get_result(cell_id)))
 
-    def not_whole(_manifest: object) -> None:
+    def not_whole(*_args: object) -> None:
         raise AssertionError("the whole plan was read at once")
 
-    monkeypatch.setattr(store, "with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.plan.with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.storedplan.with_cells", not_whole)
     chunks_read = []
-    read_chunk = store.manifest_chunk
+    read_chunk = storedplan.manifest_chunk
 
-    def counted_chunk(manifest, index):
+    def counted_chunk(store, manifest, index):
         chunks_read.append(index)
-        return read_chunk(manifest, index)
+        return read_chunk(store, manifest, index)
 
-    monkeypatch.setattr(store, "manifest_chunk", counted_chunk)
+    monkeypatch.setattr("ccsweep.storedplan.manifest_chunk", counted_chunk)
     points, chunks = judged_whole(store, manifest, {}, parse_spec(manifest.spec).experiments)
     assert points == expected and {p.state for p in points} == {"target met", "needs more runs"}
     assert chunks_read == list(range(6))  # the first pass, one chunk at a time
@@ -230,13 +233,13 @@ def test_the_plan_step_judges_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_upto: int | None, chunk_size: int):
     """`ccsweep plan` (first round and --round) and the operator's plan counts never read an adaptive
     sweep's plan whole, yet add exactly the runs judging the whole plan at once adds."""
-    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    monkeypatch.setattr("ccsweep.storedplan.PLAN_CHUNK_CELLS", 7)
     store = open_store(str(tmp_path / "store"))
     first = plan_sweep(parse_spec(spec(RULE)), store)
     if stored_upto is not None:
         store_runs(store, first.cells, upto=stored_upto)
     whole = replan(store, "adaptive")  # judged with the whole plan in memory
-    manifest = store.get_manifest("adaptive")
+    manifest = get_manifest(store, "adaptive")
     assert manifest is not None and manifest.layout is not None and manifest.layout.chunks == 6
     assert whole.pending and len(whole.pending) < len(whole.cells) - len(whole.cached)  # some runs unwanted
     expected_chunks = pending_chunks(whole, chunk_size)
@@ -245,7 +248,8 @@ def test_the_plan_step_judges_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
     def not_whole(*_args: object) -> None:
         raise AssertionError("the whole plan was read at once")
 
-    monkeypatch.setattr(type(store), "with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.plan.with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.storedplan.with_cells", not_whole)
     spec_path = tmp_path / "adaptive.yaml"
     spec_path.write_text(json.dumps(spec(RULE)))
     for args in ([str(spec_path)], ["--sweep", "adaptive", "--round", "2"]):
@@ -282,7 +286,7 @@ def executor_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: dic
     """A six-chunk adaptive plan (7 entries a stored chunk), its whole plan as the oracle, then the
     store closed to reading the plan whole; returns (store, whole plan, the cells the executor reads
     as it reads them)."""
-    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 7)
+    monkeypatch.setattr("ccsweep.storedplan.PLAN_CHUNK_CELLS", 7)
     monkeypatch.setattr("ccsweep.executor.CHUNK_SIZE", 4)  # the cells to run read 4 at a time
     store = open_store(str(tmp_path / "store"))
     first = plan_sweep(parse_spec(sweep), store)
@@ -294,7 +298,8 @@ def executor_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: dic
     def not_whole(*_args: object) -> None:
         raise AssertionError("the whole plan was read at once")
 
-    monkeypatch.setattr(type(store), "with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.plan.with_cells", not_whole)
+    monkeypatch.setattr("ccsweep.storedplan.with_cells", not_whole)
     read_chunks: list[list[str]] = []
 
     def by_chunks(*args):

@@ -17,10 +17,10 @@ import pytest
 import synthetic
 from ccsweep.cell import Cell
 from ccsweep.checks.claims import CLAIMS, CheckRow, mathis_mbps, run_checks
+from ccsweep.manifest import SweepManifest
 from ccsweep.result import FlowSeries, LinkSeries, TimeSeries
 from ccsweep.results.data import ExperimentData, SweepData
 from ccsweep.stats import collapsed_fraction, mean_ci, mean_ci_columns, median_ci
-from ccsweep.store import SweepManifest
 from synthetic import goodput
 
 #: Mathis at 1 % loss and 100 ms: 1448 B x 8 / 0.1 s x 1.22 / 0.1 = 1.41 Mbit/s.

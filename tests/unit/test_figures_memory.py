@@ -17,11 +17,13 @@ from ccsweep.cell import CellParams
 from ccsweep.figures.goodput_vs_loss import build
 from ccsweep.figures.links import links_comparisons
 from ccsweep.figures.style import DENSE_DOTS, new_figure, rasterize_dense, render
+from ccsweep.manifest import SweepManifest
 from ccsweep.result import CellResult
 from ccsweep.results.data import PlanEntries, PlannedEntry, SweepData, load_sweep
 from ccsweep.results.points import Point, group_points
 from ccsweep.specload import parse_spec
-from ccsweep.store import SweepManifest, open_store
+from ccsweep.store import open_store
+from ccsweep.storedplan import get_manifest, with_cells
 from synthetic import ENV, experiment, goodput
 from wholeplan import plan_sweep
 
@@ -91,7 +93,7 @@ def test_a_point_holds_its_setting_as_json_and_gives_back_equal_parameters() -> 
 
 def test_the_plan_is_kept_as_packed_ids_and_a_cell_under_two_experiments_finds_its_record(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ccsweep.store.base.PLAN_CHUNK_CELLS", 4)
+    monkeypatch.setattr("ccsweep.storedplan.PLAN_CHUNK_CELLS", 4)
     axes = {"cc": ["bbr"], "loss_percent": [1, 2, 5], "rtt_ms": [40], "bandwidth_mbps": [20], "duration_s": 30,
             "warmup_s": 5, "repetitions": 2}
     spec = parse_spec({"name": "twice", "experiments": [{"name": "a", **axes}, {"name": "b", **axes}]})
@@ -102,7 +104,7 @@ def test_the_plan_is_kept_as_packed_ids_and_a_cell_under_two_experiments_finds_i
         store.put_cell(CellResult(cell=cell, status="ok", started_at="a", finished_at="b", environment=ENV,
                                   goodput_mbps=10.0, goodput_steady_mbps=10.0))
     data = load_sweep(store, "twice")
-    manifest = store.with_cells(store.get_manifest("twice"))  # type: ignore[arg-type]
+    manifest = with_cells(store, get_manifest(store, "twice"))  # type: ignore[arg-type]
     assert isinstance(data.plan, PlanEntries) and len(data.plan) == 12 == len(manifest.cells)
     assert list(data.plan) == [PlannedEntry(e.id, e.experiment) for e in manifest.cells]
     a, b = data.experiments

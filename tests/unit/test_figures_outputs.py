@@ -29,6 +29,7 @@ from ccsweep.results.data import load_sweep
 from ccsweep.results.points import cell_summary
 from ccsweep.specload import parse_spec
 from ccsweep.store.file import FileStore
+from ccsweep.storedplan import get_manifest
 from wholeplan import plan_sweep
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -217,7 +218,7 @@ def test_report_says_why_cells_are_missing(tmp_path: Path):
     store = FileStore(root)
     data = load_sweep(store, sweep)
     # Plan the same grid with Vegas added, as on a kernel without it: the executor skips those cells.
-    manifest = store.get_manifest(sweep)
+    manifest = get_manifest(store, sweep)
     spec = manifest.spec | {"name": "with-vegas", "experiments": [
         manifest.spec["experiments"][0] | {"cc": ["cubic", "bbr", "reno", "vegas"]}]}
     plan = plan_sweep(parse_spec(spec), store)

@@ -23,8 +23,8 @@ ROOTS = {"ccsweep": REPO / "src" / "ccsweep", "ccsweep_operator": REPO / "operat
 FLOORS = (("linkdesc", "cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
           ("linkrules", "buildinfo", "bpfregister"),
           ("spec", "result"), ("specload",), ("adaptive", "admission", "crd", "podrequests"), ("store",),
-          ("planned",),
-          ("expand", "plan"), ("sweep_status", "placement", "clusternodes", "estimate", "clusterestimate"),
+          ("manifest", "storedplan"),
+          ("expand", "plan"), ("sweep_status", "placement", "clusternodes", "estimate", "clusterestimate", "planning"),
           ("results",), ("compare", "analysis"), ("checks",), ("figures",), ("runner",),
           ("executor", "metrics", "cellrun"), ("cli", "__main__", "__init__"))
 #: The operator's modules by floor, ground first, as FLOORS: they all stand above ccsweep, which never

@@ -23,6 +23,7 @@ from ccsweep.store.migrations import (
     ManifestSchemaError,
     migrate,
 )
+from ccsweep.storedplan import get_manifest
 from wholeplan import plan_sweep
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "upgrade-3748187"
@@ -47,7 +48,7 @@ def test_every_schema_this_ccsweep_reads_has_its_step_to_the_next():
 def test_the_previous_release_s_manifest_is_a_schema_this_ccsweep_reads(tmp_path: Path):
     document = json.loads(manifest_path(FIXTURE / "store").read_text())
     assert OLDEST_MANIFEST_SCHEMA <= document["schema_version"] <= MANIFEST_SCHEMA_VERSION
-    manifest = open_store(str(fixture_store(tmp_path))).get_manifest("upgrade")
+    manifest = get_manifest(open_store(str(fixture_store(tmp_path))), "upgrade")
     assert manifest is not None and manifest.schema_version == MANIFEST_SCHEMA_VERSION
     assert [c.id for c in manifest.distinct_cells()] == [STORED, MISSING]
 
@@ -99,7 +100,7 @@ def test_a_manifest_no_migration_reaches_is_a_one_line_store_error(tmp_path: Pat
         document["schema_version"] = version
     manifest_path(store).write_text(json.dumps(document))
     with pytest.raises(StoreError, match=message) as raised:
-        open_store(str(store)).get_manifest("upgrade")
+        get_manifest(open_store(str(store)), "upgrade")
     assert "\n" not in str(raised.value) and "manifest.json" in str(raised.value)
 
 

@@ -10,6 +10,7 @@ from ccsweep.plan import cell_from_manifest
 from ccsweep.result import CellResult, Environment
 from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, open_store
+from ccsweep.storedplan import get_manifest, with_cells
 from wholeplan import plan_sweep
 
 SPEC = {"name": "p", "experiments": [
@@ -24,7 +25,7 @@ def test_plan_records_manifest_and_skips_stored_cells(tmp_path: Path):
     spec = parse_spec(SPEC)
     first = plan_sweep(spec, store)
     assert len(first.cells) == 4 and len(first.pending) == 4 and not first.cached
-    manifest = store.with_cells(store.get_manifest("p"))
+    manifest = with_cells(store, get_manifest(store, "p"))
     assert [c.experiment for c in manifest.cells].count("b") == 1
     done = first.pending[0]
     env = Environment(hostname="h", kernel="k", available_cc=["bbr"], ccsweep_version="0", python="3")
@@ -68,7 +69,7 @@ def test_a_revised_spec_keeps_the_old_plan_and_runs_only_new_cells(tmp_path: Pat
     revised = plan_sweep(parse_spec(more), store, revise=True)
     assert len(revised.cells) == 6 and {c.id for c in revised.cached} == {c.id for c in first.cells}
     assert len(revised.pending) == 2 and all(c.params.loss == 0.02 for c in revised.pending)
-    assert store.get_manifest("p").spec == parse_spec(more).model_dump(mode="json")
+    assert get_manifest(store, "p").spec == parse_spec(more).model_dump(mode="json")
     (old,) = store.list_keys("sweeps/p/revisions/")
     assert json.loads(store.read_bytes(old))["spec"] == parse_spec(SPEC).model_dump(mode="json")
     # Planning the revised spec again (the workflow's plan step after the operator's) reads it.
@@ -87,7 +88,7 @@ def test_a_new_description_or_published_overlay_replans_by_itself_and_keeps_ever
         SPEC["experiments"][1]]}
     again = plan_sweep(parse_spec(reworded), store)
     assert again.cells == first.cells and [c.id for c in again.cached] == [first.cells[0].id]
-    assert store.get_manifest("p").spec == parse_spec(reworded).model_dump(mode="json")
+    assert get_manifest(store, "p").spec == parse_spec(reworded).model_dump(mode="json")
     assert len(store.list_keys("sweeps/p/revisions/")) == 1
     moved = {**reworded, "experiments": [reworded["experiments"][0] | {"rtt_ms": [20]}, SPEC["experiments"][1]]}
     with pytest.raises(StoreError, match="different spec.*--revise"):

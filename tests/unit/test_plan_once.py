@@ -24,6 +24,7 @@ from ccsweep.runner.link import prepare_traces
 from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.base import manifest_key
+from ccsweep.storedplan import get_manifest, with_cells
 from wholeplan import plan_sweep
 
 #: A small Mahimahi trace: 3 opportunities per ms for 10 ms (36 Mbit/s).
@@ -59,7 +60,7 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_the_manifest_holds_every_cell_and_the_traces(planned):
     store, plan = planned
-    manifest = store.with_cells(store.get_manifest("cellular-small"))
+    manifest = with_cells(store, get_manifest(store, "cellular-small"))
     assert [c.id for c in manifest.distinct_cells()] == [c.id for c in plan.cells] and len(plan.cells) == 4
     assert manifest.distinct_cells() == plan.cells
     (sha,) = {t.sha256 for c in plan.cells for t in c.params.traces}
@@ -107,7 +108,7 @@ def test_an_unreadable_manifest_is_one_line(tmp_path: Path):
     store = open_store(str(tmp_path))
     store.write_bytes(manifest_key("broken"), b'{"name": "broken", "cells": 5}')
     with pytest.raises(StoreError) as err:
-        store.get_manifest("broken")
+        get_manifest(store, "broken")
     assert "is not a manifest this ccsweep reads" in str(err.value) and "\n" not in str(err.value)
     result = CliRunner().invoke(main, ["status", "--store", str(tmp_path), "--sweep", "broken"])
     assert result.exit_code == 2 and "not a manifest" in result.output

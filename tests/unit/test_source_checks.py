@@ -22,9 +22,9 @@ import synthetic
 from ccsweep.cell import Cell
 from ccsweep.checks.claims import ALL_EXPERIMENTS, Claim, run_checks
 from ccsweep.checks.source_claims import ALL_CLAIMS, SOURCE_CLAIMS, Scoped
+from ccsweep.manifest import SweepManifest
 from ccsweep.result import FlowResult, FlowSeries, LinkSeries, TimeSeries
 from ccsweep.results.data import ExperimentData, SweepData, load_sweep
-from ccsweep.store import SweepManifest
 from ccsweep.store.file import FileStore
 from synthetic import flow, goodput
 from test_checks import steady_loss

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams
+from ccsweep.manifest import SweepManifest
 from ccsweep.result import CellResult, Environment, FlowSeries, TimeSeries
-from ccsweep.store import StoreError, SweepManifest, open_store
+from ccsweep.store import StoreError, open_store
 from ccsweep.store.base import attempt_folder
+from ccsweep.storedplan import get_manifest, put_manifest
 
 
 def make_result(status="ok", goodput=90.0, seed=1) -> CellResult:
@@ -77,11 +79,11 @@ def test_a_failed_attempt_keeps_its_time_series_and_link_logs_and_the_spool_uplo
 def test_manifest_with_another_spec_is_refused(tmp_path: Path):
     store = open_store(str(tmp_path))
     manifest = SweepManifest(name="s", spec={"a": 1}, cells=[], created_at="t", ccsweep_version="0")
-    store.put_manifest(manifest)
-    store.put_manifest(manifest)  # the same spec again is fine (a resumed run)
+    put_manifest(store, manifest)
+    put_manifest(store, manifest)  # the same spec again is fine (a resumed run)
     with pytest.raises(StoreError, match="already stored .* with a different spec"):
-        store.put_manifest(manifest.model_copy(update={"spec": {"a": 2}}))
-    assert store.get_manifest("s").spec == {"a": 1}
+        put_manifest(store, manifest.model_copy(update={"spec": {"a": 2}}))
+    assert get_manifest(store, "s").spec == {"a": 1}
     assert store.list_sweeps() == ["s"]
 
 
@@ -106,8 +108,8 @@ def test_a_runner_that_loses_the_race_never_leaves_its_files_beside_the_record(t
 def test_sweep_files_are_listed_without_the_manifest_or_revisions(tmp_path: Path):
     store = open_store(str(tmp_path))
     manifest = SweepManifest(name="s", spec={"name": "s"}, cells=[], created_at="t0", ccsweep_version="0")
-    store.put_manifest(manifest)
-    store.put_manifest(manifest.model_copy(update={"spec": {"name": "s", "description": "changed"}}), revise=True)
+    put_manifest(store, manifest)
+    put_manifest(store, manifest.model_copy(update={"spec": {"name": "s", "description": "changed"}}), revise=True)
     store.put_sweep_file("s", "figures/a.png", b"png")
     store.put_sweep_file("s", "report.html", b"<html>")
     assert store.sweep_file_names("s") == ["figures/a.png", "report.html"]

@@ -16,10 +16,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ccsweep.cli import main
+from ccsweep.manifest import UnplaceableCells
 from ccsweep.metrics import final_counts
 from ccsweep.results.data import load_sweep
-from ccsweep.store import UnplaceableCells
 from ccsweep.store.file import FileStore
+from ccsweep.storedplan import put_unplaceable
 from ccsweep.sweep_status import sweep_status
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "goodput-vs-loss"
@@ -43,7 +44,7 @@ def test_status_figures_and_metrics_put_each_cell_in_the_same_state(tmp_path: Pa
     old = json.loads(record.read_text())
     old["link"]["selfcheck"]["late"] = True  # stored anyway, as earlier versions did
     record.write_text(json.dumps(old))
-    store.put_unplaceable(UnplaceableCells(sweep=sweep, checked_at=datetime.now(UTC).isoformat(),
+    put_unplaceable(store, UnplaceableCells(sweep=sweep, checked_at=datetime.now(UTC).isoformat(),
                                            cells={unplaceable.cell.id: "no node offers vegas"}))
 
     found = sweep_status(store, sweep)

@@ -21,6 +21,7 @@ from ccsweep.result import CellResult
 from ccsweep.results.data import load_sweep
 from ccsweep.specload import load_spec
 from ccsweep.store import open_store
+from ccsweep.storedplan import get_unplaceable
 from synthetic import ENV
 from wholeplan import plan_sweep, without_unplaceable
 
@@ -52,7 +53,7 @@ def test_set_aside_cells_are_not_run_and_the_verdict_counts_them_apart(tmp_path:
     set_aside_cells(store, "algorithms", reasons)
     runnable = without_unplaceable(store, plan)
     assert len(runnable.pending) == 39 and not {c.id for c in runnable.pending} & set(reasons)
-    assert store.get_unplaceable("algorithms") == reasons
+    assert get_unplaceable(store, "algorithms") == reasons
     assert not {c.id for c in plan_chunk(store, "algorithms", 0, 500)} & set(reasons)
 
     def status() -> tuple[int, str]:
@@ -87,6 +88,6 @@ def test_the_report_lists_them_apart_with_why(tmp_path: Path):
     assert "39 unplaceable</a>" in report
     section = report[report.index('id="unplaceable"'):]
     rows = re.findall(r"<tr><td><code>(\w+)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>", section)
-    assert {cell_id for cell_id, _ in rows} == set(store.get_unplaceable("algorithms"))
+    assert {cell_id for cell_id, _ in rows} == set(get_unplaceable(store, "algorithms"))
     assert all(reason.startswith("unplaceable, not submitted: no node offers congestion control ")
                and reason.endswith("nodes: node-1 6.18.44-fc-v657") for _, reason in rows)

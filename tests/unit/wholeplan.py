@@ -12,10 +12,11 @@ from dataclasses import dataclass, field, replace
 
 from ccsweep.adaptive import PointRuns, target_value, unwanted_ids
 from ccsweep.cell import Cell
+from ccsweep.manifest import SweepManifest
 from ccsweep.plan import rounds_of, store_plan
-from ccsweep.planned import judged_points, stored_manifest, stored_spec
 from ccsweep.spec import SweepSpec
-from ccsweep.store import ResultStore, SweepManifest
+from ccsweep.store import ResultStore
+from ccsweep.storedplan import get_unplaceable, judged_points, stored_manifest, stored_spec, with_cells
 
 
 @dataclass
@@ -56,7 +57,7 @@ def replan(store: ResultStore, sweep: str) -> SweepPlan:
 def whole_plan(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> SweepPlan:
     """Stored cells, and the wanted ones still to run (adaptive points judged from what is stored)."""
     distinct: dict[str, Cell] = {}
-    for entry in store.with_cells(manifest).cells:
+    for entry in with_cells(store, manifest).cells:
         if entry.id not in distinct:
             distinct[entry.id] = entry.to_cell(manifest.name)
     cells = list(distinct.values())
@@ -73,7 +74,7 @@ def whole_plan(manifest: SweepManifest, spec: SweepSpec, store: ResultStore) -> 
 
 def without_unplaceable(store: ResultStore, plan: SweepPlan) -> SweepPlan:
     """The plan without the cells its sweep's last node check set aside."""
-    unplaceable = store.get_unplaceable(plan.manifest.name)
+    unplaceable = get_unplaceable(store, plan.manifest.name)
     return replace(plan, pending=[c for c in plan.pending if c.id not in unplaceable]) if unplaceable else plan
 
 

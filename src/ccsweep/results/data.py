@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ccsweep.adaptive import PointRuns
+from ccsweep.manifest import ManifestCell, SweepManifest
 from ccsweep.result import CellResult, TimeSeries
 from ccsweep.results.held import RecordFile, Results
 from ccsweep.results.points import cell_summary
 from ccsweep.spec import Experiment, SpecError
 from ccsweep.specload import parse_spec
-from ccsweep.store import ManifestCell, ResultStore, StoreError, SweepManifest
+from ccsweep.store import ResultStore, StoreError
+from ccsweep.storedplan import get_manifest, get_unplaceable
 from ccsweep.sweep_status import CellStatus, chunk_statuses, judged_whole
 
 SeriesLoader = Callable[[str], TimeSeries | None]
@@ -187,7 +189,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
     with adaptive repetitions is judged whole, as `status` judges it (its wanted runs depend on
     each other), from a first pass over the plan that keeps a number a run.
     """
-    manifest = store.get_manifest(sweep)
+    manifest = get_manifest(store, sweep)
     if manifest is None:
         known = ", ".join(store.list_sweeps()) or "none"
         raise StoreError(f"sweep {sweep!r} has no manifest in {store.url} (stored sweeps: {known})")
@@ -195,7 +197,7 @@ def load_sweep(store: ResultStore, sweep: str) -> SweepData:
         spec = parse_spec(manifest.spec, origin=f"sweep {sweep} manifest")
     except SpecError as exc:
         raise StoreError(str(exc)) from None
-    found = _Gathered(store.get_unplaceable(sweep))
+    found = _Gathered(get_unplaceable(store, sweep))
     points: list[PointRuns] = []
     if any(exp.adaptive is not None for exp in spec.experiments):
         # Runs an adaptive rule has not asked for are planned, not missing.

@@ -6,12 +6,9 @@ from pathlib import Path
 
 from ccsweep.store.base import (
     REPORT_FILE,
-    ManifestCell,
     ResultStore,
     StoreError,
     StoreUnavailable,
-    SweepManifest,
-    UnplaceableCells,
     attempt_folders_text,
     sweep_file_key,
 )
@@ -20,8 +17,8 @@ from ccsweep.storeurls import path_problem
 
 DEFAULT_STORE = "results"
 
-__all__ = ["REPORT_FILE", "ManifestCell", "ResultStore", "StoreError", "StoreUnavailable", "SweepManifest",
-           "UnplaceableCells", "attempt_folders_text", "open_store", "sweep_file_key", "DEFAULT_STORE"]
+__all__ = ["REPORT_FILE", "ResultStore", "StoreError", "StoreUnavailable", "attempt_folders_text", "open_store",
+           "sweep_file_key", "DEFAULT_STORE"]
 
 
 def open_store(url: str) -> ResultStore:
