@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9.-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
+MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9._-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
 
 
 class QuoteError(ValueError):

@@ -89,6 +89,13 @@ def runs_span(by_loss: dict[float, list[float]], losses: list[float]) -> str:
     return f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
 
 
+def shared_with_main(found: Curves, experiment: str, cc: str, losses: list[float]) -> bool:
+    """Whether a candidate's runs are the main experiment's own: on a link that cannot vary what the
+    candidate varies (Mahimahi moves single packets anyway), its cells are the main ones."""
+    main, candidate = found.get((MAIN, cc), {}), found.get((experiment, cc), {})
+    return experiment != MAIN and all(candidate.get(loss) == main.get(loss) for loss in losses)
+
+
 def cliff_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
     lines = ["| experiment | algorithm | link | runs a cell | below half the ideal at [95 % CI] "
              "| below a tenth at [95 % CI] |", "|---|---|---|---|---|---|"]
@@ -96,6 +103,8 @@ def cliff_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> lis
         for (experiment, cc), by_loss in sorted(found.items(), key=lambda item: (list(grid).index(item[0][0]),
                                                                                ALGORITHMS.index(item[0][1]))):
             losses = grid[experiment]
+            if shared_with_main(found, experiment, cc, losses):
+                continue
             lines.append(f"| {experiment} | {cc} | {link} | {runs_span(by_loss, losses)} "
                          f"| {cliff_text(by_loss, losses, HALF)} | {cliff_text(by_loss, losses, COLLAPSE)} |")
     rebbr = {loss: [goodput] for loss, goodput in rebbr_bbr().items()}
@@ -126,7 +135,7 @@ def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) ->
             losses = grid[experiment]
             for cc in ALGORITHMS:
                 main, candidate = found.get((MAIN, cc), {}), found.get((experiment, cc), {})
-                if not candidate:
+                if not candidate or shared_with_main(found, experiment, cc, losses):
                     continue
                 medians = ", ".join(
                     f"{loss * 100:g} %: {_median(main.get(loss))} → {_median(candidate.get(loss))}" for loss in losses)
@@ -172,34 +181,36 @@ def busy_min(rows: list[Row]) -> str:
     return f"{occupancy(spans(rows)).busy_s / 60:.0f}" if rows else "0"
 
 
-#: The `ccsweep compare --csv` tables committed beside the cell tables, by what they set side by side.
-COMPARISONS = {
-    "bbr against bbr_bpf (the BPF path)": "compare-bbr-vs-bbr_bpf",
-    "bbr_bpf against bbr_unpaced (pacing)": "compare-bbr_bpf-vs-bbr_unpaced",
-    "bbr against ReBBR": "compare-bbr-vs-rebbr",
-    "bbr_bpf against ReBBR": "compare-bbr_bpf-vs-rebbr",
-    "bbr_unpaced against ReBBR": "compare-bbr_unpaced-vs-rebbr",
-}
+#: The `ccsweep compare --csv` tables committed beside the cell tables: what each sets side by side,
+#: on which link, and its file. A table not committed yet (its runs not made) is left out.
+COMPARISONS = [
+    (title, link, f"{stem}{suffix}.csv")
+    for title, stem in (("bbr against bbr_bpf (the BPF path)", "compare-bbr-vs-bbr_bpf"),
+                        ("bbr_bpf against bbr_unpaced (pacing)", "compare-bbr_bpf-vs-bbr_unpaced"),
+                        ("bbr against ReBBR", "compare-bbr-vs-rebbr"),
+                        ("bbr_bpf against ReBBR", "compare-bbr_bpf-vs-rebbr"),
+                        ("bbr_unpaced against ReBBR", "compare-bbr_unpaced-vs-rebbr"))
+    for link, suffix in (("ccsweep-link", ""), ("mahimahi", "-mahimahi"))
+] + [("bbr_unpaced, ccsweep-link against Mahimahi", "both", "compare-bbr_unpaced-links.csv")]
 
 
 def compare_lines() -> list[str]:
-    """Each committed comparison of the main experiment, per link: its per-cell verdicts, and across
-    cells the median of the per-cell differences and the Wilcoxon signed-rank p (as compare prints)."""
+    """Each committed comparison of the main experiment: its per-cell verdicts, and across cells the
+    median of the per-cell differences and the Wilcoxon signed-rank p (as compare prints them)."""
     lines = ["| comparison | link | cells: agree / differ / not settled | median of per-cell differences, A − B "
              "(Mbit/s) | A below B in | Wilcoxon p |", "|---|---|---|---|---|---|"]
-    for title, stem in COMPARISONS.items():
-        for link, suffix in (("ccsweep-link", ""), ("mahimahi", "-mahimahi")):
-            path = FOLDER / f"{stem}{suffix}.csv"
-            if not path.exists():
-                continue
-            with path.open() as handle:
-                rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
-            verdicts = Counter(row["verdict"] for row in rows)
-            diffs = np.array([float(row["median_a"]) - float(row["median_b"]) for row in rows])
-            nonzero = diffs[diffs != 0]
-            p = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size >= 6 else 1.0
-            lines.append(f"| {title} | {link} | {verdicts['agree']} / {verdicts['differ']} / {verdicts['not settled']} "
-                         f"| {float(np.median(diffs)):+.3g} | {int(np.sum(diffs < 0))} of {diffs.size} | {p:.2g} |")
+    for title, link, name in COMPARISONS:
+        path = FOLDER / name
+        if not path.exists():
+            continue
+        with path.open() as handle:
+            rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
+        verdicts = Counter(row["verdict"] for row in rows)
+        diffs = np.array([float(row["median_a"]) - float(row["median_b"]) for row in rows])
+        nonzero = diffs[diffs != 0]
+        p = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size >= 6 else 1.0
+        lines.append(f"| {title} | {link} | {verdicts['agree']} / {verdicts['differ']} / {verdicts['not settled']} "
+                     f"| {float(np.median(diffs)):+.3g} | {int(np.sum(diffs < 0))} of {diffs.size} | {p:.2g} |")
     return lines
 
 

@@ -28,9 +28,23 @@ def test_a_candidate_moves_the_cliff_only_when_the_intervals_part() -> None:
                0.5: [0.5, 0.4, 0.6, 0.5, 0.5]}
     grid = {MAIN: losses, "candidate": losses}
     moved = candidate_lines({"ccsweep-link": {(MAIN, "bbr_bpf"): collapsed, ("candidate", "bbr_bpf"): holding}}, grid)
-    kept = candidate_lines({"ccsweep-link": {(MAIN, "bbr_bpf"): collapsed, ("candidate", "bbr_bpf"): collapsed}}, grid)
+    also_collapsed = {loss: [v + 0.1 for v in runs] for loss, runs in collapsed.items()}
+    kept = candidate_lines({"ccsweep-link": {(MAIN, "bbr_bpf"): collapsed, ("candidate", "bbr_bpf"): also_collapsed}},
+                           grid)
+    # A candidate whose runs are the main experiment's own (a link that cannot vary it) is not listed.
+    shared = candidate_lines({"ccsweep-link": {(MAIN, "bbr_bpf"): collapsed, ("candidate", "bbr_bpf"): collapsed}},
+                             grid)
+    assert len(shared) == 2
     assert moved[2].endswith("| 20 % → 50 % | 20 % → 50 % | moves the cliff (half and tenth) |"), moved[2]
     assert kept[2].endswith("| does not move the cliff |"), kept[2]
     waiting = candidate_lines({"ccsweep-link": {(MAIN, "bbr_bpf"): collapsed, ("candidate", "bbr_bpf"): {0.2: [1.0]}}},
                               grid)
     assert waiting[2].endswith("| – | – | not yet: runs missing |")
+
+
+def test_every_marker_is_read_underscores_too() -> None:
+    """A value named for an algorithm (`pacing.tenth.bbr_unpaced.mahimahi`) is a marker like any other:
+    filled, and checked, not left as typed."""
+    assert "pacing.tenth.bbr_unpaced.mahimahi" in names(README.read_text())
+    stale = "<!-- value: pacing.tenth.bbr_unpaced.ccsweep-link -->49 %<!-- /value -->"
+    assert "49 %" not in fill(stale, compute())
