@@ -36,7 +36,7 @@ FLOW_METRICS: tuple[str, ...] = ("bytes_received", "goodput_mbps", "goodput_stea
                                  "sndbuf_limited_fraction")
 COUNTERS: tuple[str, ...] = ("in_packets", "in_bytes", "out_packets", "out_bytes", "bottleneck_packets",
                              "bottleneck_bytes", "capacity_bytes", "drops_loss", "drops_queue", "drops_aqm",
-                             "queue_bytes_max")
+                             "drops_policer", "queue_bytes_max")
 QUEUE_FIELDS: tuple[str, ...] = ("kind", "packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms",
                                  "max_burst_ms")
 TRIPLE = ("min", "default", "max")
@@ -52,6 +52,8 @@ def _direction(prefix: str, direction: DirectionParams) -> Row:
         f"{prefix}_delay_ms": direction.delay_ms,
         f"{prefix}_loss": direction.loss_model.mean_loss_rate,
         f"{prefix}_gilbert_elliott": direction.gilbert_elliott.model_dump_json() if direction.gilbert_elliott else None,
+        **{f"{prefix}_{name}": effect.model_dump_json() if (effect := getattr(direction, name)) else None
+           for name in ("policer", "jitter", "slot")},
     }
     row.update({f"{prefix}_queue_{name}": getattr(direction.queue, name) for name in QUEUE_FIELDS})
     return row
