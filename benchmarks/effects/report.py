@@ -1,0 +1,78 @@
+"""The quoted numbers of the link-effects result's README, from its committed cell table alone.
+
+    python -m benchmarks.effects.report          # rewrite the numbers between the markers
+    python -m benchmarks.effects.report --check  # exit 1 if the README differs from its data
+
+benchmarks/results/2026-11-29-link-effects/ holds the `ccsweep export` cell table of the preset
+(`link-effects-cells.csv`, one row per stored run). From it: per experiment, effect setting,
+algorithm and loss rate, the median steady-state goodput of the runs and what the link dropped
+or held, so each effect reads beside its own control on BBR and CUBIC.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.cluster.argo_vs_local import read_cells, spans
+from benchmarks.quoted import regenerate_main
+from ccsweep.results.study import occupancy
+
+REPO = Path(__file__).resolve().parents[2]
+FOLDER = REPO / "benchmarks/results/2026-11-29-link-effects"
+README = FOLDER / "README.md"
+TABLE = FOLDER / "link-effects-cells.csv"
+
+Row = dict[str, str]
+
+
+def setting(row: Row) -> str:
+    """What effect a run's data direction (or, for slots, its ACK direction) ran under, in words."""
+    if row["uplink_gilbert_elliott"]:
+        model = json.loads(row["uplink_gilbert_elliott"])
+        burst = 1 / model["r"]
+        return f"mean burst {burst:g} packet{'' if burst == 1 else 's'}"
+    if row["uplink_policer"]:
+        policer = json.loads(row["uplink_policer"])
+        return f"policer {policer['rate_mbps']:g} Mbit/s, {policer['burst_bytes'] / 1000:g} kB"
+    if row["uplink_jitter"]:
+        jitter = json.loads(row["uplink_jitter"])
+        return f"jitter {jitter['jitter_ms']:g} ms {jitter['distribution']}, order {jitter['order']}"
+    if row["downlink_slot"]:
+        slot = json.loads(row["downlink_slot"])
+        room = f"{slot['packets']} packets" if slot["packets"] else "any number"
+        return f"ACK slots {slot['min_ms']:g}-{slot['max_ms']:g} ms, {room}"
+    return "none"
+
+
+def table(rows: list[Row]) -> list[str]:
+    grouped: dict[tuple[str, str, str, float], list[Row]] = defaultdict(list)
+    for row in rows:
+        grouped[row["experiments"], setting(row), row["cc"], float(row["loss"])].append(row)
+    lines = ["| experiment | effect | algorithm | loss % | median goodput, Mbit/s (runs) | drops by the effect "
+             "(median per run) |", "|---|---|---|---|---|---|"]
+    for (experiment, effect, cc, loss), runs in sorted(grouped.items()):
+        goodput = statistics.median(float(r["goodput_steady_mbps"]) for r in runs)
+        policed = statistics.median(float(r["uplink_drops_policer"] or 0) for r in runs)
+        dropped = f"{policed:.0f} by the policer" if effect.startswith("policer") else "–"
+        lines.append(f"| {experiment} | {effect} | {cc} | {loss * 100:.3g} | {goodput:.3g} ({len(runs)}) | {dropped} |")
+    return lines
+
+
+def compute() -> dict[str, str]:
+    rows = read_cells(TABLE)
+    return {
+        "effects.runs": str(len(rows)),
+        "effects.busy-min": f"{occupancy(spans(rows)).busy_s / 60:.0f}",
+        "effects.table": "\n\n" + "\n".join(table(rows)) + "\n\n",
+    }
+
+
+def main() -> None:
+    regenerate_main(README, compute, __doc__)
+
+
+if __name__ == "__main__":
+    main()
