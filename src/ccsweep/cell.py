@@ -187,8 +187,10 @@ class Policer(Frozen):
 JitterDistribution = Literal["uniform", "normal", "pareto", "paretonormal"]
 #: Whether a jittered packet may overtake the ones ahead of it.
 JitterOrder = Literal["keep", "reorder"]
-#: ccsweep-link's largest jitter: 10 s.
+#: ccsweep-link's largest jitter: 10 s. The smallest a cell takes is 1 us: ccsweep-link counts
+#: nanoseconds, so anything under one would reach it as 0 and be refused there, cell by cell.
 MAX_JITTER_MS = 10_000
+MIN_EFFECT_MS = 0.001
 
 
 class Jitter(Frozen):
@@ -197,7 +199,7 @@ class Jitter(Frozen):
     `paretonormal` table; never below zero, and with `order` keep never before the packet ahead
     (docs/emulator.md, "Jitter")."""
 
-    jitter_ms: float = Field(gt=0, le=MAX_JITTER_MS, description="the spread: uniform's half-width, normal's sd")
+    jitter_ms: float = Field(ge=MIN_EFFECT_MS, le=MAX_JITTER_MS, description="uniform's half-width, normal's sd")
     distribution: JitterDistribution = "uniform"
     order: JitterOrder = Field(default="keep", description="keep: a packet never overtakes; reorder: it may")
 
@@ -221,8 +223,8 @@ class Slot(Frozen):
     packets, and packets while fewer than `bytes` bytes have left in it (0: no limit) (ACK
     aggregation; docs/emulator.md, "Slots")."""
 
-    min_ms: float = Field(gt=0, le=MAX_SLOT_MS, description="the shortest gap between two slots")
-    max_ms: float = Field(gt=0, le=MAX_SLOT_MS, description="the longest gap between two slots")
+    min_ms: float = Field(ge=MIN_EFFECT_MS, le=MAX_SLOT_MS, description="the shortest gap between two slots")
+    max_ms: float = Field(ge=MIN_EFFECT_MS, le=MAX_SLOT_MS, description="the longest gap between two slots")
     packets: int = Field(default=0, ge=0, le=1_000_000, description="packets a slot takes at most (0: no limit)")
     bytes: int = Field(default=0, ge=0, le=1 << 30, description="bytes after which a slot takes no more (0: no limit)")
 

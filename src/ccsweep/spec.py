@@ -26,6 +26,7 @@ from ccsweep.cell import (
     MAX_JITTER_MS,
     MAX_POLICER_BURST_BYTES,
     MAX_SLOT_MS,
+    MIN_EFFECT_MS,
     MIN_POLICER_BURST_BYTES,
     BernoulliLoss,
     GilbertElliottLoss,
@@ -159,8 +160,8 @@ def _bounds(low: float, high: float, *, open_low: bool = False) -> WithJsonSchem
 LossPercent = Annotated[float, _within(0, 100, "(percent)"), _bounds(0, 100)]
 LossFraction = Annotated[float, _within(0, 1, "(a fraction; use loss_percent for percent)"), _bounds(0, 1)]
 RttMs = Annotated[float, _within(0, 20_000, "ms"), _bounds(0, 20_000)]
-JitterMs = Annotated[float, _within(0, MAX_JITTER_MS, "ms", open_low=True), _bounds(0, MAX_JITTER_MS, open_low=True)]
-SlotMs = Annotated[float, _within(0, MAX_SLOT_MS, "ms", open_low=True), _bounds(0, MAX_SLOT_MS, open_low=True)]
+JitterMs = Annotated[float, _within(MIN_EFFECT_MS, MAX_JITTER_MS, "ms"), _bounds(MIN_EFFECT_MS, MAX_JITTER_MS)]
+SlotMs = Annotated[float, _within(MIN_EFFECT_MS, MAX_SLOT_MS, "ms"), _bounds(MIN_EFFECT_MS, MAX_SLOT_MS)]
 Probability = Annotated[float, _within(0, 1, "(a fraction)"), _bounds(0, 1)]
 MeanLossPercent = Annotated[float, _within(0, 100, "(percent)", open_low=True), _bounds(0, 100, open_low=True)]
 #: A mean burst of more than 100,000 packets (over a second at 1 Gbit/s) is an outage, not loss.

@@ -57,8 +57,9 @@ def test_mahimahi_refuses_a_jitter_in_one_line():
 
 
 @pytest.mark.parametrize(("jitter", "message"), [
-    ({"jitter_ms": 0}, "experiments[j].jitter[0].jitter_ms: 0.0 is outside (0, 10000] ms"),
-    ({"jitter_ms": 20_000}, "experiments[j].jitter[0].jitter_ms: 20000.0 is outside (0, 10000] ms"),
+    ({"jitter_ms": 0.0000001}, "experiments[j].jitter[0].jitter_ms: 1e-07 is outside [0.001, 10000] ms"),
+    ({"jitter_ms": 0}, "experiments[j].jitter[0].jitter_ms: 0.0 is outside [0.001, 10000] ms"),
+    ({"jitter_ms": 20_000}, "experiments[j].jitter[0].jitter_ms: 20000.0 is outside [0.001, 10000] ms"),
     ({"jitter_ms": 5, "distribution": "gamma"}, "experiments[j].jitter[0].distribution"),
     ({"jitter_ms": 5, "order": "sideways"}, "experiments[j].jitter[0].order"),
     ({"jitter_ms": "5; rm -rf /"}, "experiments[j].jitter[0].jitter_ms"),

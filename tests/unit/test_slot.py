@@ -49,8 +49,8 @@ def test_mahimahi_refuses_slots_in_one_line():
 
 @pytest.mark.parametrize(("slot", "message"), [
     ({"min_ms": 4, "max_ms": 1}, "experiments[s].slot[0]: max_ms 1 is under min_ms 4"),
-    ({"min_ms": 0, "max_ms": 1}, "experiments[s].slot[0].min_ms: 0.0 is outside (0, 1000] ms"),
-    ({"min_ms": 1, "max_ms": 2000}, "experiments[s].slot[0].max_ms: 2000.0 is outside (0, 1000] ms"),
+    ({"min_ms": 0, "max_ms": 1}, "experiments[s].slot[0].min_ms: 0.0 is outside [0.001, 1000] ms"),
+    ({"min_ms": 1, "max_ms": 2000}, "experiments[s].slot[0].max_ms: 2000.0 is outside [0.001, 1000] ms"),
     ({"min_ms": 1, "max_ms": 2, "packets": -1}, "experiments[s].slot[0].packets"),
     ({"min_ms": 1, "max_ms": 2, "bytes": "64k"}, "experiments[s].slot[0].bytes"),
 ])
