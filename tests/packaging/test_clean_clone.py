@@ -47,7 +47,8 @@ def test_make_n_test_resolves_inside_the_clone(clone: Path):
     done = subprocess.run(["make", "-n", "test"], cwd=clone, env=clean_env(), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    for step in ("hack/deps.sh", "hack/tools/kubernetes.sh", "hack/tools/mahimahi.sh", "pytest -q tests"):
+    steps = ("hack/deps.sh", "hack/tools/kubernetes.sh", "hack/tools/mahimahi.sh", "pytest -q --durations=25 tests")
+    for step in steps:
         assert step in done.stdout, done.stdout
     assert "shared" not in done.stdout + done.stderr
 
