@@ -223,22 +223,20 @@ def path_label(params: CellParams) -> str:
     return f"reverse {down.delay_ms:g} ms, {_loss_label(down)}"
 
 
-def policer_label(params: CellParams) -> str:
-    """'uplink policer 10 Mbit/s, 30 kB', both directions' where both have one; '' for none."""
-    return "; ".join(f"{name} {direction.policer.label()}" for name in ("uplink", "downlink")
-                     if (direction := getattr(params, name)).policer is not None)
+#: The per-direction effects a cell may have, each with its `label()`: (field, facet name).
+DIRECTION_EFFECTS = (("policer", "policer"), ("jitter", "jitter"), ("slot", "slots"))
 
 
-def jitter_label(params: CellParams) -> str:
-    """'uplink jitter 5 ms normal', both directions' where both have one; '' for none."""
-    return "; ".join(f"{name} {direction.jitter.label()}" for name in ("uplink", "downlink")
-                     if (direction := getattr(params, name)).jitter is not None)
+def effect_label(params: CellParams, field: str) -> str:
+    """'uplink policer 10 Mbit/s, 30 kB' (or jitter, slots): both directions' where both have the
+    effect `field`; '' for none."""
+    return "; ".join(f"{name} {effect.label()}" for name in ("uplink", "downlink")
+                     if (effect := getattr(getattr(params, name), field)) is not None)
 
 
-def slot_label(params: CellParams) -> str:
-    """'downlink slots 1-4 ms of 16 packets', both directions' where both have them; '' for none."""
-    return "; ".join(f"{name} {direction.slot.label()}" for name in ("uplink", "downlink")
-                     if (direction := getattr(params, name)).slot is not None)
+def _effect_facet(field: str, facet: str) -> Callable[[CellParams], str]:
+    """The facet label of one per-direction effect: its directions' labels, or 'no slots'."""
+    return lambda params: effect_label(params, field) or f"no {facet}"
 
 
 #: Axes that can tell series apart, with their labels; the flows come first.
@@ -252,9 +250,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "loss": lambda p: f"{p.loss * 100:g} % loss",
     "loss model": lambda p: loss_model_label(p.uplink) or "independent loss",
     "kernel": lambda p: f"kernel {p.kernel}",
-    "policer": lambda p: policer_label(p) or "no policer",
-    "jitter": lambda p: jitter_label(p) or "no jitter",
-    "slots": lambda p: slot_label(p) or "no slots",
+    **{facet: _effect_facet(field, facet) for field, facet in DIRECTION_EFFECTS},
 }
 
 
@@ -281,12 +277,7 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
-    if policed := policer_label(params):
-        parts.append(policed)
-    if jittered := jitter_label(params):
-        parts.append(jittered)
-    if slotted := slot_label(params):
-        parts.append(slotted)
+    parts += [label for field, _ in DIRECTION_EFFECTS if (label := effect_label(params, field))]
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)
