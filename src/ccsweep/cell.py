@@ -267,6 +267,11 @@ class RateStep(Frozen):
     factor: float = Field(gt=0)
 
 
+#: The effects a direction may carry beside its loss, each a model with `emulator_spec()` and
+#: `label()`: the fields of DirectionParams that the runner, the export and the figures walk alike.
+DIRECTION_EFFECTS: Final = ("policer", "jitter", "slot")
+
+
 class DirectionParams(Frozen):
     """One direction of the emulated path: bottleneck, queue, loss and one-way delay."""
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from weakref import WeakKeyDictionary
 
-from ccsweep.cell import CellParams, DirectionParams, PackedParams
+from ccsweep.cell import DIRECTION_EFFECTS, CellParams, DirectionParams, PackedParams
 from ccsweep.result import CellResult
 from ccsweep.results.held import Results
 from ccsweep.spec import LossDirection
@@ -223,8 +223,8 @@ def path_label(params: CellParams) -> str:
     return f"reverse {down.delay_ms:g} ms, {_loss_label(down)}"
 
 
-#: The per-direction effects a cell may have, each with its `label()`: (field, facet name).
-DIRECTION_EFFECTS = (("policer", "policer"), ("jitter", "jitter"), ("slot", "slots"))
+#: Each per-direction effect's facet name (cell.DIRECTION_EFFECTS).
+EFFECT_FACETS = {"policer": "policer", "jitter": "jitter", "slot": "slots"}
 
 
 def effect_label(params: CellParams, field: str) -> str:
@@ -250,7 +250,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "loss": lambda p: f"{p.loss * 100:g} % loss",
     "loss model": lambda p: loss_model_label(p.uplink) or "independent loss",
     "kernel": lambda p: f"kernel {p.kernel}",
-    **{facet: _effect_facet(field, facet) for field, facet in DIRECTION_EFFECTS},
+    **{EFFECT_FACETS[field]: _effect_facet(field, EFFECT_FACETS[field]) for field in DIRECTION_EFFECTS},
 }
 
 
@@ -277,7 +277,7 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
-    parts += [label for field, _ in DIRECTION_EFFECTS if (label := effect_label(params, field))]
+    parts += [label for field in DIRECTION_EFFECTS if (label := effect_label(params, field))]
     if repetition:
         parts.append(f"rep {params.repetition}")
     return ", ".join(parts)

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TextIO
 
-from ccsweep.cell import CellParams, DirectionParams
+from ccsweep.cell import DIRECTION_EFFECTS, CellParams, DirectionParams
 from ccsweep.result import CellResult, DirectionCounters, SelfCheck
 from ccsweep.results.data import SweepData
 from ccsweep.results.points import buffer_bdp, flows_label
@@ -53,7 +53,7 @@ def _direction(prefix: str, direction: DirectionParams) -> Row:
         f"{prefix}_loss": direction.loss_model.mean_loss_rate,
         f"{prefix}_gilbert_elliott": direction.gilbert_elliott.model_dump_json() if direction.gilbert_elliott else None,
         **{f"{prefix}_{name}": effect.model_dump_json() if (effect := getattr(direction, name)) else None
-           for name in ("policer", "jitter", "slot")},
+           for name in DIRECTION_EFFECTS},
     }
     row.update({f"{prefix}_queue_{name}": getattr(direction.queue, name) for name in QUEUE_FIELDS})
     return row

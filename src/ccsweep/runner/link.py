@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ccsweep.cell import Cell, DirectionParams, RateStep
+from ccsweep.cell import DIRECTION_EFFECTS, Cell, DirectionParams, RateStep
 from ccsweep.linkdesc import CCSWEEP_LINK
 from ccsweep.linkrules import DIRECTIONS, LinkError
 from ccsweep.result import DirectionCounters, LatenessEvidence, LinkSummary, SelfCheck
@@ -177,8 +177,8 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
         loss_option, *loss_values = direction.loss_model.emulator_spec()
         argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-{loss_option}", *loss_values,
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
-        for effect in (direction.policer, direction.jitter, direction.slot):
-            if effect is not None:
+        for field in DIRECTION_EFFECTS:
+            if (effect := getattr(direction, field)) is not None:
                 option, *values = effect.emulator_spec()
                 argv += [f"--{name}-{option}", *values]
     argv += ["--loss-position", p.loss_position, "--offload", p.link_offload, "--seed", str(p.seed), "--stats", "-",
