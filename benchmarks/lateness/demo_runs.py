@@ -14,6 +14,10 @@ It writes, into `--out`:
   CPU's steal and softirq share in that second (/proc/stat);
 - `runs.csv`: per run, its wall time, cells, late attempts and re-runs, as `ccsweep run` printed them.
 `python -m benchmarks.lateness.demo_report DIR` turns the folder into its README.
+
+A whole study runs the same way, once: `--runs 1 --spec full-sweep --store DIR --timeout-min 240`.
+`--store` keeps that run's store in DIR instead of a scratch folder, so a run stopped part-way
+resumes with only its missing cells (and the rows then count the earlier sitting's attempts too).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -121,14 +126,42 @@ def summary_line(log: str) -> str:
     return next((line for line in reversed(log.splitlines()) if "cells measured on time" in line), "")
 
 
+#: The longest a run may take (`--timeout-min`): the full study took 85-140 min on a busy machine.
+MAX_TIMEOUT_MIN = 600
+
+
+def run_sweep(spec: str, store: Path, timeout_s: float) -> tuple[int, str]:
+    """`ccsweep run SPEC` into `store`, its progress passed through to our stderr; (exit, its stderr)."""
+    lines: list[str] = []
+    with subprocess.Popen([sys.executable, "-m", "ccsweep", "run", spec, "--store", str(store), "--no-figures"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
+        timer = threading.Timer(timeout_s, child.terminate)  # SIGTERM: the executor stops cleanly, keeps results
+        timer.start()
+        try:
+            assert child.stderr is not None
+            for line in child.stderr:
+                lines.append(line)
+                sys.stderr.write(line)
+        finally:
+            timer.cancel()
+        return child.wait(), "".join(lines[-200:])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="cold runs, each from an empty store (default 5)")
     parser.add_argument("--spec", default="quick", help="the sweep to run (default: the demo's, quick)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
+    parser.add_argument("--store", type=Path, help="keep the store here (one run only; a stopped run resumes)")
+    parser.add_argument("--timeout-min", type=float, default=60,
+                        help=f"stop a run after this long, 1 to {MAX_TIMEOUT_MIN} min (default 60)")
     args = parser.parse_args(argv)
     if not 1 <= args.runs <= 50:
         parser.error("--runs: give 1 to 50")
+    if args.store is not None and args.runs != 1:
+        parser.error("--store: give it with --runs 1 (every other run starts from an empty store)")
+    if not 1 <= args.timeout_min <= MAX_TIMEOUT_MIN:
+        parser.error(f"--timeout-min: give 1 to {MAX_TIMEOUT_MIN}")
     args.out.mkdir(parents=True, exist_ok=True)
     machine = MachineLog()
     attempts: list[dict[str, Any]] = []
@@ -136,26 +169,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for run in range(1, args.runs + 1):
             machine.run = run
-            with tempfile.TemporaryDirectory(prefix="ccsweep-demo-") as scratch:
-                store = Path(scratch) / "store"
+            scratch: AbstractContextManager[str] = (
+                nullcontext(str(args.store.parent)) if args.store is not None
+                else tempfile.TemporaryDirectory(prefix="ccsweep-demo-"))
+            with scratch as folder:
+                store = args.store if args.store is not None else Path(folder) / "store"
                 start = time.monotonic()
-                done = subprocess.run([sys.executable, "-m", "ccsweep", "run", args.spec, "--store", str(store),
-                                       "--no-figures"], capture_output=True, text=True, timeout=3600)
+                code, log = run_sweep(args.spec, store, args.timeout_min * 60)
                 wall = time.monotonic() - start
                 rows = store_rows(run, store, args.spec)
             attempts += rows
             late = sum(r["status"] in ("late", "starved") for r in rows)
-            runs.append({"run": run, "exit": done.returncode, "wall_s": round(wall, 1),
+            runs.append({"run": run, "exit": code, "wall_s": round(wall, 1),
                          "cells": len({r["cell"] for r in rows}), "attempts": len(rows), "late_or_starved": late,
-                         "summary": summary_line(done.stderr)})
-            print(f"run {run}: exit {done.returncode}, {wall:.0f} s, {late} late or starved attempt(s)", flush=True)
+                         "summary": summary_line(log)})
+            print(f"run {run}: exit {code}, {wall:.0f} s, {late} late or starved attempt(s)", flush=True)
     finally:
         machine.stop()
     write_csv(args.out / "attempts.csv", attempts)
     write_csv(args.out / "machine.csv", machine.rows)
     write_csv(args.out / "runs.csv", runs)
+    store_option = " --store STORE" if args.store is not None else ""
     (args.out / "command.txt").write_text(
-        f"python -m benchmarks.lateness.demo_runs --runs {args.runs} --spec {args.spec} --out {args.out}\n"
+        f"python -m benchmarks.lateness.demo_runs --runs {args.runs} --spec {args.spec}{store_option} "
+        f"--timeout-min {args.timeout_min:g} --out {args.out}\n"
         f"machine: {os.cpu_count()} CPUs ({cpu_model()}), Linux {platform.release()}\n")
     return 0
 
