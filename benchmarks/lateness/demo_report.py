@@ -23,13 +23,39 @@ def fmt(value: object, digits: int = 0) -> str:
     return f"{float(value):,.{digits}f}" if isinstance(value, (int, float)) else str(value)
 
 
+def time_table(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
+    """Per run, from its attempts' own start and end times: how long its attempts spanned, how many
+    ran at once (at most, and on average over the span: attempt time / span), how much attempt time
+    went to attempts run again (late, starved, failed), the longest attempt, and how long the run
+    went on after its last attempt started (its tail: no cell was left to start)."""
+    lines = ["| run | span (s) | at once, max / mean | attempt time (s) | of it re-run (s) | longest attempt (s) | "
+             "after the last start (s) | load, median |", "|---|---|---|---|---|---|---|---|"]
+    for run, rows in attempts.groupby("run"):
+        start = pd.to_datetime(rows["started_at"], format="ISO8601")
+        end = pd.to_datetime(rows["finished_at"], format="ISO8601")
+        seconds = (end - start).dt.total_seconds()
+        span = (end.max() - start.min()).total_seconds()
+        edges = sorted([(t, 1) for t in start] + [(t, -1) for t in end], key=lambda e: (e[0], e[1]))
+        running = peak = 0
+        for _, step in edges:
+            running += step
+            peak = max(peak, running)
+        rerun = seconds[rows["status"] != "ok"].sum()
+        load = machine[machine["run"] == run]["load1"]
+        lines.append(f"| {run} | {fmt(span)} | {peak} / {fmt(seconds.sum() / span, 1)} | {fmt(seconds.sum())} | "
+                     f"{fmt(rerun)} | {fmt(seconds.max())} | {fmt((end.max() - start.max()).total_seconds())} | "
+                     f"{fmt(load.median(), 2)} |")
+    return lines
+
+
 def report(folder: Path) -> str:
     runs = pd.read_csv(folder / "runs.csv")
     attempts = pd.read_csv(folder / "attempts.csv")
     machine = pd.read_csv(folder / "machine.csv")
     command = (folder / "command.txt").read_text().strip().splitlines()
     spoiled = attempts[attempts["status"].isin(["late", "starved"])]
-    lines = [f"# The demo from an empty store, {len(runs)} runs", "",
+    spec = command[0].split("--spec ", 1)[1].split()[0]
+    lines = [f"# `ccsweep run {spec}` from an empty store, {len(runs)} run{'s' if len(runs) > 1 else ''}", "",
              f"Command: `{command[0]}`", "", f"Machine: {command[1].removeprefix('machine: ')}.", "",
              "## Runs", "", "| run | exit | wall (s) | cells | attempts | late or starved | load, max | "
              "steal, worst second (%) |", "|---|---|---|---|---|---|---|---|"]
@@ -41,6 +67,7 @@ def report(folder: Path) -> str:
     total = len(attempts)
     lines += ["", f"{len(spoiled)} of {total} attempts were late or starved; wall time median "
               f"{fmt(runs['wall_s'].median())} s (range {fmt(runs['wall_s'].min())}-{fmt(runs['wall_s'].max())} s)."]
+    lines += ["", "## Where the time goes", "", *time_table(attempts, machine)]
     lines += ["", "## Every late or starved attempt, with what its record measured", ""]
     if spoiled.empty:
         lines.append("None.")
