@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -23,28 +24,82 @@ def fmt(value: object, digits: int = 0) -> str:
     return f"{float(value):,.{digits}f}" if isinstance(value, (int, float)) else str(value)
 
 
+@dataclass(frozen=True)
+class Timing:
+    """One run's time, from its attempts' own start and end times (seconds)."""
+
+    span_s: float  # first attempt's start to the last one's end
+    peak: int  # attempts running at once, at most
+    attempt_s: float  # every attempt's own time, summed
+    rerun_s: float  # of it, attempts that were run again (late, starved, failed)
+    longest_s: float
+    tail_s: float  # after the last attempt started: the run waited for its last cells
+
+    @property
+    def mean(self) -> float:
+        """Attempts running at once on average over the span."""
+        return self.attempt_s / self.span_s
+
+
+def timing(rows: pd.DataFrame) -> Timing:
+    start = pd.to_datetime(rows["started_at"], format="ISO8601")
+    end = pd.to_datetime(rows["finished_at"], format="ISO8601")
+    seconds = (end - start).dt.total_seconds()
+    edges = sorted([(t, 1) for t in start] + [(t, -1) for t in end], key=lambda e: (e[0], e[1]))
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return Timing(span_s=(end.max() - start.min()).total_seconds(), peak=peak, attempt_s=float(seconds.sum()),
+                  rerun_s=float(seconds[rows["status"] != "ok"].sum()), longest_s=float(seconds.max()),
+                  tail_s=(end.max() - start.max()).total_seconds())
+
+
 def time_table(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
-    """Per run, from its attempts' own start and end times: how long its attempts spanned, how many
-    ran at once (at most, and on average over the span: attempt time / span), how much attempt time
-    went to attempts run again (late, starved, failed), the longest attempt, and how long the run
-    went on after its last attempt started (its tail: no cell was left to start)."""
+    """Per run: how long its attempts spanned, how many ran at once (at most, and on average over
+    the span: attempt time / span), how much attempt time went to attempts run again, the longest
+    attempt, and how long the run went on after its last attempt started (its tail: no cell was
+    left to start)."""
     lines = ["| run | span (s) | at once, max / mean | attempt time (s) | of it re-run (s) | longest attempt (s) | "
              "after the last start (s) | load, median |", "|---|---|---|---|---|---|---|---|"]
     for run, rows in attempts.groupby("run"):
+        t = timing(rows)
+        load = machine[machine["run"] == run]["load1"]
+        lines.append(f"| {run} | {fmt(t.span_s)} | {t.peak} / {fmt(t.mean, 1)} | {fmt(t.attempt_s)} | "
+                     f"{fmt(t.rerun_s)} | {fmt(t.longest_s)} | {fmt(t.tail_s)} | {fmt(load.median(), 2)} |")
+    return lines
+
+
+#: A run longer than this gets a table of its time in windows of OVER_TIME_WINDOW_S.
+OVER_TIME_AFTER_S = 600
+OVER_TIME_WINDOW_S = 120
+
+
+def over_time(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
+    """Per window of a long run: attempts running (mean over the window's seconds), attempts that
+    started and how many of those came back late or starved, and the machine's load (mean)."""
+    lines: list[str] = []
+    for run, rows in attempts.groupby("run"):
         start = pd.to_datetime(rows["started_at"], format="ISO8601")
         end = pd.to_datetime(rows["finished_at"], format="ISO8601")
-        seconds = (end - start).dt.total_seconds()
-        span = (end.max() - start.min()).total_seconds()
-        edges = sorted([(t, 1) for t in start] + [(t, -1) for t in end], key=lambda e: (e[0], e[1]))
-        running = peak = 0
-        for _, step in edges:
-            running += step
-            peak = max(peak, running)
-        rerun = seconds[rows["status"] != "ok"].sum()
-        load = machine[machine["run"] == run]["load1"]
-        lines.append(f"| {run} | {fmt(span)} | {peak} / {fmt(seconds.sum() / span, 1)} | {fmt(seconds.sum())} | "
-                     f"{fmt(rerun)} | {fmt(seconds.max())} | {fmt((end.max() - start.max()).total_seconds())} | "
-                     f"{fmt(load.median(), 2)} |")
+        first = start.min()
+        begin_s = (start - first).dt.total_seconds()
+        end_s = (end - first).dt.total_seconds()
+        if end_s.max() <= OVER_TIME_AFTER_S:
+            continue
+        seconds = machine[machine["run"] == run]
+        seconds_s = seconds["time"] - first.timestamp()
+        lines += [f"Run {run} over time, in windows of {OVER_TIME_WINDOW_S // 60} minutes from its first attempt:", "",
+                  "| minutes | attempts running, mean | started | of them late or starved | load, mean |",
+                  "|---|---|---|---|---|"]
+        for low in range(0, int(end_s.max()), OVER_TIME_WINDOW_S):
+            high = low + OVER_TIME_WINDOW_S
+            overlap = (end_s.clip(upper=high) - begin_s.clip(lower=low)).clip(lower=0).sum()
+            started = rows[(begin_s >= low) & (begin_s < high)]
+            load = seconds[(seconds_s >= low) & (seconds_s < high)]["load1"]
+            lines.append(f"| {low // 60}-{high // 60} | {fmt(overlap / OVER_TIME_WINDOW_S, 1)} | {len(started)} | "
+                         f"{int(started['status'].isin(['late', 'starved']).sum())} | {fmt(load.mean(), 1)} |")
+        lines.append("")
     return lines
 
 
@@ -67,7 +122,10 @@ def report(folder: Path) -> str:
     total = len(attempts)
     lines += ["", f"{len(spoiled)} of {total} attempts were late or starved; wall time median "
               f"{fmt(runs['wall_s'].median())} s (range {fmt(runs['wall_s'].min())}-{fmt(runs['wall_s'].max())} s)."]
-    lines += ["", "## Where the time goes", "", *time_table(attempts, machine)]
+    lines += ["", "## Where the time goes", "", *time_table(attempts, machine), ""]
+    lines += over_time(attempts, machine)
+    if lines[-1] == "":
+        lines.pop()
     lines += ["", "## Every late or starved attempt, with what its record measured", ""]
     if spoiled.empty:
         lines.append("None.")
