@@ -1,5 +1,5 @@
-"""What `helm test` checks of an installed chart: the Sweep CRD is served, the operator is ready, and
-the result store takes a write.
+"""What `helm test` checks of an installed chart: the Sweep CRD is served, the operator is ready, the
+result store takes a write, and the Argo controller enforces Strict template referencing.
 
 The chart's test hook pods (charts/ccsweep/templates/tests/) each run one check with their own
 ServiceAccount, whose Role lets them read Sweeps and the operator's Deployment, nothing else. Each
@@ -9,6 +9,7 @@ failed and `helm test --logs` says why.
     python -m ccsweep_operator.chartcheck crd
     python -m ccsweep_operator.chartcheck operator --deployment NAME
     python -m ccsweep_operator.chartcheck store --store s3://BUCKET/PREFIX
+    python -m ccsweep_operator.chartcheck strict --image IMAGE
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import os
 import secrets
 import sys
+import time
 
 import kubernetes
 
@@ -27,6 +29,10 @@ from ccsweep.store import StoreError, open_store
 #: folder that no sweep uses, removed again at once.
 PROBE_FOLDER = ".ccsweep-helm-test"
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#: What Argo's controller says of a Workflow with templates of its own under Strict (v3.7).
+STRICT_REFUSAL = "workflows must use workflowTemplateRef to be executed when the controller is in reference mode"
+#: How long the strict check waits for the controller to take its Workflow.
+STRICT_WAIT_S = 60
 
 
 def namespace() -> str:
@@ -69,6 +75,41 @@ def check_store(url: str) -> str:
     return f"store {url}: wrote, read back and deleted {key}"
 
 
+def check_strict(image: str, wait_s: float = STRICT_WAIT_S) -> str:
+    """Create an inline Workflow (one unprivileged container that runs `true`): under Strict the
+    controller ends it in Error before any pod; a controller that runs it does not enforce Strict,
+    and whoever may create Workflows here could run any pod (docs/install.md, step 2). The
+    Workflow is deleted either way."""
+    kubernetes.config.load_incluster_config()
+    api = kubernetes.client.CustomObjectsApi()
+    container = {"image": image, "command": ["true"],
+                 "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                     "runAsNonRoot": True, "runAsUser": 65534}}
+    body = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+            "metadata": {"generateName": "ccsweep-helm-test-strict-"},
+            "spec": {"entrypoint": "main", "activeDeadlineSeconds": int(wait_s),
+                     "templates": [{"name": "main", "container": container}]}}
+    created: dict = api.create_namespaced_custom_object(  # type: ignore[assignment]
+        "argoproj.io", "v1alpha1", namespace(), "workflows", body)
+    name = created["metadata"]["name"]
+    try:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            workflow: dict = api.get_namespaced_custom_object(  # type: ignore[assignment]
+                "argoproj.io", "v1alpha1", namespace(), "workflows", name)
+            status = workflow.get("status") or {}
+            if status.get("phase") == "Error" and status.get("message") == STRICT_REFUSAL:
+                return f"the workflow controller refused inline Workflow {name}: templateReferencing is Strict"
+            if status.get("phase") not in (None, "", "Pending") or status.get("nodes"):
+                raise CheckFailed(f"the workflow controller ran inline Workflow {name} (phase "
+                                  f"{status.get('phase')}): it does not enforce templateReferencing: Strict "
+                                  "(docs/install.md, step 2)")
+            time.sleep(1)
+        raise CheckFailed(f"no workflow controller took Workflow {name} within {wait_s:.0f} s")
+    finally:
+        api.delete_namespaced_custom_object("argoproj.io", "v1alpha1", namespace(), "workflows", name)
+
+
 class CheckFailed(Exception):
     """A check that ran and found the installation wrong (exit 1, its message on one line)."""
 
@@ -81,12 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     operator.add_argument("--deployment", required=True)
     store = checks.add_parser("store", help="the result store takes a write, a read and a delete")
     store.add_argument("--store", default=os.environ.get("CCSWEEP_STORE"), required="CCSWEEP_STORE" not in os.environ)
+    strict = checks.add_parser("strict", help="the Argo controller refuses inline Workflows (Strict referencing)")
+    strict.add_argument("--image", required=True, help="the image of the inline Workflow's one container")
     args = parser.parse_args(argv)
     try:
         if args.check == "crd":
             line = check_crd()
         elif args.check == "operator":
             line = check_operator(args.deployment)
+        elif args.check == "strict":
+            line = check_strict(args.image)
         else:
             line = check_store(args.store)
     except CheckFailed as exc:

@@ -363,7 +363,10 @@ def test_node_setup_holds_the_idle_wake_bound_in_a_privileged_main_container_whe
 def test_minimal_scenario_installs_only_the_workflow_templates():
     docs = rendered("minimal-values.yaml")
     kinds = sorted({d["kind"] for d in docs})
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "WorkflowTemplate"]
+    # Beside the templates and their identity, the pod policy that admits their privileged pods only
+    # as the chart defines them (templates/workflows/admission-policy.yaml).
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount",
+                     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "WorkflowTemplate"]
     # The one cluster-wide right: the plan step lists the nodes, to set aside cells none can run.
     assert sorted(by_kind(docs, "ClusterRole")) == ["rel-ccsweep-workflow-nodes"]
 

@@ -28,10 +28,12 @@ def hooks(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_helm_test_runs_one_pod_per_check_with_a_narrow_identity():
     found = hooks(render())
     pods = {name: d for name, d in found.items() if name.startswith("Pod/")}
-    assert set(pods) == {"Pod/rel-ccsweep-test-crd", "Pod/rel-ccsweep-test-store", "Pod/rel-ccsweep-test-operator"}
+    assert set(pods) == {"Pod/rel-ccsweep-test-crd", "Pod/rel-ccsweep-test-store", "Pod/rel-ccsweep-test-operator",
+                         "Pod/rel-ccsweep-test-strict"}
     commands = {name: d["spec"]["containers"][0]["command"] for name, d in pods.items()}
     assert commands["Pod/rel-ccsweep-test-operator"][-3:] == ["operator", "--deployment", "rel-ccsweep-operator"]
     assert commands["Pod/rel-ccsweep-test-crd"][-1] == "crd"
+    assert commands["Pod/rel-ccsweep-test-strict"][-3:] == ["strict", "--image", "ccsweep/cell:0.1.0"]
     store_env = {e["name"]: e for e in pods["Pod/rel-ccsweep-test-store"]["spec"]["containers"][0]["env"]}
     assert store_env["CCSWEEP_STORE"]["value"] == "s3://ccsweep/results"
     assert store_env["CCSWEEP_S3_SECRET_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "ccsweep-s3"
@@ -48,7 +50,13 @@ def test_helm_test_runs_one_pod_per_check_with_a_narrow_identity():
     rules = roles["rel-ccsweep-test"]["rules"]
     assert rules == [{"apiGroups": ["ccsweep.io"], "resources": ["sweeps"], "verbs": ["list"]},
                      {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": ["rel-ccsweep-operator"],
-                      "verbs": ["get"]}]
+                      "verbs": ["get"]},
+                     {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "get", "delete"]}]
+    # Without the strict check, no Workflow rule and no pod for it.
+    unchecked = render(set_values=["tests.strictTemplateReferencing=false"])
+    assert "Pod/rel-ccsweep-test-strict" not in hooks(unchecked)
+    (role,) = [d for d in unchecked if d["kind"] == "Role" and d["metadata"]["name"] == "rel-ccsweep-test"]
+    assert all("argoproj.io" not in rule["apiGroups"] for rule in role["rules"])
 
 
 def test_no_hooks_when_tests_are_off_and_no_operator_check_without_an_operator():

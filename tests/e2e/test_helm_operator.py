@@ -375,3 +375,44 @@ def test_deleting_a_running_sweep_removes_its_workflow_and_pods(release: Release
     release.wait_for(f"Workflow {workflow} deleted", lambda: release.get("workflow", workflow) is None, timeout=60)
     release.wait_for("delete-me's pods deleted",
                      lambda: release.items("pods", f"workflows.argoproj.io/workflow={workflow}") == [], timeout=120)
+
+
+#: What the chart's pod policy says for each refusal below (templates/workflows/admission-policy.yaml).
+POLICY_DENIED = "denied request"
+
+
+def test_the_pod_policy_refuses_what_the_chart_did_not_define(release: Release):
+    """The release's ValidatingAdmissionPolicy on the real API server, beneath the pods' own checks:
+    a bare privileged Pod of the chart's own image is refused, and the `cell` template named directly with a node selector
+    off the pool or 60 cores gets no pod at all (the controller's create is denied, the node
+    ends in Error with the policy's line). The chart's own cell pods pass: every sweep above."""
+    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare-privileged"},
+            "spec": {"containers": [{"name": "main", "image": CELL_IMAGE, "imagePullPolicy": "Never",
+                                     "command": ["sleep", "60"], "securityContext": {"privileged": True}}]}}
+    done = release.cluster.kubectl("-n", NAMESPACE, "create", "-f", "-", input=json.dumps(bare), check=False)
+    assert done.returncode != 0 and POLICY_DENIED in done.stderr, done.stderr
+    assert "must run `ccsweep cell`" in done.stderr, done.stderr  # the chart's own image, another command
+
+    defaults = {p["name"]: p.get("value", "") for p in
+                release.get("workflowtemplate", "ccsweep-sweep")["spec"]["arguments"]["parameters"]}
+    base = {"sweep": "policy-e2e", "id": "0123456789abcdef", "experiment": "e", "store": defaults["store"],
+            "image": defaults["image"], "image-pull-policy": "Never", "pushgateway": "",
+            "node-selector": "{}", "cpu": "500m", "retry-cpu": "1", "lateness-threshold-us": ""}
+    cases = {"off-pool": ({"node-selector": json.dumps({"$patch": "replace"})}, "node pool"),
+             "sixty-cores": ({"cpu": "60", "retry-cpu": "60"}, "must request 100m to 16 CPUs")}
+    started = {}
+    for case, (values, _) in cases.items():
+        parameters = [{"name": k, "value": v} for k, v in {**base, **values}.items()]
+        workflow = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                    "metadata": {"generateName": f"policy-{case}-", "namespace": NAMESPACE},
+                    "spec": {"workflowTemplateRef": {"name": "ccsweep-cell"}, "entrypoint": "cell",
+                             "arguments": {"parameters": parameters}}}
+        started[case] = release.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(workflow)).strip()
+    for case, (_, message) in cases.items():
+        name = started[case].split("/")[-1]
+        release.cluster.argo("wait", "-n", NAMESPACE, name, timeout=180, check=False)
+        ended = release.get("workflow", name)
+        assert ended["status"]["phase"] in ("Failed", "Error"), ended["status"]
+        messages = [n.get("message", "") for n in ended["status"].get("nodes", {}).values() if n["type"] == "Pod"]
+        assert messages and all(POLICY_DENIED in m and message in m for m in messages), messages
+        assert release.items("pods", f"workflows.argoproj.io/workflow={name}") == []

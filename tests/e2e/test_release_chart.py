@@ -79,10 +79,10 @@ def test_the_packaged_chart_installs_and_runs_the_archived_image(argo: TestClust
                                   "--version").stdout
         assert version == f"ccsweep {released.identity}\n"
         # helm test: the chart's own checks (the CRD is served, the operator is ready, the store
-        # takes a write), each a pod of the released image.
+        # takes a write, the controller refuses an inline Workflow), each a pod of the released image.
         tested = helm_run("test", RELEASE, "-n", NAMESPACE, "--logs", "--timeout", "5m")
         assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
-        for check in ("crd", "operator", "store"):
+        for check in ("crd", "operator", "store", "strict"):
             assert f"ok {check}: " in tested.stdout, tested.stdout[-3000:]
     finally:
         helm_run("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=2m")

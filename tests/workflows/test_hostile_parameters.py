@@ -13,18 +13,15 @@ the patch fails the pod (an error here), which widens nothing.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from support.argorender import RENDER, REPO, fan_out_inputs, templates, workflow_parameters
+from support.argorender import render as argo_render
 from support.stored_cell import SWEEP, planned_stored_cell
 
-REPO = Path(__file__).resolve().parents[2]
-RENDER = REPO / "bin" / "argo-render"
-TEMPLATE_FILES = sorted((REPO / "workflows/templates").glob("*.yaml"))
 ALLOWED_IMAGE = "ccsweep/cell:0.1.0"
 REFUSED_IMAGE = "image-not-allowed.invalid/ccsweep"
 SECRET = "ccsweep-s3"
@@ -51,15 +48,6 @@ HOSTILE_SELECTORS = [
 POD_FIELDS = {"containers", "initContainers", "volumes", "nodeSelector", "securityContext"}
 
 
-def templates() -> dict[str, dict[str, Any]]:
-    return {t["name"]: t for path in TEMPLATE_FILES for t in yaml.safe_load(path.read_text())["spec"]["templates"]}
-
-
-def workflow_parameters() -> dict[str, str]:
-    sweep = yaml.safe_load((REPO / "workflows/templates/ccsweep-sweep.yaml").read_text())
-    return {p["name"]: p["value"] for p in sweep["spec"]["arguments"]["parameters"]}
-
-
 POD_TEMPLATES = sorted(name for name, t in templates().items() if "container" in t)
 
 
@@ -67,25 +55,11 @@ POD_TEMPLATES = sorted(name for name, t in templates().items() if "container" in
 def render() -> Any:
     if not RENDER.exists():
         pytest.skip("bin/argo-render missing: run `make tools` (hack/tools/argo-render.sh)")
-
-    def run(name: str, arguments: dict[str, str], globals_: dict[str, str],
-            node_pool: dict[str, str] | None = None, retries: int = 0) -> dict[str, Any]:
-        template = templates()[name] if node_pool is None else {**templates()[name], "nodeSelector": node_pool}
-        request = {"template": template, "arguments": arguments, "retries": str(retries),
-                   "globals": {f"workflow.parameters.{k}": v for k, v in globals_.items()}}
-        done = subprocess.run([str(RENDER)], input=json.dumps(request), capture_output=True, text=True, timeout=60,
-                              check=True)
-        return json.loads(done.stdout)
-
-    return run
+    return argo_render
 
 
 def benign_inputs(name: str) -> dict[str, str]:
-    """What the sweep's fan-out gives the template: its defaults, and plan's values for the rest."""
-    plain = {"sweep": "s", "id": "0123456789abcdef", "experiment": "e", "store": "s3://b/p", "image": ALLOWED_IMAGE,
-             "node-selector": '{"ccsweep.io/cc-bbr":"true"}', "deadline": "320", "chunk": "0"}
-    inputs = templates()[name].get("inputs", {}).get("parameters", [])
-    return {p["name"]: plain.get(p["name"], p.get("value", "plain")) for p in inputs}
+    return fan_out_inputs(name, ALLOWED_IMAGE)
 
 
 def cases() -> list[tuple[str, str, str, str]]:

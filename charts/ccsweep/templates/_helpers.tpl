@@ -47,6 +47,20 @@ app.kubernetes.io/component: {{ . }}
 {{- with $image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
+{{/* The images a cell pod may run, as one regular expression: the chart's image and
+operator.allowedImages, each pattern's `.` as [.] and `*` as .*. The cell template's image
+expression and the pods' admission policy both read it. */}}
+{{- define "ccsweep.cellImagePattern" -}}
+{{- $patterns := list }}
+{{- range (prepend .Values.operator.allowedImages (include "ccsweep.image" .)) }}
+{{- if not (regexMatch "^[A-Za-z0-9._:/@*-]+$" .) }}
+{{- fail (printf "operator.allowedImages: %q: only letters, digits, . _ : / @ - and * may stand in an image pattern" .) }}
+{{- end }}
+{{- $patterns = append $patterns (. | replace "." "[.]" | replace "*" ".*") }}
+{{- end }}
+{{- printf "^(%s)$" (join "|" $patterns) }}
+{{- end }}
+
 {{- define "ccsweep.operator.serviceAccountName" -}}
 {{- default (printf "%s-operator" (include "ccsweep.fullname" .)) .Values.operator.serviceAccount.name }}
 {{- end }}
