@@ -383,23 +383,25 @@ POLICY_DENIED = "denied request"
 
 def test_the_pod_policy_refuses_what_the_chart_did_not_define(release: Release):
     """The release's ValidatingAdmissionPolicy on the real API server, beneath the pods' own checks:
-    a bare privileged Pod of the chart's own image is refused, and the `cell` template named directly with a node selector
-    off the pool or 60 cores gets no pod at all (the controller's create is denied, the node
-    ends in Error with the policy's line). The chart's own cell pods pass: every sweep above."""
+    a bare privileged Pod of the chart's own image is refused, and the `cell` template named
+    directly with 60 cores or a tebibyte gets no pod at all (the controller's create is denied, the
+    node ends in Error with the policy's line). The chart's own cell pods pass: every sweep above."""
+    defaults = {p["name"]: p.get("value", "") for p in
+                release.get("workflowtemplate", "ccsweep-sweep")["spec"]["arguments"]["parameters"]}
     bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare-privileged"},
-            "spec": {"containers": [{"name": "main", "image": CELL_IMAGE, "imagePullPolicy": "Never",
+            "spec": {"containers": [{"name": "main", "image": defaults["image"], "imagePullPolicy": "Never",
                                      "command": ["sleep", "60"], "securityContext": {"privileged": True}}]}}
     done = release.cluster.kubectl("-n", NAMESPACE, "create", "-f", "-", input=json.dumps(bare), check=False)
     assert done.returncode != 0 and POLICY_DENIED in done.stderr, done.stderr
     assert "must run `ccsweep cell`" in done.stderr, done.stderr  # the chart's own image, another command
 
-    defaults = {p["name"]: p.get("value", "") for p in
-                release.get("workflowtemplate", "ccsweep-sweep")["spec"]["arguments"]["parameters"]}
     base = {"sweep": "policy-e2e", "id": "0123456789abcdef", "experiment": "e", "store": defaults["store"],
             "image": defaults["image"], "image-pull-policy": "Never", "pushgateway": "",
             "node-selector": "{}", "cpu": "500m", "retry-cpu": "1", "lateness-threshold-us": ""}
-    cases = {"off-pool": ({"node-selector": json.dumps({"$patch": "replace"})}, "node pool"),
-             "sixty-cores": ({"cpu": "60", "retry-cpu": "60"}, "must request 100m to 16 CPUs")}
+    # Out of bounds: the install's node pool is empty (ci/e2e-values.yaml), so a node selector off it
+    # is tests/operator/test_pod_admission.py's, where the pool is set.
+    cases = {"sixty-cores": ({"cpu": "60", "retry-cpu": "60"}, "must request 100m to 16 CPUs"),
+             "a-tebibyte": ({"memory": "1Ti", "retry-memory": "1Ti"}, "must request 100m to 16 CPUs")}
     started = {}
     for case, (values, _) in cases.items():
         parameters = [{"name": k, "value": v} for k, v in {**base, **values}.items()]
