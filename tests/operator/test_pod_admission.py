@@ -25,10 +25,11 @@ from ccsweep.podspec import CPU_MILLI_RANGE, MEMORY_BYTES_RANGE
 from envtest import EnvTest
 from support.argorender import RENDER, REPO, as_the_controller_creates, fan_out_inputs, render, workflow_parameters
 from support.chartlib import render as render_chart
+from support.versions import ARGO_WORKFLOWS_VERSION
 
 PLACEMENT_VALUES = REPO / "charts/ccsweep/ci/placement-values.yaml"
 POOL = yaml.safe_load(PLACEMENT_VALUES.read_text())["workflows"]["cell"]["nodeSelector"]
-EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v3.7.18"
+EXECUTOR_IMAGE = f"quay.io/argoproj/argoexec:{ARGO_WORKFLOWS_VERSION}"
 CELL_IMAGE = "ccsweep/cell:0.1.0"
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 DAEMON_SET_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
@@ -204,7 +205,7 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
     executor["spec"]["initContainers"][0]["command"] = ["sh", "-c", "cp /evil /var/run/argo/argoexec"]
     refused_with(envtest, policy, executor, "must be the chart's cell pod")
     foreign = cell_pod()
-    foreign["spec"]["initContainers"][0]["image"] = "evil.example/argoexec:v3.7.18"
+    foreign["spec"]["initContainers"][0]["image"] = "evil.example/argoexec:latest"
     refused_with(envtest, policy, foreign, "must be the chart's cell pod")
 
 
