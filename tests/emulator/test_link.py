@@ -258,6 +258,12 @@ BDP_LINK = ("--uplink-rate", "100mbit", "--downlink-rate", "100mbit", "--uplink-
             "--downlink-delay", "50ms", "--uplink-queue", "droptail bytes=1250000", "--seed", "1")
 
 
+#: Attempts of the BBR flow: a working link reaches 90 Mbit/s in most (9 of 11 alone on the 2-vCPU
+#: test guest, 2026-11-30, the two short ones with the link's p99 lateness at 3.8 and 9.3 ms); a
+#: link 7 % slow reaches it in none (its ceiling is 89.7).
+BBR_ATTEMPTS = 3
+
+
 def test_bbr_reaches_90_mbit_within_20_s(link):
     """BBR at 100 Mbit/s, 100 ms RTT, no loss, 1-BDP queue: at least 90 Mbit/s of goodput.
 
@@ -266,12 +272,20 @@ def test_bbr_reaches_90_mbit_within_20_s(link):
     here) is outside the window; inside it, one PROBE_RTT (~300 ms at 4 packets, 3% of the
     window) and retransmissions when the 2-BDP cwnd fills the 1-BDP queue cost a few percent, so
     a working link stays above 90 and a link 7% slow or lossy does not. The flow runs alone
-    (no other flow through the emulator at the same time).
+    (no other flow through the emulator at the same time). On a crowded or halting guest one flow
+    can read below 90 with the link running late (two full suites read 81.2 and 88.8), so the
+    flow runs up to BBR_ATTEMPTS times and one attempt must reach 90; a failure lists each
+    attempt's goodput with the link's lateness.
     """
-    with link(*BDP_LINK) as emu:
-        intervals = iperf3_receiver_intervals(emu, "bbr", 20)
-    steady = mean_goodput(intervals, from_s=10)
-    assert steady >= 90e6, f"BBR {steady / 1e6:.1f} Mbit/s over seconds 10-20"
+    attempts = []
+    for _ in range(BBR_ATTEMPTS):
+        with link(*BDP_LINK) as emu:
+            intervals = iperf3_receiver_intervals(emu, "bbr", 20)
+        steady = mean_goodput(intervals, from_s=10)
+        attempts.append(f"{steady / 1e6:.1f} Mbit/s (link p99 lateness {emu.summary['lateness_us']['p99']:.0f} us)")
+        if steady >= 90e6:
+            return
+    pytest.fail(f"BBR under 90 Mbit/s over seconds 10-20 in every attempt: {attempts}")
 
 
 def test_cubic_stays_below_10_mbit_at_1_percent_loss(link):
