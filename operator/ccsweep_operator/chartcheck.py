@@ -24,6 +24,7 @@ import kubernetes
 
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep.store import StoreError, open_store
+from ccsweep_operator.reconcile import ARGO_API_VERSION, ARGO_GROUP, ARGO_VERSION, WORKFLOWS
 
 #: Where the store check writes its probe object, beside (never inside) results: a dot-prefixed
 #: folder that no sweep uses, removed again at once.
@@ -82,21 +83,20 @@ def check_strict(image: str, wait_s: float = STRICT_WAIT_S) -> str:
     Workflow is deleted either way."""
     kubernetes.config.load_incluster_config()
     api = kubernetes.client.CustomObjectsApi()
+    workflows = (ARGO_GROUP, ARGO_VERSION, namespace(), WORKFLOWS)
     container = {"image": image, "command": ["true"],
                  "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                                      "runAsNonRoot": True, "runAsUser": 65534}}
-    body = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+    body = {"apiVersion": ARGO_API_VERSION, "kind": "Workflow",
             "metadata": {"generateName": "ccsweep-helm-test-strict-"},
             "spec": {"entrypoint": "main", "activeDeadlineSeconds": int(wait_s),
                      "templates": [{"name": "main", "container": container}]}}
-    created: dict = api.create_namespaced_custom_object(  # type: ignore[assignment]
-        "argoproj.io", "v1alpha1", namespace(), "workflows", body)
+    created: dict = api.create_namespaced_custom_object(*workflows, body)  # type: ignore[assignment]
     name = created["metadata"]["name"]
     try:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            workflow: dict = api.get_namespaced_custom_object(  # type: ignore[assignment]
-                "argoproj.io", "v1alpha1", namespace(), "workflows", name)
+            workflow: dict = api.get_namespaced_custom_object(*workflows, name)  # type: ignore[assignment]
             status = workflow.get("status") or {}
             if status.get("phase") == "Error" and status.get("message") == STRICT_REFUSAL:
                 return f"the workflow controller refused inline Workflow {name}: templateReferencing is Strict"
@@ -107,7 +107,7 @@ def check_strict(image: str, wait_s: float = STRICT_WAIT_S) -> str:
             time.sleep(1)
         raise CheckFailed(f"no workflow controller took Workflow {name} within {wait_s:.0f} s")
     finally:
-        api.delete_namespaced_custom_object("argoproj.io", "v1alpha1", namespace(), "workflows", name)
+        api.delete_namespaced_custom_object(*workflows, name)
 
 
 class CheckFailed(Exception):

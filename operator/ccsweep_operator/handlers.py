@@ -18,7 +18,17 @@ import kopf
 from ccsweep.crd import GROUP, PLURAL, VERSION
 from ccsweep_operator import kube
 from ccsweep_operator.planworker import PlanBounds, decide_bounded
-from ccsweep_operator.reconcile import CHUNK_PARENT_LABEL, FINISHED, MANAGED_BY, SweepObject, observe, owner_of
+from ccsweep_operator.reconcile import (
+    ARGO_GROUP,
+    ARGO_VERSION,
+    CHUNK_PARENT_LABEL,
+    FINISHED,
+    MANAGED_BY,
+    WORKFLOWS,
+    SweepObject,
+    observe,
+    owner_of,
+)
 
 
 @kopf.on.startup()
@@ -59,7 +69,7 @@ def resume_sweep(body: kopf.Body, logger: kopf.Logger, **kwargs: Any) -> None:
     reconcile_sweep(body=body, logger=logger, **kwargs)
 
 
-@kopf.on.event(kube.ARGO_GROUP, kube.ARGO_API_VERSION, kube.WORKFLOWS, labels=MANAGED_BY)
+@kopf.on.event(ARGO_GROUP, ARGO_VERSION, WORKFLOWS, labels=MANAGED_BY)
 def follow_workflow(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """Every change of a Workflow the operator made updates its Sweep's status."""
     update_sweep(body, event.get("type") == "DELETED", logger)
@@ -70,7 +80,7 @@ _chunks_counted: dict[str, float] = {}
 CHUNK_COUNT_INTERVAL_S = 2.0
 
 
-@kopf.on.event(kube.ARGO_GROUP, kube.ARGO_API_VERSION, kube.WORKFLOWS, labels={CHUNK_PARENT_LABEL: kopf.PRESENT})
+@kopf.on.event(ARGO_GROUP, ARGO_VERSION, WORKFLOWS, labels={CHUNK_PARENT_LABEL: kopf.PRESENT})
 def follow_chunk(event: kopf.RawEvent, body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
     """A chunk Workflow of a large sweep changed: its sweep's Sweep counts the cells again, at most
     every CHUNK_COUNT_INTERVAL_S (a chunk of 500 pods changes many times a second) and whenever a

@@ -15,9 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ccsweep.crd import GROUP, MAX_SWEEP_NAME, PLURAL, VERSION
 from ccsweep.placement import Node
-from ccsweep_operator.reconcile import OWNER_LABEL, Decision
-
-ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
+from ccsweep_operator.reconcile import ARGO_GROUP, ARGO_VERSION, OWNER_LABEL, WORKFLOWS, Decision
 
 
 def load_config() -> None:
@@ -39,7 +37,7 @@ def wait_for_resources(timeout: float = 120) -> None:
     missing: list[str] = []
     while True:
         missing = [f"{group}/{version} {plural}" for group, version, plural in
-                   ((GROUP, VERSION, PLURAL), (ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS))
+                   ((GROUP, VERSION, PLURAL), (ARGO_GROUP, ARGO_VERSION, WORKFLOWS))
                    if not _served(group, version, plural)]
         if not missing:
             return
@@ -77,7 +75,7 @@ def patch_status(namespace: str, name: str, status: dict[str, Any]) -> bool:
 def patch_workflow(namespace: str, name: str, patch: dict[str, Any]) -> bool:
     """Merge-patch a Workflow (its spec.shutdown, to stop it); False when it is gone."""
     try:
-        _api().patch_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS, name, patch)
+        _api().patch_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS, name, patch)
     except ApiException as exc:
         if exc.status == 404:
             return False
@@ -98,11 +96,11 @@ def list_nodes() -> list[Node] | None:
 
 
 def get_workflow(namespace: str, name: str) -> dict[str, Any] | None:
-    return _get(ARGO_GROUP, ARGO_API_VERSION, WORKFLOWS, namespace, name)
+    return _get(ARGO_GROUP, ARGO_VERSION, WORKFLOWS, namespace, name)
 
 
 def list_workflows(namespace: str, label_selector: str) -> list[dict[str, Any]]:
-    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
+    listed = _api().list_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
                                                   label_selector=label_selector)
     return list(listed.get("items", []))
 
@@ -131,14 +129,14 @@ def apply(decision: Decision, namespace: str, name: str) -> None:
     for old in list_workflows(namespace, f"{OWNER_LABEL}={name}"):
         if old["metadata"]["name"] != keep:
             try:
-                _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
+                _api().delete_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
                                                        old["metadata"]["name"], propagation_policy="Background")
             except ApiException as exc:
                 if exc.status != 404:
                     raise
     if decision.workflow is not None:
         try:
-            _api().create_namespaced_custom_object(ARGO_GROUP, ARGO_API_VERSION, namespace, WORKFLOWS,
+            _api().create_namespaced_custom_object(ARGO_GROUP, ARGO_VERSION, namespace, WORKFLOWS,
                                                    decision.workflow)
         except ApiException as exc:
             if exc.status != 409:  # already created for this generation (a retried or resumed handler)

@@ -39,7 +39,9 @@ GENERATION_LABEL = "ccsweep.io/generation"
 #: Label on a large sweep's chunk Workflow naming the sweep's Workflow that created it (ccsweep-sweep.yaml).
 CHUNK_PARENT_LABEL = "ccsweep.io/parent"
 
-ARGO_API_VERSION = "argoproj.io/v1alpha1"
+#: Argo's Workflow resource: its API group, version and plural, and the apiVersion a Workflow carries.
+ARGO_GROUP, ARGO_VERSION, WORKFLOWS = "argoproj.io", "v1alpha1", "workflows"
+ARGO_API_VERSION = f"{ARGO_GROUP}/{ARGO_VERSION}"
 #: Argo's phases of a Workflow (and of its nodes) and what they mean for a Sweep.
 WORKFLOW_PHASES = {"": "Pending", "Pending": "Pending", "Running": "Running", "Succeeded": "Succeeded",
                    "Failed": "Failed", "Error": "Failed"}
