@@ -41,9 +41,14 @@ class Timing:
         return self.attempt_s / self.span_s
 
 
+def attempt_times(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Each attempt's start and end, as times."""
+    return (pd.to_datetime(rows["started_at"], format="ISO8601"),
+            pd.to_datetime(rows["finished_at"], format="ISO8601"))
+
+
 def timing(rows: pd.DataFrame) -> Timing:
-    start = pd.to_datetime(rows["started_at"], format="ISO8601")
-    end = pd.to_datetime(rows["finished_at"], format="ISO8601")
+    start, end = attempt_times(rows)
     seconds = (end - start).dt.total_seconds()
     edges = sorted([(t, 1) for t in start] + [(t, -1) for t in end], key=lambda e: (e[0], e[1]))
     running = peak = 0
@@ -76,12 +81,12 @@ OVER_TIME_WINDOW_S = 120
 
 
 def over_time(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
-    """Per window of a long run: attempts running (mean over the window's seconds), attempts that
-    started and how many of those came back late or starved, and the machine's load (mean)."""
+    """Per window of a long run, each run's table after a blank line: attempts running (mean over
+    the window's seconds), attempts that started and how many of those came back late or starved,
+    and the machine's load (mean)."""
     lines: list[str] = []
     for run, rows in attempts.groupby("run"):
-        start = pd.to_datetime(rows["started_at"], format="ISO8601")
-        end = pd.to_datetime(rows["finished_at"], format="ISO8601")
+        start, end = attempt_times(rows)
         first = start.min()
         begin_s = (start - first).dt.total_seconds()
         end_s = (end - first).dt.total_seconds()
@@ -89,7 +94,8 @@ def over_time(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
             continue
         seconds = machine[machine["run"] == run]
         seconds_s = seconds["time"] - first.timestamp()
-        lines += [f"Run {run} over time, in windows of {OVER_TIME_WINDOW_S // 60} minutes from its first attempt:", "",
+        lines += ["", f"Run {run} over time, in windows of {OVER_TIME_WINDOW_S // 60} minutes from its first attempt:",
+                  "",
                   "| minutes | attempts running, mean | started | of them late or starved | load, mean |",
                   "|---|---|---|---|---|"]
         for low in range(0, int(end_s.max()), OVER_TIME_WINDOW_S):
@@ -99,7 +105,6 @@ def over_time(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
             load = seconds[(seconds_s >= low) & (seconds_s < high)]["load1"]
             lines.append(f"| {low // 60}-{high // 60} | {fmt(overlap / OVER_TIME_WINDOW_S, 1)} | {len(started)} | "
                          f"{int(started['status'].isin(['late', 'starved']).sum())} | {fmt(load.mean(), 1)} |")
-        lines.append("")
     return lines
 
 
@@ -122,10 +127,7 @@ def report(folder: Path) -> str:
     total = len(attempts)
     lines += ["", f"{len(spoiled)} of {total} attempts were late or starved; wall time median "
               f"{fmt(runs['wall_s'].median())} s (range {fmt(runs['wall_s'].min())}-{fmt(runs['wall_s'].max())} s)."]
-    lines += ["", "## Where the time goes", "", *time_table(attempts, machine), ""]
-    lines += over_time(attempts, machine)
-    if lines[-1] == "":
-        lines.pop()
+    lines += ["", "## Where the time goes", "", *time_table(attempts, machine), *over_time(attempts, machine)]
     lines += ["", "## Every late or starved attempt, with what its record measured", ""]
     if spoiled.empty:
         lines.append("None.")

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,7 @@ MAX_TIMEOUT_MIN = 600
 
 def run_sweep(spec: str, store: Path, timeout_s: float) -> tuple[int, str]:
     """`ccsweep run SPEC` into `store`, its progress passed through to our stderr; (exit, its stderr)."""
-    lines: list[str] = []
+    tail: deque[str] = deque(maxlen=200)  # what summary_line reads: the end, not a whole study's progress
     with subprocess.Popen([sys.executable, "-m", "ccsweep", "run", spec, "--store", str(store), "--no-figures"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
         timer = threading.Timer(timeout_s, child.terminate)  # SIGTERM: the executor stops cleanly, keeps results
@@ -140,11 +141,11 @@ def run_sweep(spec: str, store: Path, timeout_s: float) -> tuple[int, str]:
         try:
             assert child.stderr is not None
             for line in child.stderr:
-                lines.append(line)
+                tail.append(line)
                 sys.stderr.write(line)
         finally:
             timer.cancel()
-        return child.wait(), "".join(lines[-200:])
+        return child.wait(), "".join(tail)
 
 
 def main(argv: list[str] | None = None) -> int:

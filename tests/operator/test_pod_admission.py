@@ -143,12 +143,8 @@ def test_a_bare_pod_with_privileges_is_refused(envtest: EnvTest, policy: Policy,
 
 
 def with_main(pod: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """`pod` with its main container's fields changed (None removes one)."""
-    for container in pod["spec"]["containers"]:
-        if container["name"] == "main":
-            container.update(fields)
-            for key in [k for k, v in fields.items() if v is None]:
-                del container[key]
+    """`pod` with its main container's fields set to `fields`."""
+    main_of(pod).update(fields)
     return pod
 
 
