@@ -23,6 +23,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 RENDER = REPO / "bin" / "argo-render"
 TEMPLATE_FILES = sorted((REPO / "workflows/templates").glob("*.yaml"))
+#: The values of a chart install with a node pool for its cells, and that pool (workflows.cell.nodeSelector,
+#: which the chart's workflow-templates.yaml sets as each ccsweep-cell template's nodeSelector).
+PLACEMENT_VALUES = REPO / "charts/ccsweep/ci/placement-values.yaml"
+CHART_POOL: dict[str, str] = yaml.safe_load(PLACEMENT_VALUES.read_text())["workflows"]["cell"]["nodeSelector"]
 #: The executor's log options the controller puts on each of its commands (getExecutorLogOpts).
 EXECUTOR_LOG_OPTIONS = ["--loglevel", "info", "--log-format", "text", "--gloglevel", "0"]
 

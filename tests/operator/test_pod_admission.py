@@ -19,16 +19,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import yaml
 
 from ccsweep.podspec import CPU_MILLI_RANGE, MEMORY_BYTES_RANGE
 from envtest import EnvTest
-from support.argorender import RENDER, REPO, as_the_controller_creates, fan_out_inputs, render, workflow_parameters
+from support.argorender import (
+    CHART_POOL,
+    PLACEMENT_VALUES,
+    RENDER,
+    as_the_controller_creates,
+    fan_out_inputs,
+    render,
+    workflow_parameters,
+)
 from support.chartlib import render as render_chart
 from support.versions import ARGO_WORKFLOWS_VERSION
 
-PLACEMENT_VALUES = REPO / "charts/ccsweep/ci/placement-values.yaml"
-POOL = yaml.safe_load(PLACEMENT_VALUES.read_text())["workflows"]["cell"]["nodeSelector"]
 EXECUTOR_IMAGE = f"quay.io/argoproj/argoexec:{ARGO_WORKFLOWS_VERSION}"
 CELL_IMAGE = "ccsweep/cell:0.1.0"
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
@@ -75,7 +80,7 @@ def create(envtest: EnvTest, namespace: str, pod: dict[str, Any], as_user: str |
 def cell_pod(template: str = "cell", **inputs: str) -> dict[str, Any]:
     """A cell pod as the controller creates it from `template` with the fan-out's inputs (and `inputs`)."""
     arguments = {**fan_out_inputs(template, CELL_IMAGE), **inputs}
-    rendered = render(template, arguments, workflow_parameters(), node_pool=POOL)
+    rendered = render(template, arguments, workflow_parameters(), node_pool=CHART_POOL)
     assert "error" not in rendered, rendered
     return as_the_controller_creates(rendered["pod"], EXECUTOR_IMAGE, f"cell-{uuid.uuid4().hex[:8]}",
                                      labels={"app.kubernetes.io/component": "cell"})
@@ -207,7 +212,7 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
 
 #: What the issue found a Workflow naming the `cell` template directly could give (issue 39,
 #: item 3), as tests/workflows/test_hostile_parameters.py sends them to the pod's own check.
-OFF_POOL = [{"$patch": "replace"}, {key: "elsewhere" for key in POOL},
+OFF_POOL = [{"$patch": "replace"}, {key: "elsewhere" for key in CHART_POOL},
             {"$patch": "replace", "ccsweep.io/cc-bbr": "true"}]
 OUT_OF_BOUNDS = [{"cpu": "60"}, {"memory": "1Ti"}, {"cpu": "50m"}]
 

@@ -16,9 +16,8 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
-from support.argorender import RENDER, REPO, fan_out_inputs, templates, workflow_parameters
+from support.argorender import CHART_POOL, RENDER, fan_out_inputs, templates, workflow_parameters
 from support.argorender import render as argo_render
 from support.stored_cell import SWEEP, planned_stored_cell
 
@@ -172,10 +171,6 @@ def test_a_quote_in_cpu_no_longer_adds_fields(render: Any, value: str):
     assert "error" in rendered or "hostPID" not in rendered["pod"], rendered
 
 
-#: The node pool a chart puts on the cell templates (workflows.cell.nodeSelector; the chart's
-#: workflow-templates.yaml sets it as each ccsweep-cell template's nodeSelector).
-CHART_POOL = yaml.safe_load((REPO / "charts/ccsweep/ci/placement-values.yaml").read_text())["workflows"]["cell"][
-    "nodeSelector"]
 #: Values the issue found a Workflow naming the cell template directly could give (issue 39, item 3).
 OFF_POOL_SELECTORS = [{"$patch": "replace"}, {key: "elsewhere" for key in CHART_POOL},
                       {"$patch": "replace", "ccsweep.io/cc-bbr": "true"}]
