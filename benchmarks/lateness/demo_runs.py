@@ -9,7 +9,8 @@ It writes, into `--out`:
 - `attempts.csv`: one row per attempt of every cell of every run, the late, starved and failed
   ones too, with its timing (started, flows started, finished), its lateness, its run-queue delay,
   everything the record measured about that lateness (`selfcheck.evidence`) and the cause the
-  record names (`late_cause`);
+  record names (`late_cause`), and what it cost against what it carried (its link's rate, the
+  Mbit/s its link took in over the flows' duration, its emulator's CPU share);
 - `machine.csv`: the machine once a second while the runs went: load average, and the busiest
   CPU's steal and softirq share in that second (/proc/stat);
 - `runs.csv`: per run, its wall time, cells, late attempts and re-runs, as `ccsweep run` printed them.
@@ -64,6 +65,12 @@ def attempt_row(run: int, record: CellResult) -> dict[str, Any]:
         "late_cause": check.late_cause if check else None, "error": record.error}
     for name in EVIDENCE_FIELDS:
         row[name] = getattr(evidence, name) if evidence else None
+    # What the cell cost against what it carried: the emulator's CPU follows the packets it carries,
+    # not its link's rate (admission's model prices the rate).
+    uplink = record.link.uplink if record.link else None
+    row["rate_mbps"] = p.uplink.rate_mbps
+    row["carried_mbps"] = round(uplink.in_bytes * 8 / 1e6 / p.duration_s, 4) if uplink else None
+    row["emulator_cpu_share"] = check.cpu_share if check else None
     return row
 
 

@@ -24,7 +24,17 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   budget fills with what each backend's cells cost on this machine rather than with a constant;
 - a cell running again after a late attempt asks for more: each attempt counts its cost once
   more (a second attempt twice its cost), so it does not meet the same crowding; its last
-  attempt runs alone, with the whole machine as headroom.
+  attempt runs alone, with the whole machine as headroom;
+- where the machine's busy cores are measured (`may_start(busy=...)`, /proc/stat over the last few
+  seconds), they stand for the running cells instead of the model, and only the cells still
+  settling (started within SETTLE_S of now, or before their last flow's start) count at their
+  modelled cost beside them. The model prices a cell by its link's rate, but what a cell costs
+  follows what it carries: in the quiet study (benchmarks/results/2026-11-30-full-study-quiet)
+  the emulator of a 100 Mbit/s cell that carried under 1 Mbit/s used 0.011 cores (median of 41),
+  one that carried over 50 Mbit/s 0.233 (of 23), and one correction per kind of cell averaged the
+  two: 10-12 cells at once, near line rate, were let in on two cores, and 7 of the 9 started then
+  ran late. The machine's own count holds whatever the mix is; the limit on cells at once then
+  bounds what the measurement has not seen (a cell's growth after it settled), and lateness lowers it.
 """
 
 from __future__ import annotations
@@ -45,6 +55,10 @@ COST_EWMA_WEIGHT = 0.3
 #: start) costs more than their prior says, and 9 small cells at once on 2 cores ran late.
 OPENING_SHARE = 0.5
 OPENING_MAX_CELLS = 4
+#: Seconds a started cell counts at its modelled cost beside the machine's measured busy cores, after
+#: its last flow's start: its set-up, and the slow start of a 250 ms flow to 100 Mbit/s (about 2 s),
+#: are not in a measurement over the last seconds yet.
+SETTLE_S = 5.0
 
 
 #: The prior's parts, fitted on the 2-vCPU KVM guest to ccsweep-link cells with TUN offloads
@@ -137,6 +151,8 @@ class Admission:
     correction: float = 1.0  # measured cost / prior cost, averaged over finished cells
     measured: int = 0
     last_start: float = field(default=float("-inf"))
+    #: The cells started lately: when each starts counting in the measured busy cores, and its cost.
+    settling: list[tuple[float, float]] = field(default_factory=list)
     #: The same, per cost_class: a measured kind of cell is sized by its own measurements.
     corrections: dict[CostClass, float] = field(default_factory=dict)
     #: The same, per link backend: a kind not measured yet is sized by its backend's measurements.
@@ -147,9 +163,10 @@ class Admission:
         return prior_cost(cell) * self.corrections.get(cost_class(cell), fallback)
 
     def may_start(self, cell: Cell, running: list[tuple[Cell, bool, int]], now: float, *, alone: bool = False,
-                  attempt: int = 1) -> bool:
+                  attempt: int = 1, busy: float | None = None) -> bool:
         """Whether attempt `attempt` of `cell` may start at `now` beside `running` (each a cell, whether
-        it runs alone, and its attempt: an attempt counts its cell's cost `attempt` times)."""
+        it runs alone, and its attempt: an attempt counts its cell's cost `attempt` times); `busy`: the
+        machine's busy cores as measured over the last seconds, None where not measured."""
         if now - self.last_start < self.stagger_s:
             return False
         if alone or any(exclusive for _, exclusive, _ in running):
@@ -158,7 +175,10 @@ class Admission:
             return True
         if len(running) >= self.limit or (self.max_cells is not None and len(running) >= self.max_cells):
             return False
-        held = sum(self.cost(c) * tries for c, _, tries in running)
+        if busy is None:
+            held = sum(self.cost(c) * tries for c, _, tries in running)
+        else:
+            held = busy + sum(cost for until, cost in self.settling if until > now)
         return held + self.cost(cell) * attempt <= self.budget
 
     def open_with(self, cell: Cell) -> None:
@@ -168,8 +188,11 @@ class Admission:
             opening = min(OPENING_MAX_CELLS, int(self.budget * OPENING_SHARE / prior_cost(cell)))
             self.limit = max(self.limit, opening)
 
-    def started(self, now: float) -> None:
+    def started(self, now: float, cell: Cell, attempt: int = 1) -> None:
+        """Attempt `attempt` of `cell` started at `now`: it counts at its cost until it settles."""
         self.last_start = now
+        self.settling = [(until, cost) for until, cost in self.settling if until > now]
+        self.settling.append((settles_at(cell, now), self.cost(cell) * attempt))
 
     def observe(self, cell: Cell, cpu_seconds: float | None, wall_seconds: float, late: bool,
                 cause: str | None = None) -> None:
@@ -187,8 +210,17 @@ class Admission:
         if late:
             self.limit = max(1, self.limit - _backoff(self.limit, cause))
         else:
-            ceiling = self.max_cells if self.max_cells is not None else max(1, int(self.budget / self.cost(cell)))
-            self.limit = min(self.limit + 1, max(1, ceiling))
+            self.limit = min(self.limit + 1, self.ceiling())
+
+    def ceiling(self) -> int:
+        """The most cells at once: --jobs, or as many as the budget holds at a cell's floor (BASE_CORES:
+        its runner and endpoints); what they cost above it the budget's check holds, cell by cell."""
+        return max(1, self.max_cells if self.max_cells is not None else int(self.budget / BASE_CORES))
+
+
+def settles_at(cell: Cell, started_at: float) -> float:
+    """When a cell started at `started_at` has settled: SETTLE_S after its last flow's start."""
+    return started_at + SETTLE_S + max((flow.start_s for flow in cell.params.flows), default=0.0)
 
 
 def _backoff(limit: int, cause: str | None) -> int:

@@ -5,8 +5,9 @@ what each cell costs (cores) against the machine's CPU budget, how long each run
 local executor admits them (one start per stagger, the first cell alone, one more at once after
 each on-time cell).  Rather than a formula that drifts from the executor, the estimate plays the
 executor's own `Admission` on a simulated clock: every cell runs for its flow time plus the
-measured set-up, and reports the cost it is given (the admission's prior, or costs measured on
-this machine), as the executor's reaper would.  Late re-runs are not modelled: the estimate is
+measured set-up, costs the machine what it is given (the admission's prior, or costs measured on
+this machine) while it runs, as the executor measures the machine's busy cores, and reports that
+cost, as the executor's reaper would.  Late re-runs are not modelled: the estimate is
 for a machine that keeps time, and says so.
 """
 
@@ -16,7 +17,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ccsweep.admission import Admission, prior_cost, refusal
+from ccsweep.admission import Admission, prior_cost, refusal, settles_at
 from ccsweep.cell import Cell
 
 #: Seconds a cell takes beyond its flow time (namespaces, emulator start, endpoints, collection):
@@ -74,10 +75,13 @@ def estimate_wall(cells: Sequence[Cell], cores: int, cost: Callable[[Cell], floa
     peak = 0
     cpu_core_s = 0.0
     while queue or running:
-        while queue and admission.may_start(queue[0], [(c, False, 1) for _, _, c in running], now):
+        # What the executor measures of the machine: the settled cells' costs, as `cost` gives them
+        # (the settling ones the admission counts itself).
+        busy = sum(cost(c) for end, _, c in running if settles_at(c, end - cell_wall_s(c)) <= now)
+        while queue and admission.may_start(queue[0], [(c, False, 1) for _, _, c in running], now, busy=busy):
             cell = queue.pop(0)
             heapq.heappush(running, (now + cell_wall_s(cell), started, cell))
-            admission.started(now)
+            admission.started(now, cell)
             started += 1
             peak = max(peak, len(running))
         next_start = admission.last_start + admission.stagger_s

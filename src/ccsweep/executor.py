@@ -38,6 +38,7 @@ from ccsweep.metrics import SweepMetrics, publish_stored
 from ccsweep.plan import CHUNK_SIZE, Survey, cells_to_run, store_plan, survey
 from ccsweep.result import RERUN_STATUSES
 from ccsweep.runner.api import CellUnavailable, check_runnable
+from ccsweep.runner.hostcpu import BusyCores
 from ccsweep.runner.links import host_refusal
 from ccsweep.runner.netns import remove_leftovers
 from ccsweep.runner.tcpinfo import available_congestion_controls
@@ -442,6 +443,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
     if queue:
         admission.open_with(queue[0].cell)
     running: list[_Running] = []
+    machine = BusyCores()  # what the running cells cost now, whatever admission's model says
     work_total = todo.work_s
     done_work = 0.0
     finished = 0
@@ -453,12 +455,14 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
             task = progress.add_task("cells", total=work_total, cells=f"0/{todo.cells}")
             while (queue and not budget.spent) or running:
                 now = time.monotonic()
+                busy = machine.read(now)
                 alone = bool(queue) and _alone(queue[0].attempt, max_attempts)
                 if queue and not budget.spent and admission.may_start(
                         queue[0].cell, [(r.cell, r.alone, r.attempt) for r in running], now, alone=alone,
-                        attempt=queue[0].attempt):
-                    running.append(_start(queue.pop_first(), store, workdir, cell_options, alone))
-                    admission.started(now)
+                        attempt=queue[0].attempt, busy=busy):
+                    started = queue.pop_first()
+                    running.append(_start(started, store, workdir, cell_options, alone))
+                    admission.started(now, started.cell, started.attempt)
                 time.sleep(0.2)
                 for ended, cpu_s in _reap(running):
                     running.remove(ended)

@@ -19,20 +19,34 @@ ONE = CELLS[0]
 def test_starts_are_staggered_and_the_first_cell_runs_alone():
     admission = Admission(budget=1.5)
     assert admission.may_start(ONE, [], now=0.0)
-    admission.started(0.0)
+    admission.started(0.0, ONE)
     assert not admission.may_start(CELLS[1], [], now=0.5), "a second start within the stagger"
     assert not admission.may_start(CELLS[1], [(ONE, False, 1)], now=5.0), "limit 1 until a cell finished on time"
 
 
-def test_on_time_cells_grow_the_limit_up_to_the_budget_and_late_ones_lower_it_in_steps():
+def test_on_time_cells_grow_the_limit_and_the_budget_holds_what_they_cost():
     admission = Admission(budget=1.5)
     for _ in range(10):
         admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
+    assert admission.limit == 11
     # A 100 Mbit/s cell measured 0.170 cores alone (2026-11-26-offloads.md): 8 fit in 1.5 cores.
-    assert admission.limit == int(1.5 / prior_cost(ONE)) == 8
+    assert int(1.5 / prior_cost(ONE)) == 8
     running = [(c, False, 1) for c in CELLS[:7]]
     assert admission.may_start(CELLS[7], running, now=10.0)
     assert not admission.may_start(ONE, running + [(CELLS[7], False, 1)], now=10.0)
+
+
+def test_the_limit_grows_at_most_to_the_cells_the_budget_holds_at_their_floor():
+    from ccsweep.admission import BASE_CORES
+
+    admission = Admission(budget=1.5)
+    for _ in range(100):
+        admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=False)
+    assert admission.limit == admission.ceiling() == int(1.5 / BASE_CORES) == 30
+
+
+def test_late_cells_lower_the_limit_in_steps_by_their_cause():
+    admission = Admission(budget=1.5, limit=8)
     # Crowding (the link waited on a run queue, or a starved attempt with no cause): a quarter fewer.
     admission.observe(ONE, cpu_seconds=None, wall_seconds=20, late=True, cause="run-queue")
     assert admission.limit == 6
@@ -63,9 +77,10 @@ def test_measured_cost_replaces_the_prior():
     # A cell that kept 0.75 of a core busy: over four times the prior at 100 Mbit/s and 100 ms.
     admission.observe(ONE, cpu_seconds=0.75 * 20, wall_seconds=20, late=False)
     assert abs(admission.cost(ONE) - 0.75) < 1e-9
-    for _ in range(5):
-        admission.observe(ONE, cpu_seconds=0.75 * 20, wall_seconds=20, late=False)
-    assert admission.limit == 2
+    admission.limit = 4
+    running = [(CELLS[1], False, 1)]
+    assert admission.may_start(CELLS[2], running, now=10.0)
+    assert not admission.may_start(CELLS[2], [*running, (CELLS[3], False, 1)], now=10.0), "1.5 cores, 0.75 each"
 
 
 def test_a_last_attempt_runs_alone_and_nothing_starts_beside_it():
@@ -217,3 +232,38 @@ def test_a_cell_late_only_from_steal_gets_more_attempts():
     assert attempts_allowed("steal") == DEFAULT_MAX_ATTEMPTS + STEAL_EXTRA_ATTEMPTS
     assert attempts_allowed("run-queue") == attempts_allowed(None) == DEFAULT_MAX_ATTEMPTS
     assert attempts_allowed("steal", max_attempts=1) == 1  # --max-attempts 1 means one
+
+
+def test_the_measured_machine_stands_for_the_running_cells_once_they_settled():
+    from ccsweep.admission import SETTLE_S
+
+    admission = Admission(budget=1.5, limit=30)
+    running = [(c, False, 1) for c in CELLS]
+    for cell in CELLS:
+        admission.started(0.0, cell)
+    assert sum(admission.cost(c) for c, _, _ in running) + admission.cost(SHORT_RTT) > 1.5
+    # Eight 100 Mbit/s cells that carry little (lossy ones): the machine says 0.4 cores busy, room for another.
+    assert not admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=None), "the model alone: full"
+    assert admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=0.4)
+    # While they settle, the measurement has not seen them yet: they count at their cost on top of it.
+    assert not admission.may_start(SHORT_RTT, running, now=1.0, busy=0.4)
+    # Cells near line rate that the model priced low (its correction learned on cheap cells): the
+    # machine's busy cores hold them, where the model alone would start another.
+    admission.correction = admission.backend_corrections["ccsweep-link"] = 0.2
+    assert admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=None)
+    assert not admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=1.45)
+
+
+def test_a_cell_with_a_late_flow_settles_after_it_starts():
+    from ccsweep.admission import SETTLE_S
+
+    staggered = expand(parse_spec({"name": "l", "experiments": [
+        {"name": "l", "loss_percent": [0], "rtt_ms": [100], "bandwidth_mbps": [100],
+         "duration_s": 40, "mixes": [[{"cc": "bbr"}, {"cc": "cubic", "start_s": 20}]]}]}))
+    admission = Admission(budget=1.5, limit=4)
+    admission.started(0.0, staggered[0])
+    assert [until for until, _ in admission.settling] == [20 + SETTLE_S]
+    running = [(staggered[0], False, 1)]
+    assert not admission.may_start(ONE, running, now=15.0, busy=1.4)
+    assert admission.may_start(ONE, running, now=15.0, busy=1.0)
+    assert admission.may_start(ONE, running, now=26.0, busy=1.4 - prior_cost(staggered[0]))

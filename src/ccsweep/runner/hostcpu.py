@@ -105,3 +105,50 @@ def worst_share(before: dict[str, CpuTicks], after: dict[str, CpuTicks], kind: s
             continue
         shares.append(100.0 * (getattr(end, kind) - getattr(begin, kind)) / (end.total - begin.total))
     return round(max(shares, default=0.0), 1)
+
+
+#: Columns of /proc/stat's `cpu` line in which a CPU did nothing: idle and iowait.
+IDLE_COLUMNS = (3, 4)
+#: The span the machine's busy cores are read over: a few seconds, so that one CUBIC sawtooth or
+#: one cell's set-up does not open or close the machine on its own.
+BUSY_WINDOW_S = 3.0
+
+
+def busy_and_total_ticks(text: str) -> tuple[int, int, int]:
+    """From the text of /proc/stat: the ticks all CPUs spent busy (stolen ones too: time this guest
+    could not use), all their ticks, and how many CPUs there are."""
+    busy = total = cpus = 0
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name == "cpu":
+            columns = [int(v) for v in rest.split()[:TIME_COLUMNS]]
+            total = sum(columns)
+            busy = total - sum(columns[i] for i in IDLE_COLUMNS)
+        elif name.startswith("cpu"):
+            cpus += 1
+    return busy, total, cpus
+
+
+class BusyCores:
+    """The machine's busy cores over the last BUSY_WINDOW_S, from /proc/stat read whenever asked."""
+
+    def __init__(self, window_s: float = BUSY_WINDOW_S, stat: Path = PROC_STAT) -> None:
+        self.window_s = window_s
+        self.stat = stat
+        #: (monotonic seconds, busy ticks, total ticks, CPUs), oldest first, spanning about window_s.
+        self.samples: list[tuple[float, int, int, int]] = []
+
+    def read(self, now: float) -> float | None:
+        """Busy cores between the oldest sample within the window and now; None until the samples span
+        at least half the window, or where /proc/stat cannot be read."""
+        try:
+            busy, total, cpus = busy_and_total_ticks(self.stat.read_text())
+        except (OSError, ValueError):
+            return None
+        self.samples.append((now, busy, total, cpus))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window_s:
+            self.samples.pop(0)
+        first_at, first_busy, first_total, _ = self.samples[0]
+        if now - first_at < self.window_s / 2 or total <= first_total:
+            return None
+        return cpus * (busy - first_busy) / (total - first_total)
