@@ -10,7 +10,8 @@ revision); an earlier schema migrated as it is read.  Layout (under sweeps/<swee
     plan-<sha256>/chunk-<n>.json   the plan's cells, PLAN_CHUNK_CELLS distinct ones per chunk
     plan-<sha256>/index-<xx>.json  which chunk holds each cell whose id begins with xx
     revisions/<sha256>.json        earlier plans a deliberate spec change (--revise) replaced
-    unplaceable.json               cells no node could run when planned (plan --check-nodes)
+    unplaceable.json               cells no node could run when planned (plan --check-nodes); each
+                                   earlier check kept under revisions/files/unplaceable.json/
 
 A cell pod reads one index bucket and one chunk, `plan --chunk` the chunks its slice spans, and
 `status` one chunk at a time: no step holds a whole sweep.  What a stored plan says, read back (its
@@ -35,7 +36,15 @@ from ccsweep.manifest import ManifestCell, ManifestChunk, ManifestLayout, SweepM
 from ccsweep.spec import Experiment, SpecError, SweepSpec
 from ccsweep.specload import normalised_spec, parse_spec
 from ccsweep.store import ResultStore, StoreError
-from ccsweep.store.base import manifest_key, plan_chunk_key, plan_folder, plan_index_key, revision_key, unplaceable_key
+from ccsweep.store.base import (
+    UNPLACEABLE,
+    manifest_key,
+    plan_chunk_key,
+    plan_folder,
+    plan_index_key,
+    revision_key,
+    unplaceable_key,
+)
 from ccsweep.store.migrations import MANIFEST_SCHEMA_VERSION, ManifestSchemaError, migrate
 
 #: Distinct cells per stored chunk of a plan (a chunk is about 0.5 MB of JSON, 7 MB parsed).
@@ -222,9 +231,9 @@ def with_cells(store: ResultStore, manifest: SweepManifest) -> SweepManifest:
 
 
 def put_unplaceable(store: ResultStore, record: UnplaceableCells) -> None:
-    """Record which cells no node could run, replacing the last check's (the nodes may change)."""
-    store.write_bytes(unplaceable_key(record.sweep), record.model_dump_json(indent=1).encode(),
-                      content_type="application/json")
+    """Record which cells no node could run: the newest check's is read (the nodes may change), and
+    every earlier one is kept among the sweep's file revisions."""
+    store.put_sweep_file(record.sweep, UNPLACEABLE, record.model_dump_json(indent=1).encode())
 
 
 def get_unplaceable(store: ResultStore, sweep: str) -> dict[str, str]:

@@ -97,7 +97,7 @@ def test_concurrent_writers_of_one_cell_store_one_consistent_attempt(s3: dict[st
 
 def test_a_stream_above_the_part_size_is_stored_whole(s3: dict[str, str], bucket_url: str):
     """put_sweep_stream past minio's 5 MiB part size goes as a multipart upload: it reads back equal,
-    as an HTML page, replacing the object before it."""
+    as an HTML page, in place of the object before it, which is kept among the sweep's revisions."""
     store = open_store(bucket_url)
     store.put_sweep_file("s", "report.html", b"<html>old")
     body = b"<html>" + bytes(range(256)) * (6 * 4096)
@@ -108,6 +108,8 @@ def test_a_stream_above_the_part_size_is_stored_whole(s3: dict[str, str], bucket
     assert store.get_sweep_file("s", "report.html") == body
     stat = store._client.stat_object(store.bucket, store._object("sweeps/s/report.html"))
     assert stat.content_type.startswith("text/html") and stat.size == len(body)
+    kept = store.list_keys("sweeps/s/revisions/files/report.html/")
+    assert [store.read_bytes(key) for key in kept] == [b"<html>old", body]
 
 
 def test_list_keys_and_missing_objects(s3: dict[str, str], bucket_url: str):

@@ -128,7 +128,45 @@ def test_a_sweep_file_written_from_a_stream_replaces_the_old_one_whole(tmp_path:
         source.seek(0)
         assert store.put_sweep_stream("s", "report.html", source) == store.location("sweeps/s/report.html")
     assert store.get_sweep_file("s", "report.html") == body
-    assert [p.name for p in (tmp_path / "sweeps" / "s").iterdir()] == ["report.html"]
+    assert sorted(p.name for p in (tmp_path / "sweeps" / "s").iterdir()) == ["report.html", "revisions"]
+    kept = store.list_keys("sweeps/s/revisions/files/report.html/")
+    assert [store.read_bytes(key) for key in kept] == [b"<html>old", body], "both versions, oldest first, whole"
+
+
+def test_a_rebuilt_sweep_file_replaces_no_earlier_version(tmp_path: Path):
+    """Figures, the report and unplaceable.json are rebuilt: the name reads the newest, and every
+    version is kept once among the sweep's revisions (a rebuild to the same bytes adds none)."""
+    store = open_store(str(tmp_path))
+    for body in (b"png one", b"png two", b"png one"):
+        store.put_sweep_file("s", "figures/a.png", body)
+    assert store.get_sweep_file("s", "figures/a.png") == b"png one"
+    kept = store.list_keys("sweeps/s/revisions/files/figures/a.png/")
+    assert [store.read_bytes(key) for key in kept] == [b"png one", b"png two"]
+    assert all(key.endswith(".png") for key in kept)
+    assert store.sweep_file_names("s") == ["figures/a.png"], "revisions are not the sweep's files"
+
+
+def test_a_sweep_file_from_before_revisions_is_kept_before_it_is_replaced(tmp_path: Path):
+    store = open_store(str(tmp_path))
+    (tmp_path / "sweeps" / "s").mkdir(parents=True)
+    (tmp_path / "sweeps" / "s" / "report.html").write_bytes(b"<html>written by an earlier ccsweep")
+    store.put_sweep_file("s", "report.html", b"<html>new")
+    kept = store.list_keys("sweeps/s/revisions/files/report.html/")
+    assert [store.read_bytes(key) for key in kept] == [b"<html>written by an earlier ccsweep", b"<html>new"]
+    assert kept[0].rsplit("/", 1)[1].startswith("00000000T000000")
+
+
+def test_each_node_check_of_unplaceable_cells_is_kept(tmp_path: Path):
+    from ccsweep.manifest import UnplaceableCells
+    from ccsweep.storedplan import get_unplaceable, put_unplaceable
+
+    store = open_store(str(tmp_path))
+    put_unplaceable(store, UnplaceableCells(sweep="s", checked_at="t0", cells={"a" * 16: "no node has 16 cores"}))
+    put_unplaceable(store, UnplaceableCells(sweep="s", checked_at="t1", cells={}))
+    assert get_unplaceable(store, "s") == {}
+    kept = store.list_keys("sweeps/s/revisions/files/unplaceable.json/")
+    assert [UnplaceableCells.model_validate_json(store.read_bytes(key) or b"").checked_at for key in kept] == [
+        "t0", "t1"]
 
 
 def test_every_attempt_of_a_kind_is_read_oldest_first(tmp_path: Path):

@@ -13,7 +13,8 @@ An attempt record's files (what it measured before it failed, or while late) sit
 of folder as a result's, attempt-<hash of that record>, and the record lists them in `artifacts`.
     sweeps/<sweep>/manifest.json, plan-<sha256>/, revisions/, unplaceable.json   a stored plan (storedplan.py)
     traces/<sha256>                                  the trace files the planned cells name, by content
-    sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv
+    sweeps/<sweep>/<file>                            figures/*.png|svg, report.html, rebbr.csv: the newest
+    sweeps/<sweep>/revisions/files/<file>/<utc>-<sha256>.<ext>  every version of each, kept once
 
 Cells are stored by content-addressed id, not under a sweep, so a cell shared by two sweeps
 (figure8 inside full-sweep) runs once.  A cell's files sit in a folder named by the hash of its
@@ -32,6 +33,7 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -201,17 +203,45 @@ class ResultStore(ABC):
         return sorted({k.split("/")[1] for k in self.list_keys("sweeps/") if k.endswith("/manifest.json")})
 
     def put_sweep_file(self, sweep: str, name: str, data: bytes) -> str:
-        """Write a figure, report or export of a sweep (these are rebuilt, so they may be replaced)."""
+        """Write a figure, report or record of a sweep. They are rebuilt, so `name` holds the newest,
+        and every version is kept under revisions/files/<name>/ as well: a rebuild replaces none."""
         key = sweep_file_key(sweep, name)
+        digest = hashlib.sha256(data).hexdigest()
+        self._keep_revision(sweep, name, digest,
+                            lambda at: self.write_bytes(at, data, content_type=content_type_of(name)))
         self.write_bytes(key, data, content_type=content_type_of(name))
         return self.location(key)
 
     def put_sweep_stream(self, sweep: str, name: str, source: BinaryIO) -> str:
-        """put_sweep_file from a file open at its start: the report of a large sweep is written
+        """put_sweep_file from a seekable file open at its start: the report of a large sweep is written
         to a temporary file as it is rendered and sent from there, never held whole in memory."""
         key = sweep_file_key(sweep, name)
-        self.write_stream(key, source, content_type=content_type_of(name))
+        digest = hashlib.sha256()
+        for block in iter(lambda: source.read(1 << 20), b""):
+            digest.update(block)
+
+        def write(at: str) -> None:
+            source.seek(0)
+            self.write_stream(at, source, content_type=content_type_of(name))
+
+        self._keep_revision(sweep, name, digest.hexdigest(), write)
+        write(key)
         return self.location(key)
+
+    def _keep_revision(self, sweep: str, name: str, digest: str, write: Callable[[str], object]) -> None:
+        """Keep the version of a sweep file whose bytes have `digest` under its revisions, once (its
+        time of writing, then its digest: they list oldest first). A store written before revisions were
+        kept has none for `name` yet: the version there now is kept first, read whole this once."""
+        folder = sweep_revision_folder(sweep, name)
+        kept = [key for key in self.list_keys(folder) if "/" not in key[len(folder):]]
+        if any(key.endswith(f"-{digest[:16]}{Path(name).suffix}") for key in kept):
+            return
+        if not kept and (current := self.read_bytes(sweep_file_key(sweep, name))) is not None:
+            earlier = hashlib.sha256(current).hexdigest()
+            if earlier != digest:
+                self.write_bytes(sweep_revision_key(sweep, name, earlier, stamp="00000000T000000.000000Z"), current,
+                                 content_type=content_type_of(name))
+        write(sweep_revision_key(sweep, name, digest, stamp=datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")))
 
     def write_stream(self, key: str, source: BinaryIO, *, content_type: str = "application/octet-stream") -> None:
         """Write (replace) an object from a file open at its start, as atomically as write_bytes.
@@ -294,8 +324,12 @@ def plan_index_key(sweep: str, folder: str, bucket: str) -> str:
     return f"{sweep_prefix(sweep)}/{folder}/index-{bucket}.json"
 
 
+#: The sweep file naming the cells no node could run when planned (a sweep file: kept with revisions).
+UNPLACEABLE = "unplaceable.json"
+
+
 def unplaceable_key(sweep: str) -> str:
-    return f"{sweep_prefix(sweep)}/unplaceable.json"
+    return sweep_file_key(sweep, UNPLACEABLE)
 
 
 def sweep_prefix(sweep: str) -> str:
@@ -308,6 +342,17 @@ def sweep_prefix(sweep: str) -> str:
 def sweep_file_key(sweep: str, name: str) -> str:
     """A sweep's figure, report or export: `name` is relative to the sweep's folder (e.g. figures/x.png)."""
     return f"{sweep_prefix(sweep)}/{name}"
+
+
+def sweep_revision_folder(sweep: str, name: str) -> str:
+    """Where every version of a sweep's file is kept."""
+    return f"{sweep_prefix(sweep)}/revisions/files/{name}/"
+
+
+def sweep_revision_key(sweep: str, name: str, digest: str, *, stamp: str) -> str:
+    """One version of a sweep's file: when it was written (a version found from before revisions were
+    kept: all zeros, so it lists first), then its bytes' digest, then the file's own suffix."""
+    return f"{sweep_revision_folder(sweep, name)}{stamp}-{digest[:16]}{Path(name).suffix}"
 
 
 def trace_key(sha256: str) -> str:
