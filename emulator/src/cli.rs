@@ -97,7 +97,8 @@ pub struct Args {
     /// Loss after the bottleneck (as Mahimahi's usual nesting) or before it.
     #[arg(long, default_value = "after", value_parser = ["after", "before"])]
     pub loss_position: String,
-    /// Uplink queue: infinite, droptail|drophead packets=N,bytes=N, codel target=MS,interval=MS[,limits], pie qdelay_ref=MS,max_burst=MS[,limits].
+    /// Uplink queue: infinite, droptail|drophead packets=N,bytes=N, codel target=MS,interval=MS[,limits], pie qdelay_ref=MS,max_burst=MS[,limits];
+    /// codel and pie take ecn=1 (mark ECN-capable packets CE instead of dropping them), every queue l4s_step_us=US (mark ECT(1) packets CE that waited US or more).
     #[arg(long, default_value = "infinite")]
     pub uplink_queue: String,
     /// Downlink queue (same syntax).

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod emulate;
+pub mod ecn;
 pub mod error;
 pub mod inject;
 pub mod jitter;

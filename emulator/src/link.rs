@@ -15,6 +15,7 @@
 //! plays every bottleneck event up to `now` at its exact scheduled time, so a late wake-up delays
 //! packets on the wire but never changes the link's arithmetic.
 
+use crate::ecn;
 use crate::inject::Injector;
 use crate::jitter::Jitter;
 use crate::lateness::Lateness;
@@ -246,7 +247,8 @@ impl Direction {
                 return;
             }
         }
-        let packet = Packet { size: ip_bytes + HEADER_BYTES, data, arrival_ns: now_ns };
+        let ecn = ecn::codepoint(&data[self.frame_offset().min(data.len())..]);
+        let packet = Packet { size: ip_bytes + HEADER_BYTES, data, arrival_ns: now_ns, ecn, mark_ce: false };
         self.log_capacity_until(now_ns);
         if let Some(log) = self.log.as_mut() {
             log.arrival(now_ns, packet.size);
@@ -347,7 +349,13 @@ impl Direction {
         true
     }
 
-    fn depart(&mut self, packet: Packet, t_ns: u64) {
+    fn depart(&mut self, mut packet: Packet, t_ns: u64) {
+        if packet.mark_ce {
+            let offset = self.frame_offset();
+            if let Some(ip) = packet.data.get_mut(offset..) {
+                ecn::set_ce(ip);
+            }
+        }
         self.counters.bottleneck_packets += 1;
         self.counters.bottleneck_bytes += packet.size as u64;
         self.log_capacity_until(t_ns);
@@ -555,6 +563,8 @@ impl Direction {
             "drops_queue": c.drops_queue,
             "drops_aqm": c.drops_aqm,
             "drops_policer": c.drops_policer,
+            "marks_aqm": self.queue.marks_aqm,
+            "marks_step": self.queue.marks_step,
             "write_errors": c.write_errors,
             "queue_packets": self.queue.len(),
             "queue_bytes": self.queue.bytes(),

@@ -1,7 +1,15 @@
 //! The bottleneck queue, with mm-link's disciplines and arguments: infinite, droptail, drophead
 //! (`packets=` and/or `bytes=`), codel (`target`, `interval` in ms, RFC 8289) and pie
 //! (`qdelay_ref`, `max_burst` in ms, RFC 8033), the last two with an optional packets/bytes limit.
+//!
+//! Beyond mm-link, ECN (RFC 3168): `ecn=1` on codel or pie marks an ECN-capable packet CE where
+//! the AQM would drop it (CoDel at each drop it schedules, RFC 8289 section 5 and Linux's
+//! `codel_dequeue`; PIE while its drop probability is at most 10 %, RFC 8033 section 5.1 and
+//! Linux's `pie`), and `l4s_step_us=N` on any queue marks an ECT(1) packet CE when it has waited
+//! N us or more as it leaves: the step marker of a DCTCP switch or of an L4S queue (RFC 9332),
+//! here on the one queue, without a DualQ's coupling. The queue decides; the link sets the bits.
 
+use crate::ecn::Codepoint;
 use rand::Rng;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -15,6 +23,10 @@ pub struct Packet {
     pub size: u32,
     /// When it entered the link, ns since the emulator started.
     pub arrival_ns: u64,
+    /// Its ECN codepoint as it arrived.
+    pub ecn: Codepoint,
+    /// Set by the queue: the link sets CE on it as it leaves the bottleneck.
+    pub mark_ce: bool,
 }
 
 /// Why a packet was not delivered.
@@ -41,6 +53,10 @@ pub struct QueueSpec {
     pub kind: Kind,
     pub packets: Option<u64>,
     pub bytes: Option<u64>,
+    /// CoDel or PIE marks ECN-capable packets instead of dropping them (`ecn=1`).
+    pub ecn: bool,
+    /// ECT(1) packets that waited this long or more are marked CE as they leave (`l4s_step_us=`).
+    pub l4s_step_ns: Option<u64>,
 }
 
 impl QueueSpec {
@@ -63,10 +79,10 @@ impl QueueSpec {
             args.push((key.to_string(), value));
         }
         let allowed: &[&str] = match name {
-            "infinite" => &[],
-            "droptail" | "drophead" => &["packets", "bytes"],
-            "codel" => &["packets", "bytes", "target", "interval"],
-            "pie" => &["packets", "bytes", "qdelay_ref", "max_burst"],
+            "infinite" => &["l4s_step_us"],
+            "droptail" | "drophead" => &["packets", "bytes", "l4s_step_us"],
+            "codel" => &["packets", "bytes", "target", "interval", "ecn", "l4s_step_us"],
+            "pie" => &["packets", "bytes", "qdelay_ref", "max_burst", "ecn", "l4s_step_us"],
             _ => return Err(format!("unknown queue {name:?} (allowed: infinite, droptail, drophead, codel, pie)")),
         };
         for (key, _) in &args {
@@ -79,6 +95,15 @@ impl QueueSpec {
         if packets == Some(0) || bytes == Some(0) {
             return Err(format!("{name}: packets and bytes must be > 0"));
         }
+        let ecn = match get("ecn") {
+            None | Some(0) => false,
+            Some(1) => true,
+            Some(other) => return Err(format!("{name}: ecn={other}: give ecn=1 (mark) or ecn=0 (drop)")),
+        };
+        let l4s_step_ns = match get("l4s_step_us") {
+            Some(0) => return Err(format!("{name}: l4s_step_us must be > 0")),
+            step => step.map(|us| us * 1_000),
+        };
         let ms = |key: &str, default: u64| get(key).unwrap_or(default) * 1_000_000;
         let kind = match name {
             "infinite" => Kind::Infinite,
@@ -91,7 +116,7 @@ impl QueueSpec {
             "codel" => Kind::Codel { target_ns: ms("target", 5), interval_ns: ms("interval", 100) },
             _ => Kind::Pie { qdelay_ref_ns: ms("qdelay_ref", 15), max_burst_ns: ms("max_burst", 150) },
         };
-        Ok(Self { kind, packets, bytes })
+        Ok(Self { kind, packets, bytes, ecn, l4s_step_ns })
     }
 
     /// Canonical text of the discipline, for logs and the summary.
@@ -118,6 +143,12 @@ impl QueueSpec {
                 "pie"
             }
         };
+        if self.ecn {
+            args.push("ecn=1".to_string());
+        }
+        if let Some(step_ns) = self.l4s_step_ns {
+            args.push(format!("l4s_step_us={}", step_ns / 1_000));
+        }
         if args.is_empty() { name.to_string() } else { format!("{name} {}", args.join(",")) }
     }
 }
@@ -147,6 +178,10 @@ const PIE_ALPHA: f64 = 0.125;
 const PIE_BETA: f64 = 1.25;
 /// CoDel does not drop when at most one MTU is queued (RFC 8289's maxpacket).
 const CODEL_MAX_PACKET: u64 = 1504;
+/// PIE marks instead of dropping only while its drop probability is at most this (RFC 8033
+/// section 5.1's suggestion, Linux's `PIE_MARK_ECN_TH` default): above it, marking would let
+/// unresponsive ECN traffic fill the queue.
+const PIE_MARK_ECN_MAX_PROB: f64 = 0.1;
 
 pub struct Queue {
     spec: QueueSpec,
@@ -154,6 +189,10 @@ pub struct Queue {
     bytes: u64,
     codel: CodelState,
     pie: Option<PieState>,
+    /// Packets CoDel or PIE marked CE instead of dropping them.
+    pub marks_aqm: u64,
+    /// ECT(1) packets the step marker marked CE.
+    pub marks_step: u64,
 }
 
 impl Queue {
@@ -168,7 +207,7 @@ impl Queue {
             }),
             _ => None,
         };
-        Self { spec, packets: VecDeque::new(), bytes: 0, codel: CodelState::default(), pie }
+        Self { spec, packets: VecDeque::new(), bytes: 0, codel: CodelState::default(), pie, marks_aqm: 0, marks_step: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -209,19 +248,24 @@ impl Queue {
             dropped.push((packet, DropCause::Queue));
             return;
         }
+        let mut packet = packet;
         if self.pie.is_some() {
             self.pie_update(now_ns);
             if self.pie_drops() {
-                dropped.push((packet, DropCause::Aqm));
-                return;
+                let prob = self.pie.as_ref().map_or(1.0, |pie| pie.drop_prob);
+                if !(prob <= PIE_MARK_ECN_MAX_PROB && self.mark(&mut packet)) {
+                    dropped.push((packet, DropCause::Aqm));
+                    return;
+                }
             }
         }
         self.push(packet);
     }
 
-    /// Takes the next packet to serve at time `now_ns` (CoDel may drop packets on the way).
+    /// Takes the next packet to serve at time `now_ns` (CoDel may drop packets on the way; the
+    /// step marker marks the one it serves).
     pub fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<(Packet, DropCause)>) -> Option<Packet> {
-        match self.spec.kind {
+        let mut packet = match self.spec.kind {
             Kind::Codel { target_ns, interval_ns } => self.codel_dequeue(now_ns, target_ns, interval_ns, dropped),
             _ => {
                 if self.pie.is_some() {
@@ -229,7 +273,25 @@ impl Queue {
                 }
                 self.pop()
             }
+        }?;
+        if let Some(step_ns) = self.spec.l4s_step_ns {
+            if packet.ecn == Codepoint::Ect1 && now_ns.saturating_sub(packet.arrival_ns) >= step_ns {
+                packet.mark_ce = true;
+                self.marks_step += 1;
+            }
         }
+        Some(packet)
+    }
+
+    /// Marks `packet` CE in place of an AQM drop, if the queue marks (`ecn=1`) and the packet is
+    /// ECN-capable; false means drop it.
+    fn mark(&mut self, packet: &mut Packet) -> bool {
+        if !(self.spec.ecn && packet.ecn.capable()) {
+            return false;
+        }
+        packet.mark_ce = true;
+        self.marks_aqm += 1;
+        true
     }
 
     fn push(&mut self, packet: Packet) {
@@ -283,8 +345,14 @@ impl Queue {
                 self.codel.dropping = false;
             }
             while self.codel.dropping && now_ns >= self.codel.drop_next_ns {
-                dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
                 self.codel.count += 1;
+                if self.mark(packet.as_mut().expect("a packet to signal")) {
+                    // Marked, not dropped: it leaves now, and the next signal is scheduled as after a drop.
+                    self.codel.drop_next_ns =
+                        Self::codel_control_law(self.codel.drop_next_ns, interval_ns, self.codel.count);
+                    return packet;
+                }
+                dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
                 (packet, ok_to_drop) = self.codel_pop(now_ns, target_ns, interval_ns);
                 if packet.is_none() || !ok_to_drop {
                     self.codel.dropping = false;
@@ -294,8 +362,10 @@ impl Queue {
                 }
             }
         } else if ok_to_drop {
-            dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
-            (packet, _) = self.codel_pop(now_ns, target_ns, interval_ns);
+            if !self.mark(packet.as_mut().expect("a packet to signal")) {
+                dropped.push((packet.take().expect("a packet to drop"), DropCause::Aqm));
+                (packet, _) = self.codel_pop(now_ns, target_ns, interval_ns);
+            }
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
             self.codel.count = if delta > 1 && now_ns.saturating_sub(self.codel.drop_next_ns) < 16 * interval_ns {
@@ -365,7 +435,11 @@ mod tests {
     use super::*;
 
     fn packet(size: u32, at: u64) -> Packet {
-        Packet { data: vec![0; size as usize], size, arrival_ns: at }
+        ecn_packet(size, at, Codepoint::NotEct)
+    }
+
+    fn ecn_packet(size: u32, at: u64, ecn: Codepoint) -> Packet {
+        Packet { data: vec![0; size as usize], size, arrival_ns: at, ecn, mark_ce: false }
     }
 
     #[test]
@@ -454,5 +528,106 @@ mod tests {
         }
         let aqm = dropped.iter().filter(|(_, c)| *c == DropCause::Aqm).count();
         assert!(aqm > 1000, "pie dropped only {aqm}");
+    }
+
+    #[test]
+    fn ecn_and_the_step_marker_parse_where_they_apply() {
+        let c = QueueSpec::parse("codel packets=100,ecn=1,l4s_step_us=1000").unwrap();
+        assert!(c.ecn && c.l4s_step_ns == Some(1_000_000));
+        assert_eq!(c.describe(), "codel packets=100,target=5,interval=100,ecn=1,l4s_step_us=1000");
+        assert_eq!(QueueSpec::parse(&c.describe()).unwrap(), c);
+        assert!(QueueSpec::parse("pie bytes=10000,ecn=1").unwrap().ecn);
+        assert_eq!(QueueSpec::parse("infinite l4s_step_us=500").unwrap().l4s_step_ns, Some(500_000));
+        assert!(QueueSpec::parse("droptail packets=10,ecn=1").unwrap_err().contains("\"ecn\""));
+        assert!(QueueSpec::parse("codel ecn=2").unwrap_err().contains("ecn=1 (mark)"));
+        assert!(QueueSpec::parse("infinite l4s_step_us=0").unwrap_err().contains("> 0"));
+        assert!(!QueueSpec::parse("codel packets=100").unwrap().ecn);
+    }
+
+    /// CoDel over a 50 ms standing queue (one arrival a ms, served 50 ms later), for 2 s; the
+    /// queue's drops, its marks, and which packets were marked.
+    fn codel_standing(spec: &str, ecn: Codepoint) -> (usize, u64, Vec<Packet>) {
+        let mut q = Queue::new(QueueSpec::parse(spec).unwrap(), 1);
+        let mut dropped = Vec::new();
+        let mut served = Vec::new();
+        for now_ms in 0..2000u64 {
+            let now = now_ms * 1_000_000;
+            q.enqueue(ecn_packet(1500, now, ecn), now, &mut dropped);
+            if now_ms >= 50 {
+                served.extend(q.dequeue(now, &mut dropped));
+            }
+        }
+        (dropped.len(), q.marks_aqm, served)
+    }
+
+    #[test]
+    fn codel_with_ecn_marks_capable_packets_where_it_would_drop_them() {
+        let (drops, marks, served) = codel_standing("codel target=5,interval=100,ecn=1", Codepoint::Ect0);
+        assert_eq!(drops, 0, "an ECN-capable flow loses nothing to CoDel");
+        assert_eq!(served.iter().filter(|p| p.mark_ce).count() as u64, marks);
+        // Marking does not drain the queue, so CoDel stays in its dropping state and signals at
+        // its control law's times: the first one interval after the sojourn first exceeded the
+        // target (at 50 ms, the first service), then the (k+1)-th interval/sqrt(k) after the k-th.
+        let (mut t, mut k, mut expected) = (150.0f64, 1.0f64, 0u64);
+        while t <= 1999.0 {
+            expected += 1;
+            t += 100.0 / k.sqrt();
+            k += 1.0;
+        }
+        assert!(marks.abs_diff(expected) <= 2, "{marks} marks, the control law gives {expected}");
+        // Without ECN, or with ecn=1 but packets that are not ECN-capable, CoDel drops instead.
+        for (spec, ecn) in [("codel target=5,interval=100", Codepoint::Ect0), ("codel target=5,interval=100,ecn=1", Codepoint::NotEct)] {
+            let (drops, marks, served) = codel_standing(spec, ecn);
+            assert!(drops > 5 && marks == 0 && served.iter().all(|p| !p.mark_ce), "{spec} {ecn:?}");
+        }
+    }
+
+    #[test]
+    fn pie_with_ecn_marks_only_while_its_probability_is_at_most_ten_percent() {
+        let mut q = Queue::new(QueueSpec::parse("pie qdelay_ref=15,max_burst=150,ecn=1").unwrap(), 7);
+        let mut dropped = Vec::new();
+        let mut marked_at_prob = Vec::new();
+        let mut dropped_at_prob = Vec::new();
+        for now_ms in 0..5000u64 {
+            let now = now_ms * 1_000_000;
+            for _ in 0..2 {
+                let (marks, drops) = (q.marks_aqm, dropped.len());
+                q.enqueue(ecn_packet(1500, now, Codepoint::Ect1), now, &mut dropped);
+                let prob = q.pie.as_ref().unwrap().drop_prob;
+                if q.marks_aqm > marks {
+                    marked_at_prob.push(prob);
+                }
+                if dropped.len() > drops {
+                    dropped_at_prob.push(prob);
+                }
+            }
+            q.dequeue(now, &mut dropped);
+        }
+        assert!(marked_at_prob.len() > 5, "{} marks", marked_at_prob.len());
+        assert!(marked_at_prob.iter().all(|p| *p <= PIE_MARK_ECN_MAX_PROB));
+        // Marks alone do not slow this load (two arrivals per departure): PIE's probability passes
+        // 10 % and it drops from there on, as RFC 8033 section 5.1 has it.
+        assert!(!dropped_at_prob.is_empty() && dropped_at_prob.iter().all(|p| *p > PIE_MARK_ECN_MAX_PROB));
+    }
+
+    #[test]
+    fn the_step_marker_marks_ect1_packets_that_waited_the_step_and_no_others() {
+        let mut q = Queue::new(QueueSpec::parse("infinite l4s_step_us=1000").unwrap(), 1);
+        let mut dropped = Vec::new();
+        // Each packet waits i * 100 us: 0 to 1.9 ms; ECT(1) and ECT(0) alternate.
+        let mut marked = Vec::new();
+        for i in 0..40u64 {
+            let ecn = if i % 2 == 0 { Codepoint::Ect1 } else { Codepoint::Ect0 };
+            q.enqueue(ecn_packet(1500, i * 1_000_000, ecn), i * 1_000_000, &mut dropped);
+            let wait_us = (i / 2) * 100;
+            let packet = q.dequeue(i * 1_000_000 + wait_us * 1_000, &mut dropped).unwrap();
+            if packet.mark_ce {
+                marked.push((i, wait_us));
+            }
+        }
+        let expected: Vec<(u64, u64)> = (0..40).filter(|i| i % 2 == 0 && (i / 2) * 100 >= 1000).map(|i| (i, (i / 2) * 100)).collect();
+        assert_eq!(marked, expected);
+        assert_eq!(q.marks_step, expected.len() as u64);
+        assert_eq!(q.marks_aqm, 0);
     }
 }

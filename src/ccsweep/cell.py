@@ -21,6 +21,10 @@ from ccsweep.linkdesc import DEFAULT_LINK, LINKS, LinkOffload, descriptor
 CELL_SCHEMA_VERSION: Final = 1
 
 QueueKind = Literal["infinite", "droptail", "drophead", "codel", "pie"]
+#: A cell's endpoints' ECN, where it is not the kernel's default (net.ipv4.tcp_ecn 2, accept when asked).
+TcpEcn = Literal["on", "off"]
+#: net.ipv4.tcp_ecn's value for each.
+TCP_ECN_SYSCTL: Mapping[TcpEcn, int] = {"on": 1, "off": 0}
 LossPosition = Literal["after", "before"]
 
 
@@ -65,6 +69,11 @@ class QueueParams(Frozen):
     interval_ms: float | None = Field(default=None, gt=0)
     qdelay_ref_ms: float | None = Field(default=None, gt=0)
     max_burst_ms: float | None = Field(default=None, gt=0)
+    ecn: bool = Field(default=False, description="CoDel or PIE marks ECN-capable packets CE instead of dropping them")
+    l4s_step_us: int | None = Field(default=None, ge=1, description="ECT(1) packets that waited this long or more "
+                                                                    "are marked CE as they leave (an L4S step)")
+
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {"ecn": False, "l4s_step_us": None}
 
     @model_validator(mode="after")
     def _arguments_fit_kind(self) -> QueueParams:
@@ -77,6 +86,8 @@ class QueueParams(Frozen):
             raise ValueError("queue.target_ms/interval_ms apply to codel only")
         if self.kind != "pie" and (self.qdelay_ref_ms or self.max_burst_ms):
             raise ValueError("queue.qdelay_ref_ms/max_burst_ms apply to pie only")
+        if self.ecn and self.kind not in ("codel", "pie"):
+            raise ValueError("queue.ecn applies to codel and pie only")
         return self
 
     def emulator_spec(self) -> str:
@@ -95,19 +106,22 @@ class QueueParams(Frozen):
         if self.kind == "pie":
             args["qdelay_ref"] = self.qdelay_ref_ms or 15
             args["max_burst"] = self.max_burst_ms or 150
+        args["ecn"] = 1 if self.ecn else None
+        args["l4s_step_us"] = self.l4s_step_us
         parts = [f"{k}={_num(v)}" for k, v in args.items() if v is not None]
         return " ".join([self.kind, ",".join(parts)]) if parts else self.kind
 
     def label(self) -> str:
         """Short human label for tables and figure legends."""
+        marking = (" ECN" if self.ecn else "") + (f" step {self.l4s_step_us} us" if self.l4s_step_us else "")
         if self.kind == "infinite":
-            return "infinite"
+            return "infinite" + marking
         limits = []
         if self.bytes is not None:
             limits.append(f"{self.bytes / 1000:g} kB")
         if self.packets is not None:
             limits.append(f"{self.packets} pkts")
-        return f"{self.kind} {' / '.join(limits)}"
+        return f"{self.kind} {' / '.join(limits)}{marking}"
 
 
 class BernoulliLoss(Frozen):
@@ -342,9 +356,12 @@ class CellParams(Frozen):
                                       "--offload); absent: the link's default (linkdesc)")
     bpf_programs: tuple[BpfProgramRef, ...] = Field(
         default=(), description="the BPF congestion controls the flows use, each once, with its object's digest")
+    tcp_ecn: TcpEcn | None = Field(
+        default=None, description="the endpoints' ECN (net.ipv4.tcp_ecn in their namespaces): on asks for it and "
+                                  "accepts it (1), off neither (0); None: the kernel's default, accept when asked (2)")
 
     added_after_schema_1: ClassVar[Mapping[str, object]] = {"link": DEFAULT_LINK, "kernel": None, "time_scale": 1.0,
-                                                            "bpf_programs": []}
+                                                            "bpf_programs": [], "tcp_ecn": None}
 
     @model_validator(mode="before")
     @classmethod

@@ -221,6 +221,7 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             time_scale=time_scale,
             link_offload=exp.link_offload,
             bpf_programs=tuple(bpf_programs[cc] for cc in dict.fromkeys(f.cc for f in flows) if cc in bpf_programs),
+            tcp_ecn=None if exp.tcp_ecn == "accept" else exp.tcp_ecn,  # the kernel's default: one cell, one id
         )
         if reason := cannot_express(params):
             raise SpecError(f"experiments[{exp.name}].link: {exp.link} cannot {reason}")
@@ -309,7 +310,7 @@ def _queue(setting: QueueSetting, rate_mbps: float, rtt_ms: float, where: str) -
     try:
         return QueueParams(kind=setting.kind, packets=setting.packets, bytes=limit_bytes, target_ms=setting.target_ms,
                            interval_ms=setting.interval_ms, qdelay_ref_ms=setting.qdelay_ref_ms,
-                           max_burst_ms=setting.max_burst_ms)
+                           max_burst_ms=setting.max_burst_ms, ecn=setting.ecn, l4s_step_us=setting.l4s_step_us)
     except ValidationError as exc:
         context = (f" (bdp {setting.bdp:g} of a {bdp_bytes:.0f}-byte BDP at {rate_mbps:g} Mbit/s and {rtt_ms:g} ms "
                    f"RTT is {limit_bytes} bytes; set min_bytes)" if setting.bdp is not None else "")

@@ -39,6 +39,7 @@ class Inexpressible:
     policer: str | None = None
     jitter: str | None = None
     slot: str | None = None
+    ecn_marking: str | None = None
     rate_schedule: str | None = None
     fractional_queue_args: str | None = None
     #: Whether it runs a constant rate as a trace, which must then repeat within
@@ -150,6 +151,7 @@ MAHIMAHI: Final = LinkDescriptor(
         policer="mm-link has no token bucket",
         jitter="mm-delay holds every packet for one fixed delay",
         slot="mm-delay releases each packet when its delay ends",
+        ecn_marking="mm-link's queues drop and mark nothing",
         rate_schedule="mm-link replays a trace from its own start, not from the flows' start",
         fractional_queue_args="mm-link takes whole numbers",
         constant_rate_as_trace=True),

@@ -126,6 +126,9 @@ def cannot_express(p: CellParams) -> str | None:
         if cannot.slot and direction.slot is not None:
             return (f"release {name} packets in slots (slot): {cannot.slot} (drop the slot, or use link "
                     f"{DEFAULT_LINK})")
+        if cannot.ecn_marking and (direction.queue.ecn or direction.queue.l4s_step_us is not None):
+            return (f"mark {name} packets CE (queue.ecn, queue.l4s_step_us): {cannot.ecn_marking} (drop them, or use "
+                    f"link {DEFAULT_LINK})")
         if cannot.rate_schedule and direction.rate_schedule:
             return f"play a rate_schedule: {cannot.rate_schedule}"
         fractional = [arg for arg in QUEUE_ARGS if _fractional(getattr(direction.queue, arg))]

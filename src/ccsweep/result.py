@@ -46,6 +46,10 @@ class FlowResult(Record):
     min_rtt_ms: float | None = None
     rwnd_limited_fraction: float | None = Field(default=None, description="tcpi_rwnd_limited / tcpi_busy_time")
     sndbuf_limited_fraction: float | None = None
+    delivered_ce: int | None = Field(default=None, description="packets acknowledged by ACKs echoing congestion "
+                                                               "(tcpi_delivered_ce): with classic ECN the receiver "
+                                                               "echoes until the sender's CWR, so more than the marks; "
+                                                               "None where not read")
 
 
 class DirectionCounters(Record):
@@ -65,6 +69,10 @@ class DirectionCounters(Record):
     drops_aqm: int = 0
     #: Packets a policer dropped (0 where the direction has none, or the record predates policers).
     drops_policer: int = 0
+    #: Packets CoDel or PIE marked CE instead of dropping them, and ECT(1) packets the step marker
+    #: marked (0 where the queue marks nothing, or the record predates ECN).
+    marks_aqm: int = 0
+    marks_step: int = 0
     queue_bytes_max: int = 0
 
 
@@ -258,6 +266,8 @@ class Environment(Record):
     wmem_max: int | None = None
     tcp_rmem: list[int] | None = None
     tcp_wmem: list[int] | None = None
+    tcp_ecn: int | None = Field(default=None, description="net.ipv4.tcp_ecn where the endpoints ran (1 on, 0 off, 2 "
+                                                          "accept when asked); None in records made before it was read")
     executor: str = Field(default="local", description="local, argo or operator")
     bpf_programs: list[BpfProgramRef] = Field(
         default_factory=list, description="the BPF congestion controls the cell ran, each with the digest of the "

@@ -17,7 +17,7 @@ import re
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
-from pydantic.functional_validators import AfterValidator
+from pydantic.functional_validators import AfterValidator, BeforeValidator
 from pydantic.json_schema import WithJsonSchema
 
 from ccsweep.bpfcc import BpfCongestionControl
@@ -208,6 +208,11 @@ class QueueSetting(SpecModel):
     interval_ms: float | None = Field(default=None, gt=0, le=10_000)
     qdelay_ref_ms: float | None = Field(default=None, gt=0, le=10_000)
     max_burst_ms: float | None = Field(default=None, gt=0, le=10_000)
+    ecn: bool = Field(default=False, strict=True,
+                      description="codel or pie: mark ECN-capable packets CE instead of dropping them")
+    l4s_step_us: int | None = Field(default=None, ge=1, le=10_000_000, strict=True,
+                                    description="mark ECT(1) packets CE that waited this long or more (an L4S "
+                                                "step marker, on any queue)")
 
     @model_validator(mode="after")
     def _fields_fitkind_in_words(self) -> QueueSetting:
@@ -228,6 +233,8 @@ class QueueSetting(SpecModel):
             given = [name for name in names if getattr(self, name) is not None]
             if given and self.kind != kind:
                 raise ValueError(f"{', '.join(given)}: only for kind {kind}, not {self.kind}")
+        if self.ecn and self.kind not in ("codel", "pie"):
+            raise ValueError(f"ecn: only for kind codel or pie (the AQMs that mark), not {self.kind}")
         return self
 
 
@@ -456,6 +463,11 @@ Repetitions = Annotated[
 UNION_TAGS: dict[str, tuple[str, ...]] = {"count": ("repetitions",), "adaptive": ("repetitions",)}
 
 
+def _yaml_switch(value: object) -> object:
+    """YAML 1.1 reads an unquoted on/off as true/false: take those as the words they were."""
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+
 class Experiment(SpecModel):
     """One experiment: its axes, what stays fixed, and the figure that shows it."""
 
@@ -499,6 +511,9 @@ class Experiment(SpecModel):
     seed: int = Field(default=1, ge=0, le=2**31)
     buffers: BufferSetting = BufferSetting()
     message_bytes: int = Field(default=1024, ge=1, le=1 << 20)
+    tcp_ecn: Annotated[Literal["on", "off", "accept"], BeforeValidator(_yaml_switch)] = Field(
+        default="accept", description="the endpoints' ECN: on asks for it and accepts it, off neither, accept (the "
+                                      "kernel's default) only when the peer asks")
     kernels: list[Annotated[str, Field(pattern=KERNEL_RELEASE)]] | None = Field(
         default=None, min_length=1, max_length=16,
         description="kernel releases (`uname -r`) to run every cell on, one cell each: results from different "

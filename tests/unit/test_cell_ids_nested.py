@@ -18,14 +18,14 @@ from ccsweep.expand import expand
 from ccsweep.specload import PACKAGED_PRESETS, load_spec
 
 
-class QueueWithEcn(QueueParams):
-    ecn: bool = False
-    added_after_schema_1: ClassVar[Mapping[str, object]] = {**QueueParams.added_after_schema_1, "ecn": False}
+class QueueWithRed(QueueParams):
+    red_min_bytes: int = 0
+    added_after_schema_1: ClassVar[Mapping[str, object]] = {**QueueParams.added_after_schema_1, "red_min_bytes": 0}
 
 
 class DirectionWithJitter(DirectionParams):
     jitter_ms: float = 0.0
-    queue: QueueWithEcn = QueueWithEcn()
+    queue: QueueWithRed = QueueWithRed()
     added_after_schema_1: ClassVar[Mapping[str, object]] = {**DirectionParams.added_after_schema_1,
                                                             "jitter_ms": 0.0}
 
@@ -62,5 +62,5 @@ def test_a_new_nested_field_set_is_hashed():
     jittered = with_new_fields(cell.params, jitter_ms=2.0)
     assert '"jitter_ms":2.0' in canonical_json(jittered)
     assert cell_id(jittered) != cell.id
-    marked = with_new_fields(cell.params, queue={**cell.params.uplink.queue.model_dump(), "ecn": True})
-    assert '"ecn":true' in canonical_json(marked) and cell_id(marked) != cell.id
+    red = with_new_fields(cell.params, queue={**cell.params.uplink.queue.model_dump(), "red_min_bytes": 3000})
+    assert '"red_min_bytes":3000' in canonical_json(red) and cell_id(red) != cell.id

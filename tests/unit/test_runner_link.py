@@ -98,8 +98,15 @@ def test_namespace_names_are_unique_per_cell_and_process():
 
 
 def test_buffers_become_per_namespace_sysctls():
-    assert sysctl_settings(cell().params.buffers) == {"net.ipv4.tcp_rmem": "4096 87380 6553600",
-                                                     "net.ipv4.tcp_wmem": "4096 65536 6553600"}
+    assert sysctl_settings(cell().params) == {"net.ipv4.tcp_rmem": "4096 87380 6553600",
+                                              "net.ipv4.tcp_wmem": "4096 65536 6553600"}
+
+
+@pytest.mark.parametrize("tcp_ecn, value", [("on", "1"), ("off", "0")])
+def test_the_endpoints_ecn_is_a_namespace_sysctl_where_it_is_not_the_default(tcp_ecn, value):
+    params = cell().params.model_copy(update={"tcp_ecn": tcp_ecn})
+    assert sysctl_settings(params)["net.ipv4.tcp_ecn"] == value
+    assert "net.ipv4.tcp_ecn" not in sysctl_settings(cell().params), "the kernel's default is left alone"
 
 
 @pytest.mark.parametrize("rtt_ms, expected_us", [(2, 400), (10, 400), (40, 400), (50, 500), (100, 1000), (500, 1000)])

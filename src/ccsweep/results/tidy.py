@@ -33,12 +33,12 @@ Row = dict[str, Any]
 CELL_METRICS: tuple[str, ...] = ("goodput_mbps", "goodput_steady_mbps", "bottleneck_throughput_mbps", "capacity_mbps")
 FLOW_METRICS: tuple[str, ...] = ("bytes_received", "goodput_mbps", "goodput_steady_mbps", "retransmits",
                                  "rtt_mean_ms", "rtt_p50_ms", "rtt_p95_ms", "min_rtt_ms", "rwnd_limited_fraction",
-                                 "sndbuf_limited_fraction")
+                                 "sndbuf_limited_fraction", "delivered_ce")
 COUNTERS: tuple[str, ...] = ("in_packets", "in_bytes", "out_packets", "out_bytes", "bottleneck_packets",
                              "bottleneck_bytes", "capacity_bytes", "drops_loss", "drops_queue", "drops_aqm",
-                             "drops_policer", "queue_bytes_max")
+                             "drops_policer", "marks_aqm", "marks_step", "queue_bytes_max")
 QUEUE_FIELDS: tuple[str, ...] = ("kind", "packets", "bytes", "target_ms", "interval_ms", "qdelay_ref_ms",
-                                 "max_burst_ms")
+                                 "max_burst_ms", "ecn", "l4s_step_us")
 TRIPLE = ("min", "default", "max")
 
 
@@ -77,6 +77,7 @@ def params_row(params: CellParams) -> Row:
         "link_offload": params.link_offload,
         "kernel_required": params.kernel,
         "time_scale": params.time_scale,
+        "tcp_ecn": params.tcp_ecn,
         "seed": params.seed,
         "repetition": params.repetition,
     }
@@ -104,6 +105,12 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _total(values: Iterable[int | None]) -> int | None:
+    """The sum, or None if any value is missing (a flow whose kernel did not report it)."""
+    present = list(values)
+    return None if any(v is None for v in present) else sum(v for v in present if v is not None)
+
+
 def cell_row(result: CellResult, sweep: str, experiments: list[str], record: str) -> Row:
     """One stored cell: where it belongs, its parameters, measurements, link counters and environment."""
     flows, link, env = result.flows, result.link, result.environment
@@ -119,6 +126,7 @@ def cell_row(result: CellResult, sweep: str, experiments: list[str], record: str
         "min_rtt_ms": min((f.min_rtt_ms for f in flows if f.min_rtt_ms is not None), default=None),
         "rwnd_limited_fraction": _mean(f.rwnd_limited_fraction for f in flows),
         "sndbuf_limited_fraction": _mean(f.sndbuf_limited_fraction for f in flows),
+        "delivered_ce": _total(f.delivered_ce for f in flows),
     })
     row.update(_counters("uplink", link.uplink if link else None))
     row.update(_counters("downlink", link.downlink if link else None))
@@ -220,14 +228,15 @@ _SELFCHECK_FLOATS = ("lateness_p50_us", "lateness_p99_us", "lateness_max_us", "c
 #: read from values, so a column whose values are all missing (a trace link's rate, Mahimahi's
 #: lateness) has the same type in every sweep, and a CSV reads back without guessing.
 _INTS = {"n_flows", "message_bytes", "seed", "repetition", "attempt", "retransmits", "flow", "bytes_received",
-         *(f"{d}_queue_{n}" for d in ("uplink", "downlink") for n in ("packets", "bytes")),
+         "delivered_ce",
+         *(f"{d}_queue_{n}" for d in ("uplink", "downlink") for n in ("packets", "bytes", "l4s_step_us")),
          *(f"{b}_{part}" for b in ("tcp_rmem", "tcp_wmem") for part in TRIPLE),
          *(f"{d}_{c}" for d in ("uplink", "downlink") for c in COUNTERS)}
 _FLOATS = {"loss", "rtt_ms", "bandwidth_mbps", "buffer_bdp", "duration_s", "warmup_s", "time_scale", "flow_start_s",
            *CELL_METRICS, *(m for m in FLOW_METRICS if m not in _INTS),
            *(f"{d}_{n}" for d in ("uplink", "downlink") for n in _DIRECTION_FLOATS),
            *(f"emulator_{n}" for n in _SELFCHECK_FLOATS)}
-_BOOLS = {"emulator_late"}
+_BOOLS = {"emulator_late", "uplink_queue_ecn", "downlink_queue_ecn"}
 
 
 def column_type(name: str) -> ColumnType:

@@ -57,6 +57,7 @@ def flow_result(index: int, params: CellParams, samples: Sequence[SenderSample],
         min_rtt_ms=round(min_rtt / 1000, 3) if min_rtt else None,
         rwnd_limited_fraction=limited_fraction(last.rwnd_limited_us, last.busy_us),
         sndbuf_limited_fraction=limited_fraction(last.sndbuf_limited_us, last.busy_us),
+        delivered_ce=last.delivered_ce,
     )
 
 

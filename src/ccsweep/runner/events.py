@@ -44,6 +44,7 @@ class SenderSample:
     busy_us: int | None = None
     rwnd_limited_us: int | None = None
     sndbuf_limited_us: int | None = None
+    delivered_ce: int | None = None
     bbr: BbrEstimate | None = None
     #: Packets in flight as the kernel counts them (tcp_packets_in_flight: unacked - sacked - lost +
     #: retrans); None from a sampler that did not read those counters.
@@ -64,7 +65,7 @@ class SenderSample:
             delivery_rate=int(event.get("delivery_rate", 0)), total_retrans=int(event.get("total_retrans", 0)),
             bytes_acked=int(event.get("bytes_acked", 0)), busy_us=counter("busy_us"),
             rwnd_limited_us=counter("rwnd_limited_us"), sndbuf_limited_us=counter("sndbuf_limited_us"),
-            inflight=_inflight(event),
+            delivered_ce=counter("delivered_ce"), inflight=_inflight(event),
             bbr=BbrEstimate(bw=int(bbr["bw"]), min_rtt_us=int(bbr["min_rtt_us"]), pacing_gain=_gain(bbr, "pacing_gain"),
                             cwnd_gain=_gain(bbr, "cwnd_gain")) if bbr else None,
         )

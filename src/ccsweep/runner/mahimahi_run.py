@@ -153,7 +153,7 @@ class MahimahiLink:
         self._sched = realtime_shells(shells.process.pid)  # every ferry is forked by now
         self._attached = True  # before: an interrupt inside the attach must not leave the name unlisted
         _attach_netns(self._inner, pid)
-        set_sysctls(self._inner, sysctl_settings(run.cell.params.buffers))
+        set_sysctls(self._inner, sysctl_settings(run.cell.params))
         # Read in the sender's namespace: the one whose buffers this link had to set itself.
         self._sysctls = read_sysctls(self._inner)
         shells.send("setup-done\n")

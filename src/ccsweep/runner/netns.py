@@ -2,8 +2,9 @@
 
 Names are `ccs-<cell id, 8 hex>-<runner pid>-s|r`, so cells (even repetitions of one cell) run
 side by side on a node and a leftover namespace says which process leaked it.  Socket-buffer
-sysctls `net.ipv4.tcp_rmem`/`tcp_wmem` are per namespace and set here; `net.core.rmem_max`/
-`wmem_max` are host-wide (writing them inside a namespace fails), so they are only read back.
+sysctls `net.ipv4.tcp_rmem`/`tcp_wmem`, and `net.ipv4.tcp_ecn` where the cell sets it, are per
+namespace and set here; `net.core.rmem_max`/`wmem_max` are host-wide (writing them inside a
+namespace fails), so they are only read back.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccsweep.cell import BufferParams
+from ccsweep.cell import TCP_ECN_SYSCTL, CellParams
 from ccsweep.runner.procs import ChildTimeout
 
 #: Sysctls read back from the receiver namespace into each result (what the sockets really got).
-RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max")
+RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max",
+                    "net.ipv4.tcp_ecn")
 
 
 class NamespaceError(RuntimeError):
@@ -65,12 +67,16 @@ def _ip(*args: str) -> str:
     return done.stdout
 
 
-def sysctl_settings(buffers: BufferParams) -> dict[str, str]:
-    """The per-namespace sysctls a cell sets, in `sysctl -w` syntax."""
-    return {
-        "net.ipv4.tcp_rmem": " ".join(map(str, buffers.tcp_rmem)),
-        "net.ipv4.tcp_wmem": " ".join(map(str, buffers.tcp_wmem)),
+def sysctl_settings(params: CellParams) -> dict[str, str]:
+    """The per-namespace sysctls a cell sets, in `sysctl -w` syntax: its buffers, and its endpoints'
+    ECN where it is not the kernel's default."""
+    settings = {
+        "net.ipv4.tcp_rmem": " ".join(map(str, params.buffers.tcp_rmem)),
+        "net.ipv4.tcp_wmem": " ".join(map(str, params.buffers.tcp_wmem)),
     }
+    if params.tcp_ecn is not None:
+        settings["net.ipv4.tcp_ecn"] = str(TCP_ECN_SYSCTL[params.tcp_ecn])
+    return settings
 
 
 #: Writes sysctls inside `ip netns exec`. A cell pod is not privileged, so its runtime mounts
@@ -91,8 +97,9 @@ def read_sysctls(namespace: str, names: tuple[str, ...] = RECORDED_SYSCTLS) -> d
 
 
 @contextmanager
-def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespaces]:
-    """Create both namespaces with `lo` up and the cell's buffers; delete them on every exit path."""
+def cell_namespaces(cell_id: str, settings: dict[str, str]) -> Iterator[CellNamespaces]:
+    """Create both namespaces with `lo` up and the cell's sysctls (sysctl_settings); delete them on
+    every exit path."""
     names = namespace_names(cell_id)
     created: list[str] = []
     try:
@@ -105,7 +112,7 @@ def cell_namespaces(cell_id: str, buffers: BufferParams) -> Iterator[CellNamespa
             with deferred_interrupts():
                 _ip("netns", "add", name)
             _ip("-n", name, "link", "set", "lo", "up")
-            set_sysctls(name, sysctl_settings(buffers))
+            set_sysctls(name, settings)
         yield names
     finally:
         with deferred_interrupts():

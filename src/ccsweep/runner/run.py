@@ -55,7 +55,7 @@ from ccsweep.runner.hostcpu import HostCpu
 from ccsweep.runner.links import link_for
 from ccsweep.runner.live import LiveFeed
 from ccsweep.runner.measure import read_link_log
-from ccsweep.runner.netns import cell_namespaces
+from ccsweep.runner.netns import cell_namespaces, sysctl_settings
 from ccsweep.runner.procs import Child, ChildError, ChildTimeout, Wait
 from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary
 from ccsweep.runner.tcpinfo import available_congestion_controls
@@ -107,7 +107,7 @@ def _run(run: CellRun, link: Link, live: LiveFeed) -> None:
     host = HostCpu()
     try:
         link.prepare(run)
-        with cell_namespaces(run.cell.id, run.cell.params.buffers) as ns:
+        with cell_namespaces(run.cell.id, sysctl_settings(run.cell.params)) as ns:
             try:
                 link.start(run, ns, live)
                 receiver = run.receiver = run.start(Child, "receiver", link.receiver_argv(run, ns),
@@ -134,7 +134,8 @@ def _run(run: CellRun, link: Link, live: LiveFeed) -> None:
     run.environment = run.environment.model_copy(update={
         "tcp_rmem": sysctls.get("net.ipv4.tcp_rmem"), "tcp_wmem": sysctls.get("net.ipv4.tcp_wmem"),
         "rmem_max": next(iter(sysctls.get("net.core.rmem_max") or []), None),
-        "wmem_max": next(iter(sysctls.get("net.core.wmem_max") or []), None)})
+        "wmem_max": next(iter(sysctls.get("net.core.wmem_max") or []), None),
+        "tcp_ecn": next(iter(sysctls.get("net.ipv4.tcp_ecn") or []), None)})
 
 
 def _t0(clock: LinkClock | None) -> int:

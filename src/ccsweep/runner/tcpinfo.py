@@ -18,8 +18,8 @@ TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_CC_INFO = 26  # not in Python's socket module
 
-#: The bytes of struct tcp_info asked for: everything up to and including tcpi_sndbuf_limited.
-TCP_INFO_BYTES = 192
+#: The bytes of struct tcp_info asked for: everything up to and including tcpi_delivered_ce.
+TCP_INFO_BYTES = 200
 #: struct tcp_bbr_info: bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain (five __u32).
 TCP_BBR_INFO_BYTES = 20
 
@@ -44,6 +44,7 @@ TCP_INFO_FIELDS: tuple[tuple[str, int, str], ...] = (
     ("busy_us", 168, "Q"),
     ("rwnd_limited_us", 176, "Q"),
     ("sndbuf_limited_us", 184, "Q"),
+    ("delivered_ce", 196, "I"),   # packets acknowledged by ACKs echoing congestion (ECE), Linux 4.18+
 )
 
 
