@@ -108,6 +108,32 @@ def over_time(attempts: pd.DataFrame, machine: pd.DataFrame) -> list[str]:
     return lines
 
 
+#: Shares of its link's rate a cell carried, for the cost table: (lowest, highest, label).
+CARRIED_SHARES = ((0.0, 0.01, "under 1 %"), (0.01, 0.10, "1-10 %"), (0.10, 0.50, "10-50 %"),
+                  (0.50, float("inf"), "50 % or more"))
+
+
+def cost_table(attempts: pd.DataFrame) -> list[str]:
+    """What a cell's emulator cost against what it carried, per link rate and share of that rate
+    carried (every attempt of every run; none for folders written before the columns were kept)."""
+    if "carried_mbps" not in attempts.columns:
+        return []
+    measured = attempts.dropna(subset=["rate_mbps", "carried_mbps", "emulator_cpu_share"])
+    lines = ["", "## What a cell costs against what it carries", "",
+             "The emulator's CPU share (its CPU time over its wall time) by the Mbit/s its link took in over the "
+             "flows' time, as a share of the link's rate; every attempt.", "",
+             "| link rate (Mbit/s) | carried | attempts | emulator CPU, median (cores) | range |",
+             "|---|---|---|---|---|"]
+    share = measured["carried_mbps"] / measured["rate_mbps"]
+    for rate, rows in measured.groupby("rate_mbps"):
+        for low, high, label in CARRIED_SHARES:
+            cpu = rows[(share[rows.index] >= low) & (share[rows.index] < high)]["emulator_cpu_share"]
+            if len(cpu):
+                lines.append(f"| {rate:g} | {label} | {len(cpu)} | {fmt(cpu.median(), 3)} | "
+                             f"{fmt(cpu.min(), 3)}-{fmt(cpu.max(), 3)} |")
+    return lines
+
+
 def report(folder: Path) -> str:
     runs = pd.read_csv(folder / "runs.csv")
     attempts = pd.read_csv(folder / "attempts.csv")
@@ -128,6 +154,7 @@ def report(folder: Path) -> str:
     lines += ["", f"{len(spoiled)} of {total} attempts were late or starved; wall time median "
               f"{fmt(runs['wall_s'].median())} s (range {fmt(runs['wall_s'].min())}-{fmt(runs['wall_s'].max())} s)."]
     lines += ["", "## Where the time goes", "", *time_table(attempts, machine), *over_time(attempts, machine)]
+    lines += cost_table(attempts)
     lines += ["", "## Every late or starved attempt, with what its record measured", ""]
     if spoiled.empty:
         lines.append("None.")

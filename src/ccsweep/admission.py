@@ -29,12 +29,13 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
   seconds), they stand for the running cells instead of the model, and only the cells still
   settling (started within SETTLE_S of now, or before their last flow's start) count at their
   modelled cost beside them. The model prices a cell by its link's rate, but what a cell costs
-  follows what it carries: in the quiet study (benchmarks/results/2026-11-30-full-study-quiet)
-  the emulator of a 100 Mbit/s cell that carried under 1 Mbit/s used 0.011 cores (median of 41),
-  one that carried over 50 Mbit/s 0.233 (of 23), and one correction per kind of cell averaged the
-  two: 10-12 cells at once, near line rate, were let in on two cores, and 7 of the 9 started then
-  ran late. The machine's own count holds whatever the mix is; the limit on cells at once then
-  bounds what the measurement has not seen (a cell's growth after it settled), and lateness lowers it.
+  follows what it carries: in the quiet study's first sitting (benchmarks/results/
+  2026-11-30-full-study-quiet) the emulator of a 100 Mbit/s cell that carried under 1 % of its rate
+  used 0.011 cores (median of 43 attempts), one that carried half of it or more 0.227 (of 27), and
+  one correction per kind of cell averaged the two: 10-12 cells at once, near line rate, were let
+  in on two cores, and 7 of the 9 started then ran late. The machine's own count holds whatever the
+  mix is; the limit on cells at once then bounds what the measurement has not seen (a cell's growth
+  after it settled), and lateness lowers it.
 """
 
 from __future__ import annotations
