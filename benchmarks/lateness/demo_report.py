@@ -16,6 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 END = "<!-- end of the generated part: what follows is written by hand -->"
+#: The whole study in one sitting on a quiet machine, whose numbers README.md's first paragraph quotes.
+ONE_SITTING = Path(__file__).resolve().parents[1] / "results" / "2026-11-30-full-study-one-sitting"
 
 
 def fmt(value: object, digits: int = 0) -> str:
@@ -179,6 +181,15 @@ def report(folder: Path) -> str:
               f"{fmt(on_time['overshoot_max_us'].median())} us; steal in the worst second median "
               f"{fmt(on_time['steal_max_window_pct'].median(), 1)} %.", "", END, ""]
     return "\n".join(lines)
+
+
+def compute(folder: Path = ONE_SITTING) -> dict[str, str]:
+    """The values README.md quotes of the one-sitting study (benchmarks.rebbr.report fills them in):
+    its cells, its wall time as demo_runs timed it, and how many attempts ran at once."""
+    (run,) = pd.read_csv(folder / "runs.csv").itertuples()
+    t = timing(pd.read_csv(folder / "attempts.csv"))
+    return {"quiet.cells": str(run.cells), "quiet.wall-min": f"{run.wall_s / 60:.1f}",
+            "quiet.mean-at-once": f"{t.mean:.1f}", "quiet.peak": str(t.peak)}
 
 
 def main(argv: list[str] | None = None) -> int:

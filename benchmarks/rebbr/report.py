@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from benchmarks.cluster import argo_report
+from benchmarks.lateness import demo_report
 from benchmarks.pacing import report as pacing_report
 from benchmarks.quoted import fill
 from ccsweep.results.study import Occupancy, occupancy
@@ -375,9 +376,10 @@ def experiment_values(study: dict[str, list[Row]]) -> dict[str, str]:
 
 def regenerate(texts: dict[Path, str]) -> dict[Path, str]:
     """Each text with its quoted numbers recomputed from the committed files; README.md's first
-    paragraph also quotes the Argo run's (benchmarks/cluster/argo_report.py), docs/experiments.md
-    the pacing answer's (benchmarks/pacing/report.py)."""
-    values = {**compute(), **argo_report.compute(), **pacing_report.compute()}
+    paragraph also quotes the Argo run's (benchmarks/cluster/argo_report.py) and the one-sitting
+    study's (benchmarks/lateness/demo_report.py), docs/experiments.md the pacing answer's
+    (benchmarks/pacing/report.py)."""
+    values = {**compute(), **argo_report.compute(), **pacing_report.compute(), **demo_report.compute()}
     return {path: fill(text, values) for path, text in texts.items()}
 
 
