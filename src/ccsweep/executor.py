@@ -139,6 +139,8 @@ class FailureBudget:
 class _Queued:
     cell: Cell
     attempt: int = 1
+    #: What the attempt before this one was late for (result.LatenessCause; None: first, starved or unnamed).
+    after: str | None = None
 
 
 class _Queue(list[_Queued]):
@@ -456,7 +458,7 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
             while (queue and not budget.spent) or running:
                 now = time.monotonic()
                 busy = machine.read(now)
-                alone = bool(queue) and _alone(queue[0].attempt, max_attempts)
+                alone = bool(queue) and runs_alone(queue[0].attempt, max_attempts, queue[0].after)
                 if queue and not budget.spent and admission.may_start(
                         queue[0].cell, [(r.cell, r.alone, r.attempt) for r in running], now, alone=alone,
                         attempt=queue[0].attempt, busy=busy):
@@ -473,12 +475,13 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                     admission.observe(ended.cell, cpu_s, wall_s, late=spoiled, cause=outcome.late_cause)
                     done_work += ended.cell.params.duration_s
                     if spoiled and ended.attempt < attempts_allowed(outcome.late_cause, max_attempts):
+                        alone_next = runs_alone(ended.attempt + 1, max_attempts, outcome.late_cause)
                         progress.console.print(f"[yellow]cell {ended.cell.id}: {_spoiled_by(outcome)}; attempt "
                                                f"{ended.attempt} kept under {outcome.status}/, running it again"
-                                               f"{' alone' if _alone(ended.attempt + 1, max_attempts) else ''}; "
+                                               f"{' alone' if alone_next else ''}; "
                                                f"{admission.limit} cell(s) at once from now[/yellow]",
                                                soft_wrap=True)
-                        queue.insert(0, _Queued(ended.cell, ended.attempt + 1))
+                        queue.insert(0, _Queued(ended.cell, ended.attempt + 1, outcome.late_cause))
                         work_total += ended.cell.params.duration_s
                         progress.update(task, total=work_total)
                         continue
@@ -521,11 +524,16 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
         signal.signal(signal.SIGTERM, previous_term)
 
 
-def _alone(attempt: int, max_attempts: int) -> bool:
+def runs_alone(attempt: int, max_attempts: int, after: str | None = None) -> bool:
     """A cell's last attempt after late or starved ones runs alone, and so does every one after it
     (steal's extra attempts): the whole machine as headroom. Earlier re-runs run beside others,
-    asking for more (admission.Admission.may_start)."""
-    return 1 < max_attempts <= attempt
+    asking for more (admission.Admission.may_start).
+
+    Not after an attempt late from its timer (`after`, the cause its record named): an idle link's
+    sleeps returning late is no crowding, and alone the machine is idler still. In the quiet study
+    four cells late from the timer ran their last attempt alone, 427 s with one cell on the machine,
+    and all four were late again (benchmarks/results/2026-11-30-full-study-one-sitting)."""
+    return 1 < max_attempts <= attempt and after != "timer"
 
 
 def attempts_allowed(late_cause: str | None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:

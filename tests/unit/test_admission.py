@@ -267,3 +267,12 @@ def test_a_cell_with_a_late_flow_settles_after_it_starts():
     assert not admission.may_start(ONE, running, now=15.0, busy=1.4)
     assert admission.may_start(ONE, running, now=15.0, busy=1.0)
     assert admission.may_start(ONE, running, now=26.0, busy=1.4 - prior_cost(staggered[0]))
+
+
+def test_a_last_attempt_runs_alone_unless_its_cell_was_late_from_its_timer():
+    from ccsweep.executor import runs_alone
+
+    assert runs_alone(3, 3) and runs_alone(3, 3, "run-queue") and runs_alone(4, 3, "steal")
+    assert not runs_alone(2, 3, "run-queue"), "an earlier re-run runs beside others"
+    assert not runs_alone(3, 3, "timer"), "an idle link's late timer is no crowding"
+    assert not runs_alone(1, 1), "--max-attempts 1: no re-run to run alone"
