@@ -102,8 +102,7 @@ class ResultStore(ABC):
             blobs[name] = path.read_bytes()
         record = result.model_copy(update={"artifacts": list(blobs)}).model_dump_json(indent=1).encode()
         if result.status != "ok":
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-            self.put_attempt(attempt_record_key(cell_id, result.status, stamp), record, blobs)
+            self.put_attempt(attempt_record_key(cell_id, result.status, utc_stamp()), record, blobs)
             return True
         if self.has_result(cell_id):
             return False
@@ -239,9 +238,9 @@ class ResultStore(ABC):
         if not kept and (current := self.read_bytes(sweep_file_key(sweep, name))) is not None:
             earlier = hashlib.sha256(current).hexdigest()
             if earlier != digest:
-                self.write_bytes(sweep_revision_key(sweep, name, earlier, stamp="00000000T000000.000000Z"), current,
+                self.write_bytes(sweep_revision_key(sweep, name, earlier, stamp=BEFORE_REVISIONS), current,
                                  content_type=content_type_of(name))
-        write(sweep_revision_key(sweep, name, digest, stamp=datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")))
+        write(sweep_revision_key(sweep, name, digest, stamp=utc_stamp()))
 
     def write_stream(self, key: str, source: BinaryIO, *, content_type: str = "application/octet-stream") -> None:
         """Write (replace) an object from a file open at its start, as atomically as write_bytes.
@@ -281,6 +280,15 @@ REPORT_FILE = "report.html"
 
 def record_key(cell_id: str) -> str:
     return f"cells/{cell_id}/result.json"
+
+
+def utc_stamp() -> str:
+    """Now, as the store names what it keeps by time (attempt records, file revisions): sortable, to the us."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+#: The stamp of a file version found from before revisions were kept: it sorts before every utc_stamp().
+BEFORE_REVISIONS = "00000000T000000.000000Z"
 
 
 #: Attempts that never count as the cell's result, each kept under cells/<id>/<status>/.
