@@ -269,7 +269,9 @@ def header(store: ResultStore, meta: dict[str, str], prefix: str, rule: Adaptive
         f"Machine: {machine()}. Load: {meta['load']}; the runs' records span "
         f"{span_s(store, prefix):.0f} s of wall time, first start to last stored result"
         f"{' (runs stored earlier, by the presets, included)' if full else ''}. Cell-seconds are wall "
-        "time, so they include any waiting for CPU; both rules' runs were measured in the same hours, run by run.",
+        "time, so they include any waiting for CPU. Each run was measured once and serves both rules, so the "
+        "rules' costs share their runs' conditions"
+        f"{'; runs the presets had stored were measured in other hours than the rest' if full else ''}.",
         "",
         f"Command: `sudo python -m benchmarks.adaptive.bench --store STORE{' --full' if full else ''}` "
         f"(`make bench-adaptive{' FULL=1' if full else ''} STORE=STORE`; four `ccsweep run`s of a fixed and an "
