@@ -122,7 +122,7 @@ lint: venv ## ruff, mypy, cargo clippy, shellcheck and helm lint (builds the pin
 ##@ Test
 
 .PHONY: test-unit
-test-unit: venv ## Fast tests needing no root, network or built tool (<1 min): schemas, stores, figures, CLI.
+test-unit: venv bpf ## Fast tests needing no root, network or cluster (<1 min; builds the BPF objects, part of cell ids): schemas, stores, figures, CLI.
 	$(PYTEST) -q tests -m "not (root or tools)"
 
 .PHONY: test-tools

@@ -1,7 +1,8 @@
 """Test tiers: what each test needs, as markers (listed in pyproject.toml), so a run can pick a tier.
 
 `make test-unit` runs the tests that need none of root, tools, services or a cluster: no network,
-no root, no build. A test says what it exercises (integration, services, e2e) or uses a fixture
+no root, no tool built but the BPF objects (`make bpf`), whose digests are part of the ids of the cells
+that name them. A test says what it exercises (integration, services, e2e) or uses a fixture
 that needs something; the markers for what that needs follow here, so no test has to repeat them.
 Helpers tests share with the benchmarks are in the `support` package at the repository root (pyproject.toml
 puts the root on sys.path): tests import `support.versions`, `support.clusterlib`, ...
@@ -54,3 +55,14 @@ def extra_link(monkeypatch: pytest.MonkeyPatch) -> LinkDescriptor:
         version=VersionProbe(kind="summary-field", key="version"))
     monkeypatch.setitem(LINKS, link.name, link)
     return link
+
+
+@pytest.fixture
+def link_binary_stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executable file as $CCSWEEP_LINK, for executor tests in which no link starts (no cell fits
+    the budget, or each finds its result stored): the executor's host check looks for the file, not
+    into it, so the unit tier runs before the emulator is built."""
+    stand_in = tmp_path_factory.mktemp("link") / "ccsweep-link"
+    stand_in.write_text("#!/bin/sh\nexit 0\n")
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("CCSWEEP_LINK", str(stand_in))

@@ -313,7 +313,7 @@ def executor_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: dic
 
 @pytest.mark.parametrize("stored_upto", [None, 5])
 def test_the_local_executor_counts_an_adaptive_sweep_a_chunk_of_its_plan_at_a_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_upto: int | None):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_upto: int | None, link_binary_stand_in: None):
     """`ccsweep run` judges and counts an adaptive sweep without reading its plan whole, and meets
     the runs to run in the order and number the whole plan gives. No flow runs: a CPU budget no
     cell fits in makes every run to run `unavailable`, said once."""
@@ -330,7 +330,8 @@ def test_the_local_executor_counts_an_adaptive_sweep_a_chunk_of_its_plan_at_a_ti
 
 
 def test_the_local_executor_starts_an_adaptive_sweeps_runs_a_chunk_at_a_time(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch):
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             link_binary_stand_in: None):
     """The runs the first round wants start as real `ccsweep cell` processes, a chunk of the plan
     at a time in plan order; no flow runs, as another run stores each chunk's results just before
     its cells start (each process finds its result and reports `cached`). Those results are calm,

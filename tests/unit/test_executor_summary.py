@@ -56,7 +56,8 @@ def table_row(summary: SweepSummary, experiment: str) -> list[str]:
     return next([c.strip() for c in row[1:]] for row in rows if row[0].strip() == experiment)
 
 
-def test_a_run_refusing_every_cell_holds_their_ids_and_counts_not_the_cells(tmp_path: Path):
+def test_a_run_refusing_every_cell_holds_their_ids_and_counts_not_the_cells(tmp_path: Path,
+                                                                            link_binary_stand_in: None):
     """CPU budget below any cell's price: every cell is `unavailable`, all at once, and the summary
     keeps no Cell, outcome or record: about 100 bytes a cell (its id in `tried`), where it held 8 KiB."""
     spec = parse_spec(tiny_spec("refused", loss_percent=list(range(CELLS // 100)), repetitions=100))
