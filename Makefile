@@ -173,7 +173,7 @@ CLUSTER_BASE ?= $(CACHE)/cluster
 CLUSTER_NS   ?= ccsweep-k8s
 
 .PHONY: cluster-up
-cluster-up: deps tools ## Local single-node Kubernetes + Argo + MinIO/Prometheus, cell image imported.
+cluster-up: deps tools ## Local Kubernetes (one node; NODES=N for N on this machine) + Argo + MinIO/Prometheus, cell image imported.
 	hack/cluster/up.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/argo.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/services.sh $(CLUSTER_BASE) $(CLUSTER_NS)
