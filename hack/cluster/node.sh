@@ -175,10 +175,7 @@ add() {
   echo "$k" > "$ND/index"
   ip=10.200.0.$k
   cidr=10.244.$((k - 1)).0/24
-  if [[ -n $(node_pids) || -f $ND/state/cni-netns ]] || grep -q " $ND/" /proc/mounts; then
-    log "node $NODE ran before: clearing what it left"
-    clear_host
-  fi
+  clear_host   # what an earlier run of the node left, if any (a lost node coming back)
   # As a machine starting again: fresh runtime state, pods and address leases; images kept.
   rm -rf "$ND"/{pids,logs,state,kubelet,pod-logs,cni} "$ND"/containerd/{state,runc}
   mkdir -p "$ND"/{pids,logs,state,kubelet,pod-logs,cni/net.d,containerd}
@@ -216,6 +213,7 @@ remove() {
       --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
     "$BASE/kubectl" delete node "$NODE" --ignore-not-found --wait=false >/dev/null
   fi
+  mkdir -p "$ND/state"
   record_cni_netns "$NODE_SOCK" "$ND/state/cni-netns"
   stop_group kubelet
   kill_containers "$NODE_SOCK"
