@@ -143,7 +143,7 @@ test-services: deps ## Real MinIO, Prometheus and Pushgateway on 127.0.0.1.
 	$(PYTEST) -q tests -m services
 
 .PHONY: test-e2e
-test-e2e: deps tools ## A real single-node Kubernetes cluster with Argo (builds tools into the cache).
+test-e2e: deps tools ## A real Kubernetes cluster with Argo (one node; a second for test_nodes.py; builds tools into the cache).
 	$(PYTEST) -q tests -m e2e
 
 # The flags tests/chart/test_chart.py checks the README with (--dry-run): one place.
@@ -173,7 +173,7 @@ CLUSTER_BASE ?= $(CACHE)/cluster
 CLUSTER_NS   ?= ccsweep-k8s
 
 .PHONY: cluster-up
-cluster-up: deps tools ## Local single-node Kubernetes + Argo + MinIO/Prometheus, cell image imported.
+cluster-up: deps tools ## Local Kubernetes (one node; NODES=N for N on this machine) + Argo + MinIO/Prometheus, cell image imported.
 	hack/cluster/up.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/argo.sh $(CLUSTER_BASE) $(CLUSTER_NS)
 	hack/cluster/services.sh $(CLUSTER_BASE) $(CLUSTER_NS)

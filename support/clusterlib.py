@@ -63,10 +63,13 @@ def workflow_templates(namespace: str, bucket: str, lateness_threshold_us: str =
     return [d for d in rendered if d["kind"] == "WorkflowTemplate"]
 
 
-def run_step(cmd: list[str], *, timeout: float, label: str) -> subprocess.CompletedProcess:
-    """Run a setup step; report its time on stderr; fail with the tail of its output."""
+def run_step(cmd: list[str], *, timeout: float, label: str,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run a setup step (`env` added to this process's environment); report its time on stderr;
+    fail with the tail of its output."""
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                          env={**os.environ, **env} if env else None)
     sys.stderr.write(f"\n[cluster] {label}: exit {proc.returncode} in {time.monotonic() - start:.0f}s\n")
     if proc.returncode != 0:
         raise RuntimeError(f"{label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
@@ -82,15 +85,18 @@ class RssSampler(PeriodicSampler):
         super().__init__(2.0, "cluster-rss")
 
     def _pids(self) -> list[str]:
-        pids = [p.read_text().strip() for p in (self.base / "pids").glob("*.pid")]
-        sock = str(self.base / "containerd" / "containerd.sock").encode()
+        """The daemons' and add-ons' recorded PIDs, the added nodes' (nodes/NAME/pids), and the
+        shims of every node's containerd (their socket is under base)."""
+        recorded = [*(self.base / "pids").glob("*.pid"), *(self.base / "nodes").glob("*/pids/*.pid")]
+        pids = [p.read_text().strip() for p in recorded]
+        base = str(self.base).encode()
         for d in Path("/proc").iterdir():
             if d.name.isdigit():
                 try:
                     cmdline = (d / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if sock in cmdline and b"shim" in cmdline:
+                if base in cmdline and b"containerd-shim" in cmdline:
                     pids.append(d.name)
         return pids
 
@@ -125,9 +131,9 @@ class Cluster:
     _down: bool = False
 
     # -- lifecycle -------------------------------------------------------------------------
-    def _timed(self, name: str, cmd: list[str], timeout: float) -> None:
+    def _timed(self, name: str, cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> None:
         start = time.monotonic()
-        run_step(cmd, timeout=timeout, label=name)
+        run_step(cmd, timeout=timeout, label=name, env=env)
         self.timings[name] = time.monotonic() - start
 
     def build_tools(self, *tools: str) -> None:
@@ -144,6 +150,14 @@ class Cluster:
     def start_services(self) -> NodeServices:
         self._timed("services", [str(REPO / "hack/cluster/services.sh"), str(self.base), self.ns], 300)
         return NodeServices.load(self)
+
+    def node(self, action: str, name: str, *, cpu_milli: int | None = None) -> None:
+        """hack/cluster/node.sh ACTION NAME: `add` a node beyond the first (and wait until it is
+        Ready; `cpu_milli`: its allocatable CPU, default an equal share of the machine), `kill` it as
+        a machine dies, or `remove` it and all it left on the host."""
+        env = {"CCSWEEP_NODE_CPU_MILLI": str(cpu_milli)} if cpu_milli is not None else None
+        script = str(REPO / "hack/cluster/node.sh")
+        self._timed(f"node/{action}/{name}", [script, action, name, str(self.base), self.ns], 300, env)
 
     def import_image(self, name: str) -> None:
         """The image NAME built from its Dockerfile with buildah and imported into the node's containerd
@@ -194,10 +208,11 @@ class Cluster:
     def apply(self, manifest: dict, namespace: str | None = None) -> None:
         self.kubectl("apply", *(["-n", namespace] if namespace else []), "-f", "-", input=json.dumps(manifest))
 
-    def label_node_algorithms(self, node: str = "ccsweep-node") -> list[str]:
-        """What the chart's node probe does: label the node with each algorithm its kernel offers, and
-        its kernel release."""
-        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    def label_node_algorithms(self, node: str = "ccsweep-node", available: list[str] | None = None) -> list[str]:
+        """What the chart's node probe does: label the node with each algorithm its kernel offers
+        (`available`, default this kernel's list), and its kernel release."""
+        if available is None:
+            available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
         self.kubectl("label", "node", node, "--overwrite", *[f"ccsweep.io/cc-{cc}=true" for cc in available],
                      f"ccsweep.io/kernel={label_value(platform.release())}")
         return available

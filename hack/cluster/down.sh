@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # down.sh [BASE] [NS]: stop the cluster that up.sh started at BASE, and undo what it did on the
-# host: add-ons and daemons (by their recorded PIDs only), container shims serving our containerd socket,
-# mounts under BASE, the pod network namespaces (cni-*) our containerd made, and NS itself.
+# host: add-ons, the nodes node.sh added (node.sh remove), daemons (by their recorded PIDs only),
+# container shims serving our containerd socket, mounts under BASE, the pod network namespaces
+# (cni-*) our containerd made, and NS itself.
 # Safe to run twice, and after a partial or failed up.sh. Keeps BASE's caches (PKI, images).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -10,14 +11,13 @@ guard_base
 
 api_alive() { pid_of kube-apiserver >/dev/null && pid_of kubelet >/dev/null && [[ -x $BASE/kubectl ]]; }
 
-# Pod network namespaces created by OUR containerd: read from its sandboxes' specs.
-record_cni_netns() {
-  pid_of containerd >/dev/null || return 0
-  local id
-  for id in $(ctr -a "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
-    ctr -a "$SOCK" -n k8s.io containers info "$id" 2>/dev/null \
-      | grep -o '"/var/run/netns/cni-[^"]*"\|"/run/netns/cni-[^"]*"' | tr -d '"' | xargs -r -n1 basename || true
-  done | sort -u >> "$BASE/state/cni-netns"
+# The nodes node.sh added, each removed with everything it left (while the API server still runs).
+remove_nodes() {
+  local dir
+  for dir in "$NODES_DIR"/*/; do
+    [[ -d $dir ]] || continue
+    "$(dirname "$0")/node.sh" remove "$(basename "$dir")" "$BASE" "$NS"
+  done
 }
 
 delete_pods() {
@@ -31,67 +31,18 @@ delete_pods() {
   done
 }
 
-# stop_pids NAME:PID...: SIGTERM to all at once, wait up to 15 s for all, then SIGKILL the rest.
-stop_pids() {
-  local entry _ alive
-  for entry in "$@"; do kill -TERM "${entry#*:}" 2>/dev/null || true; done
-  for _ in $(seq 1 75); do
-    alive=()
-    for entry in "$@"; do kill -0 "${entry#*:}" 2>/dev/null && alive+=("$entry"); done
-    ((${#alive[@]})) || break
-    sleep 0.2
-  done
-  for entry in "${alive[@]}"; do
-    kill -KILL "${entry#*:}" 2>/dev/null || true
-    log "killed ${entry%%:*} (pid ${entry#*:}) after 15 s"
-  done
-  ((${#@})) && log "stopped ${*%%:*}" || true
-}
-
-# stop_group NAME...: the recorded daemons among NAME, all at once.
-stop_group() {
-  local d pid entries=()
-  for d in "$@"; do
-    pid=$(pid_of "$d") && entries+=("$d:$pid")
-    rm -f "$(pidfile "$d")"
-  done
-  ((${#entries[@]} == 0)) || stop_pids "${entries[@]}"
-}
-
 # Node and control plane together (they only talk to each other), then etcd, which they use.
 stop_daemons() {
   stop_group kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver
   stop_group etcd
 }
 
-kill_containers() {
-  pid_of containerd >/dev/null || return 0
-  local t
-  for t in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
-    ctr -a "$SOCK" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
-  done
-  sleep 0.5
-  for t in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
-    ctr -a "$SOCK" -n k8s.io tasks rm -f "$t" >/dev/null 2>&1 || true
-  done
-}
-
 stop_containerd() {
+  kill_containers "$SOCK"
   local pid
   if pid=$(pid_of containerd); then stop_pids "containerd:$pid"; fi
   rm -f "$(pidfile containerd)"
   for pid in $(our_shim_pids); do stop_pids "containerd-shim:$pid"; done
-}
-
-unmount_base() {
-  local m n=0
-  # Deepest first; mount points are octal-escaped in /proc/mounts (\040 for a space).
-  while read -r m; do
-    m=$(printf '%b' "$m")
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
-    n=$((n + 1))
-  done < <(awk -v b="$BASE/" 'index($2, b) == 1 {print $2}' /proc/mounts | sort -r)
-  ((n == 0)) || log "unmounted $n mounts under $BASE"
 }
 
 delete_netns() {
@@ -129,13 +80,13 @@ main() {
   [[ -z $pids ]] || log "tearing down $BASE (netns $NS); daemons RSS $(rss_mb $pids) MB"
   # The Argo controller first: it would replace the pods delete_pods removes (retries).
   stop_group "${ADDONS[@]}"
-  record_cni_netns
+  remove_nodes
+  record_cni_netns "$SOCK" "$BASE/state/cni-netns"
   delete_pods
-  record_cni_netns
+  record_cni_netns "$SOCK" "$BASE/state/cni-netns"
   stop_daemons
-  kill_containers
   stop_containerd
-  unmount_base
+  unmount_under "$BASE"
   delete_netns
   remove_cgroups
   local left

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# up.sh [BASE] [NS]: a single-node Kubernetes cluster (versions.env) inside its own network namespace.
+# up.sh [BASE] [NS]: a Kubernetes cluster (versions.env) inside its own network namespace, of one
+# node, or of NODES nodes on this machine (NODES=2 up.sh ...: the first, ccsweep-node, then
+# ccsweep-node-2 ... added by node.sh, each with an equal slice of the cores and memory).
 #   BASE  folder for all its state, outside the clone (default ~/.cache/ccsweep/cluster)
 #   NS    network namespace to create (default ccsweep-k8s)
 # Needs: hack/tools/apt.sh and hack/tools/kubernetes.sh run first (binaries in ./bin), root.
@@ -13,9 +15,14 @@ guard_base
 
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 READY_TIMEOUT=${CCSWEEP_READY_TIMEOUT:-180}
-# The kubelet's disk floor, and the free space the cluster needs to start: images, etcd and pod logs.
-EVICTION_DISK_MB=512
+# The free space the cluster needs to start: images, etcd and pod logs.
 MIN_FREE_MB=3072
+NODES=${NODES:-1}
+MAX_NODES=8   # node.sh gives node k the address 10.200.0.k and pod CIDR 10.244.(k-1).0/24
+if [[ ! $NODES =~ ^[0-9]+$ ]] || ((NODES < 1 || NODES > MAX_NODES)); then
+  echo "up.sh: NODES must be an integer from 1 to $MAX_NODES, got '$NODES'" >&2
+  exit 2
+fi
 
 check_prerequisites() {
   [[ $(id -u) == 0 ]] || die "must run as root (namespaces, mounts, containerd)"
@@ -34,10 +41,19 @@ check_prerequisites() {
     || die "only ${free_mb} MB free on the disk of $BASE; the cluster needs ${MIN_FREE_MB} MB (below ${EVICTION_DISK_MB} MB its kubelet refuses pods)"
 }
 
+# extra_nodes: the names of the nodes beyond the first that NODES asks for.
+extra_nodes() {
+  local i
+  for ((i = 2; i <= NODES; i++)); do echo "$NODE_NAME-$i"; done
+}
+
 cluster_healthy() {
-  local d
+  local d node
   for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || return 1; done
-  "$BASE/kubectl" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+  for node in "$NODE_NAME" $(extra_nodes); do
+    "$BASE/kubectl" get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null \
+      | grep -qx True || return 1
+  done
 }
 
 prepare_base() {
@@ -65,50 +81,12 @@ make_netns() {
 }
 
 write_configs() {
-  cat > "$BASE/containerd/config.toml" <<EOT
-# containerd for the ccsweep test cluster (everything under $BASE).
-version = 2
-root = "$BASE/containerd/root"
-state = "$BASE/containerd/state"
-[grpc]
-  address = "$SOCK"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$BASE/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  # The bounding set lacks CAP_SYS_RESOURCE: without this every sandbox fails with
-  # "can't get final child's PID from pipe: EOF".
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$BASE/cni/net.d"
-EOT
-  cat > "$BASE/cni/net.d/10-ccsweep-bridge.conflist" <<EOT
-{"cniVersion": "0.4.0", "name": "ccsweep-bridge", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "dataDir": "$BASE/cni/ipam",
-            "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}]}
-EOT
-  cat > "$BASE/kubelet-config.yaml" <<EOT
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication: {anonymous: {enabled: false}, webhook: {enabled: false}, x509: {clientCAFile: $BASE/pki/ca.crt}}
-authorization: {mode: AlwaysAllow}
-cgroupDriver: cgroupfs          # PID 1 is not systemd; cgroups v1
-containerRuntimeEndpoint: unix://$SOCK
-failSwapOn: false
-address: $NODE_IP
-tlsCertFile: $BASE/pki/kubelet.crt
-tlsPrivateKeyFile: $BASE/pki/kubelet.key
-podCIDR: $POD_CIDR
-podLogsDir: $BASE/pod-logs
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-# Absolute floors, not shares of the disk: 1 % of a large, mostly full disk is GBs, and under disk
-# pressure the kubelet refuses pods and deletes unused images (those imported for imagePullPolicy Never).
-evictionHard: {memory.available: "100Mi", nodefs.available: "${EVICTION_DISK_MB}Mi", imagefs.available: "${EVICTION_DISK_MB}Mi"}
-EOT
+  write_containerd_config "$BASE/containerd" "$SOCK" "$BASE/cni/net.d"
+  write_cni_config "$BASE/cni/net.d" cni0 "$POD_CIDR" "$BASE/cni/ipam"
+  # With NODES > 1 this node keeps its share of the machine, as node.sh gives each other node.
+  local cpu=$(($(machine_cpu_milli) / NODES)) memory=$(($(machine_memory_mi) / NODES))
+  write_kubelet_config "$BASE/kubelet-config.yaml" "$NODE_IP" "$POD_CIDR" "$SOCK" "$BASE/pki/kubelet" \
+    "$BASE/pod-logs" / $(($(machine_cpu_milli) - cpu)) $(($(machine_memory_mi) - memory))
 }
 
 start_containerd() {
@@ -118,17 +96,6 @@ start_containerd() {
 
 import_pause_image() {
   [[ $(import_image pause) == "$PAUSE_IMAGE" ]] || die "images/build.sh pause did not build $PAUSE_IMAGE"
-}
-
-# sign NAME SUBJECT EXTENSIONS: a key and a CA-signed certificate in pki/, unless present.
-sign() {
-  local name=$1 subject=$2 ext=$3 p=$BASE/pki
-  [[ -s $p/$name.crt ]] && return
-  openssl genrsa -out "$p/$name.key" 2048 2>/dev/null
-  openssl req -new -key "$p/$name.key" -subj "$subject" -out "$p/$name.csr"
-  printf '%b' "$ext" > "$p/$name.ext"
-  openssl x509 -req -in "$p/$name.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
-    -days 365 -extfile "$p/$name.ext" -out "$p/$name.crt" 2>/dev/null
 }
 
 make_pki() {
@@ -141,16 +108,10 @@ make_pki() {
   fi
   sign apiserver /CN=kube-apiserver "subjectAltName=IP:$NODE_IP,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n"
   sign admin /O=system:masters/CN=admin 'extendedKeyUsage=clientAuth\n'
-  sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "extendedKeyUsage=clientAuth,serverAuth\nsubjectAltName=IP:$NODE_IP,DNS:$NODE_NAME\n"
+  sign_kubelet "$NODE_NAME" "$NODE_IP" "$p"
   [[ -s $p/sa.key ]] || { openssl genrsa -out "$p/sa.key" 2048 2>/dev/null; openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null; }
-  local user kc
-  for user in admin kubelet; do
-    kc=("$REPO_BIN/kubectl" --kubeconfig="$BASE/$user.kubeconfig" config)
-    "${kc[@]}" set-cluster ccsweep --server=https://127.0.0.1:6443 --certificate-authority="$p/ca.crt" --embed-certs >/dev/null
-    "${kc[@]}" set-credentials "$user" --client-certificate="$p/$user.crt" --client-key="$p/$user.key" --embed-certs >/dev/null
-    "${kc[@]}" set-context ccsweep --cluster=ccsweep --user="$user" >/dev/null
-    "${kc[@]}" use-context ccsweep >/dev/null
-  done
+  local user
+  for user in admin kubelet; do write_kubeconfig "$BASE/$user.kubeconfig" "$user" "$p/$user"; done
 }
 
 write_wrappers() {
@@ -197,10 +158,17 @@ start_control_plane() {
   local admin=$BASE/admin.kubeconfig
   local auth=(--kubeconfig="$admin" --authentication-kubeconfig="$admin" --authorization-kubeconfig="$admin"
               --leader-elect=false)
+  # A node whose kubelet renewed no Lease for 20 s (five renewals missed: NODE_LEASE_SECONDS) is
+  # lost: Ready turns Unknown and the node is tainted unreachable, so the scheduler sends it no more
+  # pods. Upstream waits 50 s; a lost node's cells wait that long before anyone may act on them.
+  # Checked every 2 s instead of 5 s. What is then done with the lost node's pods is
+  # docs/kubernetes.md's "A lost node"; the pods' tolerations of an unreachable node keep their
+  # 300 s default, so a node that misses a few renewals under load loses no running cell.
   start_daemon kube-controller-manager "$REPO_BIN/kube-controller-manager" "${auth[@]}" \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
     --cluster-signing-cert-file="$p/ca.crt" --cluster-signing-key-file="$p/ca.key" \
-    --use-service-account-credentials=true --service-cluster-ip-range="$SERVICE_CIDR"
+    --use-service-account-credentials=true --service-cluster-ip-range="$SERVICE_CIDR" \
+    --node-monitor-grace-period=20s --node-monitor-period=2s
   start_daemon kube-scheduler "$REPO_BIN/kube-scheduler" "${auth[@]}"
 }
 
@@ -227,7 +195,7 @@ main() {
     log "cluster at $BASE (netns $NS) already up and Ready: nothing to do"
     return
   fi
-  if ns_exists || [[ -n $(our_pids) ]] || grep -q " $BASE/" /proc/mounts; then
+  if ns_exists || [[ -n $(our_pids) ]] || grep -q " $BASE/" /proc/mounts || compgen -G "$NODES_DIR/*" >/dev/null; then
     log "leftovers of an earlier cluster at $BASE: tearing them down first"
     "$(dirname "$0")/down.sh" "$BASE" "$NS"
   fi
@@ -243,10 +211,15 @@ main() {
   start_control_plane
   start_node
   wait_node_ready
+  local node
+  for node in $(extra_nodes); do
+    CCSWEEP_NODE_CPU_MILLI=$(($(machine_cpu_milli) / NODES)) CCSWEEP_NODE_MEMORY_MI=$(($(machine_memory_mi) / NODES)) \
+      "$(dirname "$0")/node.sh" add "$node" "$BASE" "$NS"
+  done
   local took=$(($(date +%s) - _T0))
   echo "$took" > "$BASE/state/bringup-seconds"
   # shellcheck disable=SC2046
-  log "node $NODE_NAME Ready in ${took}s; daemons RSS $(rss_mb $(our_pids)) MB"
+  log "$NODES node(s) Ready in ${took}s; the first node's daemons RSS $(rss_mb $(our_pids)) MB"
   log "use: $BASE/kubectl get pods -A   (or: source $BASE/env; nsenter --net=/run/netns/$NS kubectl ...)"
 }
 main

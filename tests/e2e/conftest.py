@@ -1,4 +1,5 @@
-"""End-to-end tests against a real single-node Kubernetes cluster.
+"""End-to-end tests against a real Kubernetes cluster of one node (test_nodes.py adds a second for
+its module, and removes it).
 
 The session fixture `cluster` builds (or reuses) the pinned tools, brings the cluster up in its
 own network namespace with hack/cluster/up.sh, and ALWAYS tears it down with down.sh (which stops

@@ -103,10 +103,13 @@ class SweepRun:
 
 def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec_yaml: str, name: str, *,
               parallelism: int, cell_cpu: str, around: Callable[[], AbstractContextManager[object]] = nullcontext,
-              named_by_plan: bool = False, wait_s: float = WORKFLOW_TIMEOUT_S, **parameters: str) -> SweepRun:
+              during: Callable[[PodWatch], None] | None = None, named_by_plan: bool = False,
+              wait_s: float = WORKFLOW_TIMEOUT_S, **parameters: str) -> SweepRun:
     """Submit a sweep of `spec_yaml` into a fresh store, wait for it (inside `around()`), and keep
-    every pod event of the namespace meanwhile. `named_by_plan`: no `sweep` parameter is passed,
-    `name` is what the plan is expected to call the sweep; `parameters`: more of the template's."""
+    every pod event of the namespace meanwhile. `during(watch)`, if given, is called once the sweep
+    is submitted, before waiting for it: what a test does to the cluster while the sweep runs.
+    `named_by_plan`: no `sweep` parameter is passed, `name` is what the plan is expected to call
+    the sweep; `parameters`: more of the template's."""
     prefix = f"runs/{name}"  # a fresh store per run: cells are content-addressed and would be cached
     watch = PodWatch(cluster, namespace)
     try:
@@ -115,6 +118,8 @@ def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec
             workflow_name = cluster.submit_sweep(namespace, services, spec_yaml=spec_yaml,
                                                  sweep=None if named_by_plan else name, store_prefix=prefix,
                                                  parallelism=parallelism, cell_cpu=cell_cpu, **parameters)
+            if during is not None:
+                during(watch)
             # `argo wait` exits 1 for a failed workflow: the tests judge the phase themselves.
             cluster.argo("wait", "-n", namespace, workflow_name, timeout=wait_s, check=False)
             finished_at = time.time()

@@ -226,6 +226,7 @@ def test_cells_retry_only_infrastructure_failures():
     assert retried("Failed", "137")        # SIGKILL (OOM killer, node drain)
     assert retried("Failed", "143")        # SIGTERM
     assert retried("Failed", "75")         # measured with the emulator late: measure again
+    assert retried("Failed", "-1")         # no exit from main: its node lost (PodGC marked the pod Failed)
     for code in ("1", "2", "3"):           # failed cell, bad input, missing algorithm
         assert not retried("Failed", code)
 
