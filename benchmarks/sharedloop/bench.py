@@ -23,9 +23,10 @@ shared loop carries its heaviest plausible load.
 
 Each run starts the links (N ccsweep-link processes, or one shared_loop process with N lines), one
 iperf3 flow per link for `--seconds`, and measures over the steady window (WARMUP_S after the flows
-start to TAIL_S before they end): the emulator processes' CPU time (/proc/PID/task/*/schedstat, in
-ns), the machine's busy cores (/proc/stat). Each link's lateness is its own self-check over the
-whole run (its summary line). The order of the arms alternates run by run.
+start to TAIL_S before they end): the emulator processes' CPU time and the iperf3 endpoints'
+(/proc/PID/task/*/schedstat, in ns: `ip netns exec` execs iperf3 in its own PID), and the
+machine's busy cores (/proc/stat, which counts whatever else the machine runs too). Each link's
+lateness is its own self-check over the whole run (its summary line). The order of the arms alternates run by run.
 
 It writes, into `--out`: `links.csv` (one row per link per run), `runs.csv` (one row per run),
 `machine.csv` (load, steal and softirq each second, labelled with the arm running) and `command.txt`.
@@ -225,9 +226,11 @@ def run_once(arm: str, links: int, rep: int, binaries: dict[str, str], seconds: 
                        for index in range(links)]
             time.sleep(WARMUP_S)
             cpu0 = [process_cpu_ns(process.pid) for process in processes]
+            ends0 = sum(process_cpu_ns(process.pid) for process in servers + clients)
             busy0, t0 = busy_jiffies(), time.monotonic()
             time.sleep(seconds - WARMUP_S - TAIL_S)
             cpu1 = [process_cpu_ns(process.pid) for process in processes]
+            ends1 = sum(process_cpu_ns(process.pid) for process in servers + clients)
             busy1, t1 = busy_jiffies(), time.monotonic()
             reports = [client.communicate(timeout=seconds + 60)[0] for client in clients]
         finally:
@@ -240,7 +243,8 @@ def run_once(arm: str, links: int, rep: int, binaries: dict[str, str], seconds: 
                      cpu_s if arm == "processes" else None, steady_s)
     busy = (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1) * (os.cpu_count() or 1)
     run = {**context, "started": round(started, 1), "steady_s": round(steady_s, 2),
-           "emulator_cpu_cores": round(sum(cpu_s) / steady_s, 4), "machine_busy_cores": round(busy, 3),
+           "emulator_cpu_cores": round(sum(cpu_s) / steady_s, 4),
+           "endpoints_cpu_cores": round((ends1 - ends0) / 1e9 / steady_s, 4), "machine_busy_cores": round(busy, 3),
            "load1": float(Path("/proc/loadavg").read_text().split()[0]),
            "timed_wakeups_per_s": round(wake_rate(lines), 1),
            "sched": next((line["sched"] for line in lines if "sched" in line), "")}

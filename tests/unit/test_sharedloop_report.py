@@ -18,14 +18,17 @@ def write(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def made_up(folder: Path, shared_cpu: float, shared_p99: float, shared_heavy_mbps: float = 90.0) -> Path:
-    """Three pairs of runs of 4 links (one heavy): processes at 0.05 cores per link, p99 400 us."""
+def made_up(folder: Path, shared_cpu: float, shared_p99: float, shared_heavy_mbps: float = 90.0,
+            shared_endpoints: float = 0.2) -> Path:
+    """Three pairs of runs of 4 links (one heavy): processes at 0.05 cores per link, p99 400 us, the
+    endpoints at 0.2 cores."""
     runs, links, machine = [], [], []
     for rep in (1, 2, 3):
-        for arm, cpu, p99, heavy in (("processes", 0.05, 400.0, 90.0), ("shared", shared_cpu, shared_p99,
-                                                                         shared_heavy_mbps)):
+        for arm, cpu, p99, heavy, ends in (("processes", 0.05, 400.0, 90.0, 0.2),
+                                           ("shared", shared_cpu, shared_p99, shared_heavy_mbps, shared_endpoints)):
             runs.append({"rep": rep, "links": 4, "arm": arm, "started": 0.0, "steady_s": 19.0,
-                         "emulator_cpu_cores": 4 * cpu, "machine_busy_cores": 0.5 + 4 * cpu, "load1": 1.0,
+                         "emulator_cpu_cores": 4 * cpu, "endpoints_cpu_cores": ends,
+                         "machine_busy_cores": 0.5 + 4 * cpu, "load1": 1.0,
                          "timed_wakeups_per_s": 3000.0, "sched": "fifo:10"})
             for link in range(4):
                 links.append({"rep": rep, "links": 4, "arm": arm, "link": link,
@@ -74,3 +77,17 @@ def test_the_check_catches_a_readme_edited_by_hand(tmp_path: Path):
     text = (tmp_path / "README.md").read_text()
     (tmp_path / "README.md").write_text(text.replace("**4 links: adopt.**", "**4 links: do not adopt.**"))
     assert main([str(tmp_path), "--check"]) == 1
+
+
+def test_cost_moved_to_the_endpoints_is_no_saving(tmp_path: Path):
+    adopt, reasons = decide(made_up(tmp_path, shared_cpu=0.03, shared_p99=420.0, shared_endpoints=0.3))
+    assert not adopt
+    assert "0.400 cores with processes, 0.420 shared (-5% cells per core): cells per core do not rise" in reasons[0]
+
+
+FOLDER = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "2026-11-30-shared-loop"
+
+
+def test_the_committed_readme_is_what_the_committed_data_gives():
+    assert (FOLDER / "README.md").read_text() == readme(FOLDER)
+    assert main([str(FOLDER), "--check"]) == 0
