@@ -210,7 +210,7 @@ images: tools ## Every image the local cluster runs (cell, argoexec, pause) with
 
 .PHONY: bench
 BENCHES := bench-emulator bench-threshold bench-window bench-density bench-crosscheck bench-timing bench-adaptive \
-           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo bench-idle-wake
+           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo bench-idle-wake bench-shared-loop
 bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
@@ -262,6 +262,11 @@ bench-fanout: deps tools ## Real control plane + Argo against 50 and 400 KWOK fa
 bench-idle-wake: deps ## Idle vCPUs polling (a 0 us CPU-latency request, the default) against halting, interleaved, on the demo's cells: lateness and steal (~12 min, root).
 	$(PY) -m benchmarks.lateness.idle_wake --pairs 6 --out benchmarks/results/$$(date -u +%F)-idle-wake
 	$(PY) -m benchmarks.lateness.idle_wake_report benchmarks/results/$$(date -u +%F)-idle-wake
+
+.PHONY: bench-shared-loop
+bench-shared-loop: deps ## N links in one event loop against N ccsweep-link processes, 8 and 16 links, interleaved (3x): CPU per link, lateness (~15 min, root).
+	$(PY) -m benchmarks.sharedloop.bench --links 8,16 --reps 3 --out benchmarks/results/$$(date -u +%F)-shared-loop
+	$(PY) -m benchmarks.sharedloop.report benchmarks/results/$$(date -u +%F)-shared-loop
 
 .PHONY: bench-demo
 bench-demo: deps ## The demo as a new user meets it: `ccsweep run quick` from an empty store, 5 times, every attempt and its lateness evidence kept (~12 min, root).

@@ -7,11 +7,12 @@ exits 1 if the README differs from what the CSVs give). Every number in it is co
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from benchmarks.readme import readme_main
 
 ARMS = ("halt", "poll")
 
@@ -73,16 +74,7 @@ def readme(folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from the CSVs' text")
-    args = parser.parse_args(argv)
-    text = readme(args.folder)
-    target = args.folder / "README.md"
-    if args.check:
-        return 0 if target.exists() and target.read_text() == text else 1
-    target.write_text(text)
-    return 0
+    return readme_main(__doc__.splitlines()[0], readme, argv)
 
 
 if __name__ == "__main__":

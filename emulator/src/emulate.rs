@@ -32,11 +32,22 @@ const SPARE_BUFFERS: usize = 4096;
 const SEGMENT_BYTES: usize = 65_536 + offload::VNET_HDR_LEN;
 
 /// The reader's buffers: emptied packet buffers for reuse, and one for a whole segment.
-struct Buffers {
+pub struct Buffers {
     pool: Vec<Vec<u8>>,
     segment: Vec<u8>,
     /// Size a packet buffer is read at without offloads: the MTU and some room.
     packet_len: usize,
+}
+
+impl Buffers {
+    /// Buffers for devices of this MTU, with room for a whole TSO segment when `offload`.
+    pub fn new(mtu: u32, offload: bool) -> Self {
+        Self {
+            pool: Vec::new(),
+            segment: if offload { vec![0; SEGMENT_BYTES] } else { Vec::new() },
+            packet_len: mtu as usize + 64,
+        }
+    }
 }
 
 /// Why the loop ended, as the summary's `reason`.
@@ -188,11 +199,7 @@ impl<'a> Link<'a> {
             priority,
             t0: sys::monotonic_ns(),
             cpu0: sys::cpu_seconds(),
-            buffers: Buffers {
-                pool: Vec::new(),
-                segment: if config.offload { vec![0; SEGMENT_BYTES] } else { Vec::new() },
-                packet_len: config.mtu as usize + 64,
-            },
+            buffers: Buffers::new(config.mtu, config.offload),
             tokens: Vec::new(),
             writes: Durations::default(),
             reads: Durations::default(),
@@ -240,29 +247,10 @@ impl<'a> Link<'a> {
         }
     }
 
-    /// Plays both bottlenecks up to now and writes every due packet, then keeps the buffers of
-    /// what left for the reader. Each write runs the receiving side's network stack in our
-    /// context, so the clock is read afresh for every packet: lateness is measured at the moment
-    /// of its own write.
+    /// Plays both bottlenecks up to now and writes every due packet (see `release_due`).
     fn pass(&mut self) {
-        let t0 = self.t0;
-        let clock = || sys::monotonic_ns() - t0;
-        let (sender_fd, receiver_fd) = self.fds();
-        let writes = &mut self.writes;
-        let now = clock();
-        self.uplink.advance(now);
-        self.uplink.release(clock, |packet| writes.time(|| sys::write(receiver_fd, packet)));
-        self.downlink.advance(now);
-        self.downlink.release(clock, |packet| writes.time(|| sys::write(sender_fd, packet)));
-        for direction in [&mut self.uplink, &mut self.downlink] {
-            while self.buffers.pool.len() < SPARE_BUFFERS {
-                match direction.spare.pop() {
-                    Some(buffer) => self.buffers.pool.push(buffer),
-                    None => break,
-                }
-            }
-            direction.spare.clear();
-        }
+        let fds = self.fds();
+        release_due(&mut self.uplink, &mut self.downlink, fds, self.t0, &mut self.writes, &mut self.buffers);
     }
 
     fn fds(&self) -> (RawFd, RawFd) {
@@ -272,7 +260,7 @@ impl<'a> Link<'a> {
     /// Waits until the next pass (or a packet, or a signal) and reads what arrived; true when a
     /// signal asks the link to stop.
     fn wait_and_read(&mut self, now: u64, end_ns: Option<u64>) -> Result<bool, Error> {
-        let releases = next_pass_ns(&self.uplink, &self.downlink, self.config.release_window_ns);
+        let releases = next_pass_ns([&self.uplink, &self.downlink], self.config.release_window_ns);
         let stats_ns = self.stats.as_ref().map(|stats| stats.next_ns);
         let target = [releases, stats_ns, end_ns].into_iter().flatten().min();
         self.epoll.wait(self.pacer.wait(now, target).timeout_ns(), &mut self.tokens)?;
@@ -333,22 +321,52 @@ impl<'a> Link<'a> {
     }
 }
 
-/// When the next pass should run to serve the earliest release: late enough to serve, in the same
-/// pass, every release due within `release_window_ns` after it. A pass only writes packets already due.
-fn next_pass_ns(uplink: &Direction, downlink: &Direction, release_window_ns: u64) -> Option<u64> {
-    let earliest = [uplink.next_event_ns(), downlink.next_event_ns()].into_iter().flatten().min()?;
+/// Plays both bottlenecks of one link up to now and writes every due packet (uplink packets to the
+/// receiver's device, `fds.1`; downlink ones to the sender's, `fds.0`), then keeps the buffers of
+/// what left for the reader. Each write runs the receiving side's network stack in our context,
+/// so the clock (ns since `t0`) is read afresh for every packet: lateness is measured at the
+/// moment of its own write, and each write's duration goes to `writes`.
+pub fn release_due(uplink: &mut Direction, downlink: &mut Direction, fds: (RawFd, RawFd), t0: u64,
+                   writes: &mut Durations, buffers: &mut Buffers) {
+    let clock = || sys::monotonic_ns() - t0;
+    let (sender_fd, receiver_fd) = fds;
+    let now = clock();
+    uplink.advance(now);
+    uplink.release(clock, |packet| writes.time(|| sys::write(receiver_fd, packet)));
+    downlink.advance(now);
+    downlink.release(clock, |packet| writes.time(|| sys::write(sender_fd, packet)));
+    for direction in [uplink, downlink] {
+        while buffers.pool.len() < SPARE_BUFFERS {
+            match direction.spare.pop() {
+                Some(buffer) => buffers.pool.push(buffer),
+                None => break,
+            }
+        }
+        direction.spare.clear();
+    }
+}
+
+/// When the next pass should run to serve the earliest release of `directions`: late enough to
+/// serve, in the same pass, every release due within `release_window_ns` after it. A pass only
+/// writes packets already due. One link passes its two directions; a loop serving several links
+/// passes all of theirs, so that one wake-up serves every link with a release in the window.
+pub fn next_pass_ns<'a, D>(directions: D, release_window_ns: u64) -> Option<u64>
+where
+    D: IntoIterator<Item = &'a Direction>,
+    D::IntoIter: Clone,
+{
+    let directions = directions.into_iter();
+    let earliest = directions.clone().filter_map(Direction::next_event_ns).min()?;
     let window_end = earliest + release_window_ns;
-    [Some(earliest), uplink.last_release_until(window_end), downlink.last_release_until(window_end)]
-        .into_iter()
-        .flatten()
-        .max()
+    let last = directions.filter_map(|direction| direction.last_release_until(window_end)).max();
+    Some(last.map_or(earliest, |last| last.max(earliest)))
 }
 
 /// Reads up to READ_BATCH frames from one device into its direction, stamping each on arrival and
 /// timing each read in `reads`.
 /// With offloads a frame may be a whole TSO segment: it is read into `segment` and cut there.
-fn read_batch(fd: RawFd, direction: &mut Direction, buffers: &mut Buffers, t0: u64,
-              reads: &mut Durations) -> Result<(), Error> {
+pub fn read_batch(fd: RawFd, direction: &mut Direction, buffers: &mut Buffers, t0: u64,
+                  reads: &mut Durations) -> Result<(), Error> {
     let Buffers { pool, segment, packet_len } = buffers;
     if direction.offload() {
         for _ in 0..READ_BATCH {

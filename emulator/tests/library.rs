@@ -49,3 +49,22 @@ fn a_bad_option_is_an_argument_error_naming_it() {
     assert_eq!(error.exit_code(), 2);
     assert!(error.to_string().starts_with("--inject-lateness: p: -1 is outside [0, 1]"), "{error}");
 }
+
+#[test]
+fn one_pass_serves_every_link_with_a_release_in_the_window() {
+    use ccsweep_link::emulate::next_pass_ns;
+    // 12 Mbit/s and 10 ms: a packet in at 0 leaves at 11 ms; one in at 50 us on another link at 11.05 ms.
+    let options = ["--uplink-rate", "12mbit", "--uplink-delay", "10ms", "--offload", "none"];
+    let config = config(&options).unwrap();
+    let (mut first, mut second) = (config.uplink.build(&config).unwrap(), config.uplink.build(&config).unwrap());
+    first.arrive(0, vec![0; 1500]);
+    first.advance(0);
+    second.arrive(50_000, vec![0; 1500]);
+    second.advance(50_000);
+    assert_eq!(next_pass_ns([&first], 100_000), Some(11_000_000), "alone: its own release");
+    assert_eq!(next_pass_ns([&first, &second], 100_000), Some(11_050_000), "together: one wake-up for both");
+    assert_eq!(next_pass_ns([&first, &second], 10_000), Some(11_000_000), "the second is beyond a 10 us window");
+    assert_eq!(next_pass_ns([&second, &first], 10_000), Some(11_000_000), "whichever comes first in the list");
+    let idle = config.uplink.build(&config).unwrap();
+    assert_eq!(next_pass_ns([&idle], 100_000), None, "nothing on its way: no timed wake-up");
+}
