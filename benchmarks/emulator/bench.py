@@ -444,7 +444,8 @@ def arguments() -> argparse.Namespace:
                         help="where the side by side writes runs.csv and run.json (default "
                              "benchmarks/results/<date>-emulator-peers)")
     parser.add_argument("--without-mahimahi", action="store_true",
-                        help="leave out the CPU comparison with upstream Mahimahi (for a machine without it)")
+                        help="leave out the CPU comparison with upstream Mahimahi and the side by side (for a machine "
+                             "without it)")
     return parser.parse_args()
 
 

@@ -41,6 +41,7 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -298,18 +299,30 @@ def run_shells(peer: str, rate: float, work: Scratch, binaries: dict[str, Path])
         log = work.folder / "emulator.stderr"
         with open(log, "w") as stderr:
             process = subprocess.Popen([*netns_exec(netns), *shells_argv(peer, rate, work, binaries)],
-                                       stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                       start_new_session=True)
         cpu = LinkCpu(process.pid, PROCESSES[peer])
         try:
             process.wait(RUN_TIMEOUT_S)
         finally:
             cpu.stop()
-            stop(process)
+            end_session(process)
         if process.returncode != 0 or not work.out.exists():
             lines = log.read_text(errors="replace").strip().splitlines()
             raise RuntimeError(f"{peer} exited {process.returncode}: {(lines or ['no message'])[-1][-300:]}")
         report, _ = server.communicate(timeout=30)
     return finish(report, work, cpu)
+
+
+def end_session(process: subprocess.Popen) -> None:
+    """End what is left of a session this bench started (the shells and what they forked), by its
+    process group: SIGTERM, then SIGKILL past 10 s. Nothing is left after a run that ended by itself."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+            return
 
 
 def measure(peer: str, rate: float, binaries: dict[str, Path]) -> Measured:

@@ -126,7 +126,7 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
         "peers.minutes": f"{wall.total_seconds() / 60:.0f}",
         "peers.started": meta["started_utc"],
         "peers.machine": meta["machine"],
-        "peers.command": meta["command"],
+        "peers.command": f"`{meta['command']}`",
         "peers.versions": ", ".join(f"{name} {version}" for name, version in meta["versions"].items()),
         "peers.table": "\n\n" + "\n".join(table(rows, meta)) + "\n\n",
         "peers.held": "\n\n" + "\n".join(held_table(rows, meta)) + "\n\n",
