@@ -6,7 +6,7 @@ one emulator at one rate, with the same path and the same traffic on all three:
 
 - the path: the rate both ways, 10 ms one-way delay both ways (20 ms RTT), a drop-tail queue of
   one BDP in bytes both ways; each emulator at its defaults otherwise (ccsweep-link with the
-  100 us release window its cells get at this RTT, normal priority like the others);
+  100 us release window its cells get at this RTT), all three at SCHED_FIFO (REALTIME_PRIORITY);
 - the traffic: one CUBIC flow (iperf3, default socket buffers) from inside to outside, the uplink:
   ccsweep-link's sender namespace to its receiver namespace, from inside Mahimahi's shells
   (`mm-delay 10 mm-link`, as nobody: its shells refuse root) and inside `rattan link` to the
@@ -72,6 +72,14 @@ PROBE_INTERVAL_US = 2000
 PROBE_PORT = 5301
 #: ccsweep-link's release window for a 20 ms cell (linkrules.release_window_us: its floor).
 RELEASE_WINDOW = "100us"
+#: Every emulator's packet loop runs at this SCHED_FIFO priority, as the runner runs ccsweep-link's
+#: and Mahimahi's shells (bench.py's priority rows use the same): on a shared machine a link at
+#: normal priority waits behind whatever else runs on its core. ccsweep-link raises its own loop
+#: (--realtime-priority); Mahimahi's shells and Rattan are started under `chrt`, and what they run
+#: inside goes back to normal priority (NORMAL_PRIORITY) before anything else.
+REALTIME_PRIORITY = "10"
+REALTIME = ["chrt", "-f", REALTIME_PRIORITY]
+NORMAL_PRIORITY = ["chrt", "-o", "0"]
 #: Share of the rate the receiver's goodput must reach for a run to carry it (TCP payload is
 #: 96.5 % of 1500-byte IP packets).
 CARRIES_SHARE = 0.9
@@ -193,8 +201,8 @@ def scratch() -> Iterator[Scratch]:
 
 def inside_argv(work: Scratch, base: tuple[str, str]) -> list[str]:
     """The inside of every emulator: probes received, then the flow (`base`: --base or --base-env and its value)."""
-    return [*TRAFFIC_CPU, str(work.python), str(work.probe), "inside", *base, "--port", str(PROBE_PORT),
-            "--out", str(work.out), "--flow-s", str(FLOW_S), "--", "iperf3", "-C", "cubic"]
+    return [*NORMAL_PRIORITY, *TRAFFIC_CPU, str(work.python), str(work.probe), "inside", *base,
+            "--port", str(PROBE_PORT), "--out", str(work.out), "--flow-s", str(FLOW_S), "--", "iperf3", "-C", "cubic"]
 
 
 def netns_exec(netns: str) -> list[str]:
@@ -253,8 +261,9 @@ def run_ccsweep_link(rate: float, work: Scratch) -> Measured:
     process = subprocess.Popen(
         [*EMULATOR_CPU, link_binary(), "--sender-netns", sender, "--receiver-netns", receiver,
          "--uplink-rate", f"{rate:g}mbit", "--downlink-rate", f"{rate:g}mbit", "--uplink-delay", f"{DELAY_MS:g}ms",
-         "--downlink-delay", f"{DELAY_MS:g}ms", "--release-window", RELEASE_WINDOW, "--uplink-queue", queue,
-         "--downlink-queue", queue], stdout=subprocess.PIPE, text=True)
+         "--downlink-delay", f"{DELAY_MS:g}ms", "--release-window", RELEASE_WINDOW,
+         "--realtime-priority", REALTIME_PRIORITY, "--uplink-queue", queue, "--downlink-queue", queue],
+        stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         if json.loads(process.stdout.readline())["event"] != "ready":
@@ -280,14 +289,15 @@ def shells_argv(peer: str, rate: float, work: Scratch, binaries: dict[str, Path]
     """Mahimahi's shells or `rattan link` around the inside, on the emulator's core."""
     if peer == "rattan":
         inside = inside_argv(work, ("--base-env", "RATTAN_BASE"))
-        return [*EMULATOR_CPU, *rattan.link_argv(binaries["rattan"], rate, DELAY_MS, queue_bytes(rate), inside)]
+        argv = rattan.link_argv(binaries["rattan"], rate, DELAY_MS, queue_bytes(rate), inside)
+        return [*EMULATOR_CPU, *REALTIME, *argv]
     trace = work.folder / "link.trace"
     trace.write_text(constant_rate_trace(rate))
     trace.chmod(0o644)
     queue = [f"--{d}-queue=droptail" for d in ("uplink", "downlink")]
     queue += [f"--{d}-queue-args=bytes={queue_bytes(rate)}" for d in ("uplink", "downlink")]
     mm = binaries["mahimahi"]
-    return [*EMULATOR_CPU, "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+    return [*EMULATOR_CPU, *REALTIME, "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
             str(mm / "mm-delay"), f"{DELAY_MS:g}", str(mm / "mm-link"), *queue, str(trace), str(trace), "--",
             *inside_argv(work, ("--base-env", "MAHIMAHI_BASE"))]
 

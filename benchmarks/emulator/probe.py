@@ -112,7 +112,10 @@ def outside(options: argparse.Namespace) -> int:
     seq = 0
     while time.monotonic_ns() - start < options.max_s * 1_000_000_000:
         HEADER.pack_into(payload, 0, seq, time.time_ns())
-        sock.sendto(payload, peer)
+        try:
+            sock.sendto(payload, peer)
+        except OSError:  # the link is gone: the run is over
+            return 0
         seq += 1
         wait = start + seq * interval_ns - time.monotonic_ns()
         if wait > 0:
