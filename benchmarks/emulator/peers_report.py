@@ -125,9 +125,11 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
         "peers.threshold": f"{meta['threshold_us']:.0f}",
         "peers.minutes": f"{wall.total_seconds() / 60:.0f}",
         "peers.started": meta["started_utc"],
+        "peers.load": "-".join(f"{f(float(row['load1']) for row in rows):.1f}" for f in (min, max)),
         "peers.machine": meta["machine"],
         "peers.command": f"`{meta['command']}`",
-        "peers.versions": ", ".join(f"{name} {version}" for name, version in meta["versions"].items()),
+        "peers.versions": ", ".join(f"{name} {version.removeprefix(name).strip(' -')}"
+                                    for name, version in meta["versions"].items()),
         "peers.table": "\n\n" + "\n".join(table(rows, meta)) + "\n\n",
         "peers.held": "\n\n" + "\n".join(held_table(rows, meta)) + "\n\n",
     }
@@ -136,7 +138,13 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
             cpu = median_at(rows, emulator, rate, "cpu_per_100mbit")
             p99 = median_at(rows, emulator, rate, "lateness_p99_us")
             quoted[f"peers.{emulator}.cpu.{rate:g}"] = "–" if cpu is None else f"{cpu * 100:.1f}"
+            goodput = median_at(rows, emulator, rate, "goodput_mbps")
+            own = median_at(rows, emulator, rate, "self_p99_us")
+            cores = median_at(rows, emulator, rate, "cpu_cores")
+            quoted[f"peers.{emulator}.cores.{rate:g}"] = "–" if cores is None else f"{cores:.2f}"
             quoted[f"peers.{emulator}.p99.{rate:g}"] = "–" if p99 is None else f"{p99:.0f}"
+            quoted[f"peers.{emulator}.goodput.{rate:g}"] = "–" if goodput is None else f"{goodput:.0f}"
+            quoted[f"peers.{emulator}.own-p99.{rate:g}"] = "–" if own is None else f"{own:.0f}"
     return quoted
 
 

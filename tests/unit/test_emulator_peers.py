@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.emulator import peers, peers_report, probe, rattan
+from benchmarks.quoted import fill, names
 
 META = {"threshold_us": 400.0, "carries_share": 0.9}
 
@@ -101,3 +102,15 @@ def test_the_table_gives_median_and_range_per_emulator_and_rate_in_a_fixed_order
     assert lines[2] == ("| ccsweep-link | 100 | 2 of 3 | 96 (95-96) | 10.5 (10.0-11.0) | 200 (200-201) | 50 (50-50) "
                         "| 60 (60-60) | 150 (150-150) | yes |")
     assert lines[3].startswith("| rattan | 100 | 3 of 3 | 96 (95-97) |") and lines[3].endswith("| – | yes |")
+
+
+def test_the_results_readme_quotes_what_its_files_give_byte_for_byte():
+    text = peers_report.README.read_text()
+    assert {"peers.table", "peers.held", "peers.machine", "peers.command", "peers.rattan.p99.400"} <= set(names(text))
+    assert fill(text, peers_report.compute()) == text
+
+
+def test_a_table_cell_changed_by_hand_no_longer_matches_its_data():
+    text = peers_report.README.read_text()
+    edited = text.replace("| rattan | 200 | 5 of 5 |", "| rattan | 200 | 4 of 5 |", 1)
+    assert edited != text and fill(edited, peers_report.compute()) == text
