@@ -433,7 +433,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--only-peers", action="store_true",
                         help="run only ccsweep-link, Mahimahi and Rattan side by side (peers.py)")
     parser.add_argument("--without-peers", action="store_true",
-                        help="leave out the three emulators side by side (peers.py; builds Rattan once, ~15 min)")
+                        help="leave out the three emulators side by side (peers.py; ~8 min at 3 repetitions, and "
+                             "Rattan's build the first time)")
     parser.add_argument("--peer-reps", type=int, default=3, choices=range(1, 21), metavar="1-20",
                         help="runs of each emulator at each rate of the side by side (default 3)")
     parser.add_argument("--peer-rates", type=number_list("rate", "Mbit/s", 10, 1000, "100,400,1000"),
