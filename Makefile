@@ -214,7 +214,7 @@ BENCHES := bench-emulator bench-threshold bench-window bench-density bench-cross
 bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
-bench-emulator: deps mahimahi ## Emulator: max rate on one core, CPU per 100 Mbit/s (and Mahimahi's, same run), lateness p99.
+bench-emulator: deps mahimahi ## Emulator: max rate on one core, CPU per 100 Mbit/s (and Mahimahi's, same run), lateness p99; beside Mahimahi and Rattan to 1 Gbit/s (builds Rattan once).
 	$(PY) -m benchmarks.emulator.bench
 
 .PHONY: bench-threshold

@@ -25,6 +25,7 @@ def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
 _VERSIONS = read_versions()
 ARGO_WORKFLOWS_VERSION = _VERSIONS["ARGO_WORKFLOWS_VERSION"]
 KUBERNETES_VERSION = _VERSIONS["KUBERNETES_VERSION"]
+RATTAN_VERSION = _VERSIONS["RATTAN_VERSION"]
 ARGO_MODULE = "github.com/argoproj/argo-workflows/v3"
 
 

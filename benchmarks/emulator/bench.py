@@ -20,8 +20,13 @@ loop sleeps between passes (emulator/examples/wake_floor.rs), woken on a fixed g
 a 100 Mbit/s cell wakes the emulator. Its CPU is what this machine charges for the wake-ups
 alone, below which no emulator that wakes that often can go.
 
+Last of all, ccsweep-link, Mahimahi and Rattan side by side (peers.py, `--only-peers` alone): the same
+path, traffic, pinning and CPU sampling for all three, lateness measured from outside alike, at
+stepped rates up to 1 Gbit/s, in repetitions that take turns; the pinned Rattan release is built
+into the tools cache the first time.
+
 `--only-priority --seconds 3` runs the priority comparison alone, briefly (a check that it works);
-`--without-mahimahi` leaves the backend comparison out where Mahimahi is not built.
+`--without-mahimahi` leaves the backend comparison and the side by side out where Mahimahi is not built.
 """
 
 from __future__ import annotations
@@ -30,16 +35,13 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,14 +49,12 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.density.bench import cells_per_core, cells_per_core_rows
-from benchmarks.emulator import kernel_share
+from benchmarks.emulator import kernel_share, peers, peers_report
+from benchmarks.emulator.host import EMULATOR_CPU, REPO, TRAFFIC_CPU, LinkCpu, link_binary, stop
 from benchmarks.options import number_list
 from ccsweep.result import CellResult
-from ccsweep.runner.mahimahi_run import ShellsCpu
 from support.crosscheck import grid, run_grid
 from support.mahimahi_host import mahimahi_host, mahimahi_missing
-
-REPO = Path(__file__).resolve().parents[2]
 
 SECONDS = 10
 # Left out of the steady window: TCP start-up at the beginning, the flows' end at the close.
@@ -66,26 +66,6 @@ SATURATED_SHARE = 0.9
 DEFAULT_RELEASE_WINDOW, MAHIMAHI_WINDOW = "100us", "1ms"
 # The SCHED_FIFO priority of the priority rows (any 1-99: nothing else here runs real-time).
 REALTIME_PRIORITY = "10"
-
-
-def link_binary() -> str:
-    for candidate in (os.environ.get("CCSWEEP_LINK"), str(REPO / "bin" / "ccsweep-link"), shutil.which("ccsweep-link")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    sys.exit("ccsweep-link is not built: run `make emulator`")
-
-
-def cores() -> tuple[list[str], list[str]]:
-    """taskset prefixes for the emulator and for the traffic: the last allowed core for the
-    emulator, the others for iperf3 (no pinning on a single core)."""
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        return [], []
-    others = ",".join(map(str, allowed[:-1]))
-    return ["taskset", "-c", str(allowed[-1])], ["taskset", "-c", others]
-
-
-EMULATOR_CPU, TRAFFIC_CPU = cores()
 
 
 @dataclass
@@ -119,13 +99,6 @@ def steady_window(stats: list[dict], start_s: float, end_s: float) -> Steady:
     return Steady(seconds=last["t"] - first["t"],
                   ip_bytes=last["uplink"]["out_bytes"] - first["uplink"]["out_bytes"],
                   cpu_s=last["cpu_s"] - first["cpu_s"])
-
-
-def stop(process: subprocess.Popen | None) -> None:
-    """Ends a process this benchmark started, by PID."""
-    if process and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
 
 
 @contextlib.contextmanager
@@ -317,32 +290,6 @@ def priority_rows(table: Table, console: Console, seconds: int) -> list[str]:
             f"--realtime-priority {REALTIME_PRIORITY} ({realtime.summary['sched']})"]
 
 
-class LinkCpu(ShellsCpu):
-    """The runner's sampler of Mahimahi's shells, counting every link process under this benchmark
-    (ccsweep-link's one and Mahimahi's three) and keeping each sample with its wall time, so that
-    a cell's flow window can be cut out after it ran."""
-
-    INTERVAL_S = 0.2
-
-    def __init__(self) -> None:
-        self.trace: list[tuple[float, float]] = []
-        self._lock = threading.Lock()
-        super().__init__(os.getpid(), names=("ccsweep-link", "mm-"))
-
-    def _sample(self) -> float:
-        with self._lock:
-            seconds = super()._sample()
-            self.trace.append((time.time(), seconds))
-            return seconds
-
-    def between(self, start: float, end: float) -> float:
-        """CPU seconds the link processes used between two wall-clock times (linear between samples)."""
-        times, seconds = zip(*self.trace, strict=True)
-        if start < times[0] or end > times[-1]:
-            raise ValueError(f"window {start:.1f}-{end:.1f} outside the samples {times[0]:.1f}-{times[-1]:.1f}")
-        return float(np.interp(end, times, seconds) - np.interp(start, times, seconds))
-
-
 def backend_share(result: CellResult, cpu: LinkCpu) -> float | None:
     """One cell's link CPU per 100 Mbit/s (cores) over its flow window; None when the cell did not run.
 
@@ -382,7 +329,7 @@ def backend_rows(table: Table, console: Console, seconds: int, reps: int, rate_m
                   f"infinite queue, {seconds} s")
     with tempfile.TemporaryDirectory(prefix="ccsweep-bench-links-") as scratch, mahimahi_host():
         profile = Path(scratch) / "perf.data"
-        cpu = LinkCpu()
+        cpu = LinkCpu(os.getpid(), tuple(name for names in LINK_PROCESSES.values() for name in names))
         try:
             with kernel_share.recording(profile) if split else contextlib.nullcontext():
                 results = run_grid(cells, Path(scratch), progress=lambda r: console.print(
@@ -452,6 +399,15 @@ def density_rows(table: Table, console: Console, max_cells: int) -> list[str]:
             for s in steps]
 
 
+def peer_notes(console: Console, options: argparse.Namespace) -> list[str]:
+    """ccsweep-link, Mahimahi and Rattan side by side (peers.py): runs.csv and run.json into the output
+    folder, and the three-emulator table made from them (peers_report.py) as notes."""
+    out = options.peers_out or REPO / "benchmarks" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-emulator-peers"
+    command = " ".join(["python -m benchmarks.emulator.bench", *sys.argv[1:]])
+    peers.run_all(options.peer_reps, options.peer_rates, out, command, log=console.print)
+    return [f"three emulators side by side, written to {out}:", *peers_report.summary(out)]
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="ccsweep-link benchmark (run as root; see the module's docstring).")
     parser.add_argument("--seconds", type=int, default=SECONDS, choices=range(2, 61), metavar="2-60",
@@ -474,8 +430,23 @@ def arguments() -> argparse.Namespace:
                         help="run only the machine's floor: the CPU of timed wake-ups alone")
     parser.add_argument("--only-backends", action="store_true",
                         help="run only the side-by-side comparison with Mahimahi")
+    parser.add_argument("--only-peers", action="store_true",
+                        help="run only ccsweep-link, Mahimahi and Rattan side by side (peers.py)")
+    parser.add_argument("--without-peers", action="store_true",
+                        help="leave out the three emulators side by side (peers.py; ~8 min at 3 repetitions, and "
+                             "Rattan's build the first time)")
+    parser.add_argument("--peer-reps", type=int, default=3, choices=range(1, 21), metavar="1-20",
+                        help="runs of each emulator at each rate of the side by side (default 3)")
+    parser.add_argument("--peer-rates", type=number_list("rate", "Mbit/s", 10, 1000, "100,400,1000"),
+                        default=list(peers.RATES_MBPS), metavar="MBPS[,MBPS...]",
+                        help="the rates of the side by side, each 10-1000 Mbit/s (default "
+                             f"{','.join(f'{r:g}' for r in peers.RATES_MBPS)})")
+    parser.add_argument("--peers-out", type=Path, default=None, metavar="DIR",
+                        help="where the side by side writes runs.csv and run.json (default "
+                             "benchmarks/results/<date>-emulator-peers)")
     parser.add_argument("--without-mahimahi", action="store_true",
-                        help="leave out the CPU comparison with upstream Mahimahi (for a machine without it)")
+                        help="leave out the CPU comparison with upstream Mahimahi and the side by side (for a machine "
+                             "without it)")
     return parser.parse_args()
 
 
@@ -489,18 +460,21 @@ def main() -> None:
     table = Table(title=f"ccsweep-link benchmark ({pinning})")
     for column in ("measure", "setting", "result", "goal", "met"):
         table.add_column(column)
-    only = [name for name in ("only_priority", "only_backends", "only_floor") if getattr(options, name)]
+    only = [name for name in ("only_priority", "only_backends", "only_floor", "only_peers") if getattr(options, name)]
     if len(only) > 1:
         sys.exit(f"bench-emulator: choose one of {', '.join('--' + n.replace('_', '-') for n in only)}")
-    with_mahimahi = not (options.only_priority or options.only_floor or options.without_mahimahi)
-    if options.only_backends and options.without_mahimahi:
-        sys.exit("bench-emulator: --only-backends compares with Mahimahi; it cannot go with --without-mahimahi")
-    missing = mahimahi_missing() if with_mahimahi else None
+    everything = not only
+    with_mahimahi = (everything or options.only_backends) and not options.without_mahimahi
+    with_peers = (everything and not options.without_peers and not options.without_mahimahi) or options.only_peers
+    for alone in ("only_backends", "only_peers"):
+        if getattr(options, alone) and options.without_mahimahi:
+            sys.exit(f"bench-emulator: --{alone.replace('_', '-')} compares with Mahimahi; it cannot go with "
+                     "--without-mahimahi")
+    missing = mahimahi_missing() if with_mahimahi or with_peers else None
     if missing:
         sys.exit(f"bench-emulator: {missing}\n(`make mahimahi` builds it; --without-mahimahi leaves the "
                  "comparison out)")
     notes = []
-    everything = not only
     if everything or options.only_floor:
         notes += floor_rows(table, console, options.seconds, options.backend_reps)
     if everything:
@@ -515,6 +489,8 @@ def main() -> None:
     if with_mahimahi:
         for rate in options.backend_rates:
             notes += backend_rows(table, console, options.seconds, options.backend_reps, rate, options.backend_split)
+    if with_peers:
+        notes += peer_notes(console, options)
     console.print(table)
     console.print(f"Load average at the end: {os.getloadavg()[0]:.2f} (a shared machine disturbs lateness).")
     for note in notes:

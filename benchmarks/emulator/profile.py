@@ -32,7 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.emulator.bench import TRAFFIC_CPU, emulator, steady_window, stop
+from benchmarks.emulator.bench import emulator, steady_window
+from benchmarks.emulator.host import TRAFFIC_CPU, stop
 
 EVENTS = {
     "reads": "syscalls:sys_enter_read",
