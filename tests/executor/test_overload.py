@@ -54,7 +54,8 @@ def test_cells_forced_past_admission_all_end_stored_and_no_measurement_is_lost(t
     (one,) = expand(parse_spec(tiny_spec("overload", **fields)))
     admitted = max(1, int(default_cpu_budget() / prior_cost(one)))
     cells = OVERLOAD * admitted
-    spec = write_tiny_spec(tmp_path / "overload.yaml", "overload", repetitions=cells, duration_s=2 * cells + 3, **fields)
+    spec = write_tiny_spec(tmp_path / "overload.yaml", "overload", repetitions=cells, duration_s=2 * cells + 3,
+                           **fields)
     store_dir = tmp_path / "store"
     done = subprocess.run([sys.executable, "-m", "ccsweep", "run", str(spec), "--store", str(store_dir),
                            "--no-figures", "--jobs", str(cells), "--cpu-budget", str(cells)],
