@@ -124,7 +124,7 @@ def test_two_namespaces_sharing_a_store_and_a_pushgateway_keep_apart(s3: dict[st
 HOSTILE_TAILS = ["/a/../b", "/..", "//a", "/.", "/%2e%2e/b", "/a%2fb", "/%2E%2E"]
 
 
-@pytest.mark.parametrize("tail", HOSTILE_TAILS)
+@pytest.mark.parametrize("tail", HOSTILE_TAILS, ids=range(len(HOSTILE_TAILS)))   # the id names the test's prefix
 def test_dot_dot_empty_and_encoded_segments_are_refused_on_every_path(s3: dict[str, str], bucket_url: str,
                                                                        tmp_path: Path, tail: str):
     """As a person's --store, as a pod's `store` parameter (with and without the chart's list) and
