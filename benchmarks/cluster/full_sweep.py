@@ -63,7 +63,7 @@ from ccsweep.manifest import ManifestCell, ManifestChunk, SweepManifest
 from ccsweep.plan import CC_LABEL_PREFIX, node_selector
 from ccsweep.runner.wakelatency import MAX_BOUND_US, WakeRequest, idle_wake_bound
 from ccsweep.store.base import plan_chunk_key
-from ccsweep.storeurls import namespace_store
+from ccsweep.storeurls import NAMESPACE_ENV, namespace_store
 from support.clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch
 from support.procstat import ProcSampler, machine
 
@@ -411,9 +411,11 @@ def figures_after_stuck(cluster: Cluster, services: NodeServices, target: Target
     namespace (the store's address exists only there): a harness path, named so in the note returned."""
     note = (f"{stuck} cell pods no node here can run stayed Pending; the bench stopped "
             f"{name} (`argo stop`) and ran `ccsweep figures` itself")
+    # As the figures pod of the bench's namespace runs it: its folder of the store, its metric groups.
     figures = cluster.in_ns(str(REPO / ".venv/bin/ccsweep"), "figures",
-                            f"--store=s3://{services.bucket}/{target.stored}", f"--sweep={target.sweep}",
-                            f"--pushgateway={NODE_IP}:9091", timeout=600, env=services.env)
+                            f"--store=s3://{services.bucket}/{target.prefix}", f"--sweep={target.sweep}",
+                            f"--pushgateway={NODE_IP}:9091", timeout=600,
+                            env={**services.env, NAMESPACE_ENV: NAMESPACE})
     if figures.returncode != 0:
         note += f"; `ccsweep figures` exited {figures.returncode}: {figures.stderr.strip()[-300:]}"
     return note
