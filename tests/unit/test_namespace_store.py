@@ -7,6 +7,7 @@ The same on real MinIO and a real Pushgateway: tests/services/test_namespaces.py
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -111,3 +112,26 @@ def test_the_operator_and_its_workflows_pods_open_the_same_store(tmp_path: Path)
     assert theirs.exit_code == 2 and theirs.output == (
         f"ccsweep: error: sweep {params['sweep']!r} has no manifest in file://{tmp_path}/store/namespaces/mallory "
         "(run `ccsweep plan` or `ccsweep run` first)\n")
+
+
+def test_the_local_executor_gives_its_cells_the_store_it_opened_and_not_the_namespace(tmp_path: Path, monkeypatch):
+    """`ccsweep run` where $CCSWEEP_NAMESPACE is set has opened the namespace's folder already: its
+    `ccsweep cell` children get that folder as --store and no namespace to nest it again."""
+    from ccsweep import executor
+    from ccsweep.expand import expand
+    from ccsweep.specload import load_spec
+
+    started: dict[str, Any] = {}
+
+    class Recorded:
+        def __init__(self, cmd: list[str], **options: object):
+            started.update(cmd=cmd, env=options["env"])
+
+    monkeypatch.setattr(executor.subprocess, "Popen", Recorded)
+    monkeypatch.setenv(NAMESPACE_ENV, "team-a")
+    store = open_store(namespace_store(f"file://{tmp_path}/store", "team-a"))
+    cell = expand(load_spec("quick"))[0]
+    executor._start(executor._Queued(cell), store, tmp_path / "work", [], alone=False)
+    cmd = started["cmd"]
+    assert cmd[cmd.index("--store") + 1] == f"file://{tmp_path}/store/namespaces/team-a"
+    assert NAMESPACE_ENV not in started["env"]
