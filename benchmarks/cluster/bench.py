@@ -32,6 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ccsweep.storeurls import namespace_store
 from support.clusterlib import CACHE, Cluster, NodeServices, PodWatch, template_of
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,7 +142,8 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace, 
         record = {"id": labels["ccsweep.io/cell"], "created": created, "main": main, "done": done}
         for stage, seen in STAGES.items():
             record[stage] = PodWatch.first(pod_events, seen)
-        stored = services.s3_get(f"runs/{name}/cells/{labels['ccsweep.io/cell']}/result.json")
+        stored = services.s3_get(f"{namespace_store(f'runs/{name}', NAMESPACE)}/cells/{labels['ccsweep.io/cell']}"
+                                 "/result.json")
         if stored:
             result = json.loads(stored)
             record["runner_start"] = parse_time(result["started_at"])

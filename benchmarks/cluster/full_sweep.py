@@ -63,6 +63,7 @@ from ccsweep.manifest import ManifestCell, ManifestChunk, SweepManifest
 from ccsweep.plan import CC_LABEL_PREFIX, node_selector
 from ccsweep.runner.wakelatency import MAX_BOUND_US, WakeRequest, idle_wake_bound
 from ccsweep.store.base import plan_chunk_key
+from ccsweep.storeurls import NAMESPACE_ENV, namespace_store
 from support.clusterlib import CACHE, CELL_IMAGE, NODE_IP, Cluster, NodeServices, PodWatch
 from support.procstat import ProcSampler, machine
 
@@ -343,6 +344,11 @@ class Target:
     node_cpu: float
     node_labels: dict[str, str]
 
+    @property
+    def stored(self) -> str:
+        """The prefix the sweep's pods read and write: the bench namespace's folder of `prefix`."""
+        return namespace_store(self.prefix, NAMESPACE)
+
 
 @dataclass
 class Passes:
@@ -405,9 +411,11 @@ def figures_after_stuck(cluster: Cluster, services: NodeServices, target: Target
     namespace (the store's address exists only there): a harness path, named so in the note returned."""
     note = (f"{stuck} cell pods no node here can run stayed Pending; the bench stopped "
             f"{name} (`argo stop`) and ran `ccsweep figures` itself")
+    # As the figures pod of the bench's namespace runs it: its folder of the store, its metric groups.
     figures = cluster.in_ns(str(REPO / ".venv/bin/ccsweep"), "figures",
                             f"--store=s3://{services.bucket}/{target.prefix}", f"--sweep={target.sweep}",
-                            f"--pushgateway={NODE_IP}:9091", timeout=600, env=services.env)
+                            f"--pushgateway={NODE_IP}:9091", timeout=600,
+                            env={**services.env, NAMESPACE_ENV: NAMESPACE})
     if figures.returncode != 0:
         note += f"; `ccsweep figures` exited {figures.returncode}: {figures.stderr.strip()[-300:]}"
     return note
@@ -447,13 +455,13 @@ def fixed_steps_s(workflow: dict) -> float:
 def stored_after(services: NodeServices, target: Target, passes: Passes) -> Stored:
     """The store checked after the passes (check_store), with a Workflow that did not succeed as a
     problem unless the only reason is cells this node cannot run, which the bench stopped."""
-    cell_keys = services.s3_keys(f"{target.prefix}/cells/")   # listed once: results and late attempts
-    problems, results, cells, unplaceable = check_store(services, target.prefix, target.sweep, cell_keys,
+    cell_keys = services.s3_keys(f"{target.stored}/cells/")   # listed once: results and late attempts
+    problems, results, cells, unplaceable = check_store(services, target.stored, target.sweep, cell_keys,
                                                         target.node_labels)
     if passes.phase != "Succeeded" and not (passes.stuck_note and unplaceable and not problems):
         problems.insert(0, f"workflow {passes.name} {passes.phase} after {len(passes.done)} passes: "
                            f"{passes.workflow['status'].get('message', '')}")
-    return Stored(problems, results, cells, unplaceable, late_attempts(cell_keys, target.prefix))
+    return Stored(problems, results, cells, unplaceable, late_attempts(cell_keys, target.stored))
 
 
 def summary_lines(args: argparse.Namespace, services: NodeServices, target: Target, passes: Passes,

@@ -30,6 +30,7 @@ from ccsweep.plan import PlanCounts, chunk_parallelism, plan_counts
 from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, endpoint_allowed, image_allowed, listed_in_env
 from ccsweep.spec import SpecError, SweepSpec
 from ccsweep.store import REPORT_FILE, ResultStore, StoreError, StoreUnavailable, open_store, sweep_file_key
+from ccsweep.storeurls import namespace_store
 
 #: Label on every Workflow the operator creates; the operator only follows Workflows carrying it.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ccsweep-operator"}
@@ -171,9 +172,11 @@ def decide(sweep: SweepObject, settings: OperatorSettings,
         return _invalid(sweep, base, conditions, refused)
     conditions = with_condition(conditions, "Valid", True, "SpecValid", "", sweep.generation)
     store_url = run.store or settings.store
-    base |= {"sweep": spec.name, "store": store_url}
+    # The Sweep's namespace's folder of the store, as its Workflow's pods derive it themselves from
+    # their own namespace and the base URL passed to them (namespace_store, on both sides).
+    base |= {"sweep": spec.name, "store": namespace_store(store_url, sweep.namespace)}
     try:
-        store = opener(store_url)
+        store = opener(base["store"])
         # An edited Sweep (a later generation) re-plans on purpose: its new cells run, stored ones are reused.
         # Counted a stored chunk at a time: the operator's memory does not grow with the Sweep.
         plan = plan_counts(spec, store, revise=sweep.generation > 1,
@@ -227,6 +230,8 @@ def desired_workflow(sweep: SweepObject, spec: SweepSpec, run: RunSettings, sett
 
     The spec travels resolved (includes and defaults already merged), so the plan step in the
     pod needs no preset files; it finds the operator's stored plan for that spec and reads it.
+    `store_url` is the base the pods get: each opens its namespace's folder of it, where the
+    operator planned (storeurls.namespace_store).
     A sweep with more cells to run than a chunk runs one Workflow per chunk (the template's
     `chunk` step, all at once): run.parallelism is then shared out among them.
     """

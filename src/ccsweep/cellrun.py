@@ -72,8 +72,8 @@ class CellOutcome:
 
 
 def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None, pushgateway: str | None = None,
-                  lateness_threshold_us: float | None = None, executor: str = "local", attempt: int = 1,
-                  err: TextIO | None = None) -> CellOutcome:
+                  namespace: str | None = None, lateness_threshold_us: float | None = None, executor: str = "local",
+                  attempt: int = 1, err: TextIO | None = None) -> CellOutcome:
     """Run `cell` unless `store` has its result, and store what it measured (or keep it durably).
 
     An unreachable store neither stops the cell (its result is spooled) nor loses a result
@@ -81,7 +81,7 @@ def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None
     removed unless the record had to stay in it (`kept_in`). A Ctrl-C while the cell runs ends
     it as `interrupted`; one while its result is stored waits until the result is kept.
     Warnings (store unreachable, a trace looked for on this machine) are one line each on `err`
-    (default: stderr).
+    (default: stderr). Live metrics go to `pushgateway`, in groups of `namespace` (a pod's own).
     """
     from ccsweep.runner import CellUnavailable, run_cell
     from ccsweep.runner.netns import deferred_interrupts
@@ -94,7 +94,7 @@ def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None
     if pushgateway:
         from ccsweep.metrics import CellMetrics
 
-        observer = CellMetrics(pushgateway, cell)
+        observer = CellMetrics(pushgateway, cell, namespace=namespace)
     scratch = workdir or Path(tempfile.mkdtemp(prefix=f"ccsweep-{cell.id}-"))
     scratch.mkdir(parents=True, exist_ok=True)
     outcome: CellOutcome | None = None

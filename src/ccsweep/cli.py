@@ -31,6 +31,7 @@ from ccsweep.spec import SpecError, SweepSpec, check_sweep_name, one_line
 from ccsweep.specload import load_spec, sweep_search_path
 from ccsweep.store import DEFAULT_STORE, ResultStore, StoreError, StoreUnavailable, attempt_folders_text, open_store
 from ccsweep.storedplan import get_manifest
+from ccsweep.storeurls import NAMESPACE_ENV, NamespaceError, check_namespace, namespace_store
 
 if TYPE_CHECKING:
     from ccsweep.cellrun import CellOutcome
@@ -118,17 +119,41 @@ revise_option = click.option(
     "--revise", is_flag=True,
     help="The spec of an already planned sweep changed on purpose: keep the old plan as a revision and plan "
          "the new one (stored cells are reused, only new ones run).")
+
+
+def _true_or_false(_ctx: click.Context, param: click.Parameter, value: str) -> bool:
+    """A boolean given as text (an Argo parameter's value, one argv item): exactly true or false."""
+    if value not in ("true", "false"):
+        fail(f"--{str(param.name).replace('_', '-')} {value[:32]!r}: give true or false")
+    return value == "true"
 def _allowed_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """--store and --pushgateway in a pod of the chart's: only what the chart's values list
-    ($CCSWEEP_ALLOWED_STORES, $CCSWEEP_ALLOWED_PUSHGATEWAYS), whatever a Workflow's parameters say."""
+    ($CCSWEEP_ALLOWED_STORES, $CCSWEEP_ALLOWED_PUSHGATEWAYS), whatever a Workflow's parameters say.
+    In a pod that knows its namespace ($CCSWEEP_NAMESPACE, from the downward API), the store is
+    that namespace's folder of --store (storeurls.namespace_store), as the operator plans in it."""
     from ccsweep.podspec import ALLOWED_PUSHGATEWAYS_ENV, ALLOWED_STORES_ENV, PodValueError, check_endpoint
 
     if not value:
         return value
-    variable = ALLOWED_STORES_ENV if param.name == "store_url" else ALLOWED_PUSHGATEWAYS_ENV
+    is_store = param.name == "store_url"
+    variable = ALLOWED_STORES_ENV if is_store else ALLOWED_PUSHGATEWAYS_ENV
     try:
-        return check_endpoint(f"--{str(param.name).removesuffix('_url')}", value, variable, os.environ)
+        url = check_endpoint(f"--{str(param.name).removesuffix('_url')}", value, variable, os.environ)
+        namespace = _pod_namespace()
+        return namespace_store(url, namespace) if is_store and namespace is not None else url
     except PodValueError as exc:
+        fail(exc)
+
+
+def _pod_namespace() -> str | None:
+    """The namespace this process runs in, as its pod's downward API gives it ($CCSWEEP_NAMESPACE,
+    checked), or None outside a pod of ccsweep's templates: never a parameter's value."""
+    namespace = os.environ.get(NAMESPACE_ENV)
+    if namespace is None:
+        return None
+    try:
+        return check_namespace(namespace)
+    except NamespaceError as exc:
         fail(exc)
 
 
@@ -205,6 +230,9 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
               help="Plan the spec in this file instead of SPEC when the file is not empty (an Argo "
                    "workflow's inline spec: an artifact that is empty when none was given).")
 @revise_option
+@click.option("--revise-if", default="false", metavar="true|false", callback=_true_or_false,
+              help="--revise when true, not when false (an Argo sweep's `revise` parameter: a submission that "
+                   "says to replace the sweep's plan); anything else is refused.")
 @time_scale_option
 @link_option
 @click.option("--chunks-file", type=click.Path(path_type=Path, dir_okay=False),
@@ -245,7 +273,7 @@ def expand(spec: str, sweep_name: str | None, fmt: str, link: LinkBackend | None
                    "of the model's (empty: the model's, per cell). A retry asks for twice as much.")
 @lateness_threshold_option
 def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: str | None,
-         spec_file: Path | None, revise: bool, time_scale: float | None, link: LinkBackend | None,
+         spec_file: Path | None, revise: bool, revise_if: bool, time_scale: float | None, link: LinkBackend | None,
          chunks_file: Path | None, chunk_size: int, name_file: Path | None, check_nodes: bool, on_unplaceable: str,
          chunk: int | None, round_number: int | None, rounds_file: Path | None, pending_file: Path | None,
          image: str | None, allowed_images: str, cell_cpu: str, cell_memory: str,
@@ -302,8 +330,8 @@ def plan(spec: str | None, store_url: str, sweep_name: str | None, pushgateway: 
         inline = spec_file is not None and spec_file.is_file() and spec_file.stat().st_size > 0
         if not inline and spec is None:
             fail("give SPEC (or --spec-file), or --sweep with --chunk or --round")
-        request = FreshPlan(_load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link), revise,
-                            check_nodes, refuse_unplaceable=on_unplaceable == "fail")
+        request = FreshPlan(_load(str(spec_file) if inline else spec or "", sweep_name, time_scale, link),
+                            revise or revise_if, check_nodes, refuse_unplaceable=on_unplaceable == "fail")
     try:
         outcome = plan_step(store, request, chunk_size=chunk_size, sizing=sizing, keep_all=chunks_file is None,
                             warn=lambda line: click.echo(line, err=True))
@@ -345,7 +373,7 @@ def _plan_outputs(name: str, found: Survey, pushgateway: str | None, name_file: 
     if pushgateway:
         from ccsweep.metrics import SweepMetrics
 
-        metrics = SweepMetrics(pushgateway, name)
+        metrics = SweepMetrics(pushgateway, name, namespace=_pod_namespace())
         metrics.update(total=found.wanted, cached=found.cached)
         metrics.close()
     for path, value in ((rounds_file, found.rounds), (pending_file, len(found.missing))):
@@ -546,7 +574,7 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     the_cell = _cell_from_args(cell_arg, sweep_name, cell_id, store)
     if node_selector_json is not None and (refused := node_selector_refusal(node_selector_json, the_cell)):
         fail(refused)
-    outcome = run_and_store(the_cell, store, workdir=workdir, pushgateway=pushgateway,
+    outcome = run_and_store(the_cell, store, workdir=workdir, pushgateway=pushgateway, namespace=_pod_namespace(),
                             lateness_threshold_us=lateness_threshold_us, executor=executor, attempt=attempt)
     click.echo(json.dumps(outcome.report()))
     sys.exit(_cell_exit(outcome, executor))
@@ -781,7 +809,7 @@ def figures_cmd(store_url: str, sweep_name: str, pushgateway: str | None) -> Non
         from ccsweep.metrics import publish_stored
 
         try:
-            deleted = publish_stored(pushgateway, _open(store_url), sweep_name)
+            deleted = publish_stored(pushgateway, _open(store_url), sweep_name, namespace=_pod_namespace())
         except StoreError as exc:
             fail(exc)
         click.echo(f"final results of {sweep_name} kept in its Pushgateway group; {deleted} cell group(s) deleted",

@@ -45,6 +45,7 @@ from ccsweep.runner.tcpinfo import available_congestion_controls
 from ccsweep.spec import SweepSpec
 from ccsweep.store import ResultStore, StoreError
 from ccsweep.store.spool import FlushReport, Spool
+from ccsweep.storeurls import NAMESPACE_ENV
 
 
 def default_cpu_budget() -> float:
@@ -590,8 +591,11 @@ def _start(item: _Queued, store: ResultStore, workdir: Path, cell_options: Seque
     cmd = [sys.executable, "-m", "ccsweep", "cell", "--cell", f"@{cell_file}", "--store", store.url,
            "--workdir", str(cell_dir), "--executor", "local", "--attempt", str(item.attempt), *cell_options]
     log = cell_dir / "cell.log"
+    # `store.url` is already where the cell belongs: a child that read $CCSWEEP_NAMESPACE (set where
+    # `ccsweep run` runs in a pod) would put it in a namespace's folder of that folder.
+    env = {name: value for name, value in os.environ.items() if name != NAMESPACE_ENV}
     with open(log, "w") as stderr:
-        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     return _Running(cell, item.attempt, alone, process, time.monotonic(), log)
 
 

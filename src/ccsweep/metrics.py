@@ -4,7 +4,10 @@ Cells are short-lived processes (or pods), so they push instead of being scraped
 one Pushgateway group (job `ccsweep_cell`, grouping key sweep + cell), replaced on every push:
 while it runs the group holds the live gauges, and when it finishes only the final ones (status,
 result goodput), so finished cells drop out of the "live" panels and stay in "goodput vs loss".
-A sweep is one group (job `ccsweep_sweep`, key sweep) with its cell counts.
+A sweep is one group (job `ccsweep_sweep`, key sweep) with its cell counts.  A pod in a
+Kubernetes namespace adds `namespace` (its own, from the downward API) to every grouping key it
+pushes or deletes, so namespaces sharing a Pushgateway, even with sweeps of one name, never touch
+each other's groups: a group is the whole key, and a pod cannot name another namespace.
 
 Lifecycle: cell groups last only until the sweep's end.  Then (`publish_final`: the local
 executor at its end, `ccsweep figures --pushgateway` as an Argo sweep's last steps) the sweep's
@@ -47,6 +50,13 @@ FINAL_PUSH_WAIT_S = 5.0
 
 CELL_LABELS = ("sweep", "experiment", "cell", "algorithm", "loss", "rtt", "bandwidth")
 FLOW_LABELS = (*CELL_LABELS, "flow", "cc")
+
+
+def grouping_key(namespace: str | None, sweep: str, cell: str | None = None) -> dict[str, str]:
+    """The Pushgateway grouping key of a sweep's group (or of one of its cells'): `namespace` first
+    when the pusher runs in one (None: the local executor, no namespace)."""
+    key = {"namespace": namespace} if namespace is not None else {}
+    return key | {"sweep": sweep} | ({"cell": cell} if cell is not None else {})
 
 
 def cell_labels(cell: Cell) -> dict[str, str]:
@@ -122,7 +132,7 @@ class _Pusher:
 class CellMetrics(Collector):
     """The CellObserver that pushes a cell's live state, then its outcome, to a Pushgateway."""
 
-    def __init__(self, pushgateway_url: str, cell: Cell, *, err: TextIO = sys.stderr):
+    def __init__(self, pushgateway_url: str, cell: Cell, *, namespace: str | None = None, err: TextIO = sys.stderr):
         self.cell = cell
         self.labels = cell_labels(cell)
         self._lock = threading.Lock()
@@ -131,7 +141,8 @@ class CellMetrics(Collector):
         self._finished_at = 0.0
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
-        self._pusher = _Pusher(pushgateway_url, CELL_JOB, {"sweep": cell.sweep, "cell": cell.id}, registry, err=err)
+        self._pusher = _Pusher(pushgateway_url, CELL_JOB, grouping_key(namespace, cell.sweep, cell.id), registry,
+                               err=err)
         self._pusher.request()  # the cell shows up as running before its first sample
 
     def on_sample(self, cell: Cell, sample: LiveSample) -> None:
@@ -224,7 +235,8 @@ class SweepMetrics(Collector):
 
     STATES = ("total", "cached", "running", "done", "failed")
 
-    def __init__(self, pushgateway_url: str, sweep: str, *, err: TextIO = sys.stderr):
+    def __init__(self, pushgateway_url: str, sweep: str, *, namespace: str | None = None,
+                 err: TextIO = sys.stderr):
         self.sweep = sweep
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
@@ -232,7 +244,7 @@ class SweepMetrics(Collector):
         self._finished: float | None = None
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
-        self._pusher = _Pusher(pushgateway_url, SWEEP_JOB, {"sweep": sweep}, registry, err=err)
+        self._pusher = _Pusher(pushgateway_url, SWEEP_JOB, grouping_key(namespace, sweep), registry, err=err)
 
     def update(self, **counts: int) -> None:
         """Set some of the counts (names from STATES) and push soon."""
@@ -282,12 +294,13 @@ FINAL_STATES = ("stored", "late", "starved", "failed", "unplaceable", "missing")
 
 
 def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: dict[str, CellResult],
-                  counts: dict[str, int], *, err: TextIO = sys.stderr) -> int:
+                  counts: dict[str, int], *, namespace: str | None = None, err: TextIO = sys.stderr) -> int:
     """Keep a finished sweep's results in its own group, then delete its cells' groups.
 
     `results` are the counted (on-time) results by cell id; `counts` has FINAL_STATES. The
     sweep group is added to (its plan-time counts stay); every cell group of `cells` is deleted,
-    the stored ones only after their final series was pushed. Returns the groups deleted.
+    the stored ones only after their final series was pushed: only groups of `namespace` (that of
+    the pod publishing; None: those pushed outside any). Returns the groups deleted.
     """
     registry = CollectorRegistry(auto_describe=False)
     goodput = GaugeMetricFamily("ccsweep_sweep_result_goodput_bits_per_second",
@@ -302,8 +315,8 @@ def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: 
         final.add_metric([sweep, state], counts.get(state, 0))
     registry.register(_Fixed([goodput, final]))
     try:
-        pushadd_to_gateway(pushgateway_url, job=SWEEP_JOB, registry=registry, grouping_key={"sweep": sweep},
-                           timeout=PUSH_TIMEOUT_S)
+        pushadd_to_gateway(pushgateway_url, job=SWEEP_JOB, registry=registry,
+                           grouping_key=grouping_key(namespace, sweep), timeout=PUSH_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - metrics are a side view: keep the cell groups then
         print(f"ccsweep: warning: cannot push the final results to {pushgateway_url} ({_reason(exc)}); "
               "cell groups kept", file=err, flush=True)
@@ -311,7 +324,7 @@ def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: 
     deleted = 0
     for cell_id in dict.fromkeys(c.id for c in cells):
         try:
-            delete_from_gateway(pushgateway_url, job=CELL_JOB, grouping_key={"sweep": sweep, "cell": cell_id},
+            delete_from_gateway(pushgateway_url, job=CELL_JOB, grouping_key=grouping_key(namespace, sweep, cell_id),
                                 timeout=PUSH_TIMEOUT_S)
             deleted += 1
         except Exception as exc:  # noqa: BLE001
@@ -321,9 +334,10 @@ def publish_final(pushgateway_url: str, sweep: str, cells: list[Cell], results: 
     return deleted
 
 
-def publish_stored(pushgateway_url: str, store: ResultStore, sweep: str, *, err: TextIO = sys.stderr) -> int:
+def publish_stored(pushgateway_url: str, store: ResultStore, sweep: str, *, namespace: str | None = None,
+                   err: TextIO = sys.stderr) -> int:
     """publish_final with what the store holds for `sweep` (final_counts)."""
-    return publish_final(pushgateway_url, sweep, *final_counts(store, sweep), err=err)
+    return publish_final(pushgateway_url, sweep, *final_counts(store, sweep), namespace=namespace, err=err)
 
 
 def final_counts(store: ResultStore, sweep: str) -> tuple[list[Cell], dict[str, CellResult], dict[str, int]]:

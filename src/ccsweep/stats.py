@@ -82,7 +82,10 @@ class Interval:
 
 
 def bars_caption(intervals: Sequence[Interval]) -> str:
-    """A caption for a figure's interval bars: what they are and the n behind them ('n = 3 to 20 per point')."""
+    """A caption for a figure's interval bars: what they are and the n behind them ('n = 3 to 20 per point').
+    No intervals (a planned sweep with no result stored yet, drawn beside published numbers): no bars."""
+    if not intervals:
+        return "no run stored yet"
     shown = [i for i in intervals if i.low is not None]
     if not shown:
         ns = sorted({i.n for i in intervals})

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ccsweep.storeurls import NAMESPACE_ENV
 from ccsweep_operator.reconcile import OperatorSettings
 from support.chartlib import CHART, render
 
@@ -112,3 +113,15 @@ def test_every_workflow_pod_gets_the_lists_its_store_and_pushgateway_options_are
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         assert env["CCSWEEP_ALLOWED_STORES"] == "s3://ccsweep/results,s3://ccsweep/teams/*", container["name"]
         assert env["CCSWEEP_ALLOWED_PUSHGATEWAYS"] == "pg:9091", container["name"]
+
+
+def test_every_workflow_pod_reads_its_namespace_from_the_api_as_the_templates_say():
+    """The chart keeps the templates' CCSWEEP_NAMESPACE (the pod's own namespace, from the downward
+    API): each pod's store is that namespace's folder of --store and its metric groups carry it."""
+    docs = render(set_values=["workflows.extraEnv[0].name=X", "workflows.extraEnv[0].value=y"])
+    containers = [t["container"] for d in docs if d["kind"] == "WorkflowTemplate"
+                  for t in d["spec"]["templates"] if "container" in t]
+    assert len(containers) >= 5
+    for container in containers:
+        (entry,) = [e for e in container["env"] if e["name"] == NAMESPACE_ENV]
+        assert entry == {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from ccsweep.specload import find_spec_file
+from ccsweep.storeurls import namespace_store
 from support.bookkeeping import BOOKKEEPING_THRESHOLD_US
 from support.clusterlib import CELL_IMAGE, NODE_IP, NodeServices, PodEvent, PodWatch, template_of
 
@@ -67,12 +68,18 @@ FULL_SWEEP_CELLS = 390
 class SweepRun:
     name: str
     namespace: str
-    store_prefix: str
+    #: The `store` parameter's prefix; every pod reads and writes its namespace's folder of it.
+    base_prefix: str
     workflow: dict
     pods: dict[str, list[PodEvent]]
     submitted_at: float
     finished_at: float
     services: NodeServices
+
+    @property
+    def store_prefix(self) -> str:
+        """Where the sweep's pods stored its plan, results and report (storeurls.namespace_store)."""
+        return namespace_store(self.base_prefix, self.namespace)
 
     def nodes(self, template: str) -> list[dict]:
         return [n for n in self.workflow["status"].get("nodes", {}).values()
@@ -219,12 +226,14 @@ def test_metrics_reached_prometheus(sweep: SweepRun):
     ids = {item["id"] for item in sweep.planned()}
     deadline = time.time() + 20  # Prometheus scrapes the Pushgateway every 2 s
     while True:
-        series = sweep.services.prometheus_query('{__name__=~"ccsweep_.+"}')
+        series = sweep.services.prometheus_query(f'{{__name__=~"ccsweep_.+", sweep="{sweep.name}"}}')
         seen = {value for s in series for value in s["metric"].values()} & ids
         if seen == ids or time.time() > deadline:
             break
         time.sleep(2)
     assert seen == ids, f"cells with metrics in Prometheus: {sorted(seen)} of {sorted(ids)}"
+    # Every group a pod pushed carries the pod's namespace (the downward API's, in its grouping key).
+    assert {s["metric"].get("namespace") for s in series} == {sweep.namespace}
 
 
 def test_390_cells_fit_in_one_workflow_object(sweep: SweepRun):
@@ -280,7 +289,7 @@ def run_cell(cluster: TestCluster, sweep: SweepRun, cell_id: str, on_pod=None) -
         {"name": "sweep", "value": sweep.name}, {"name": "id", "value": cell_id},
         {"name": "node-selector", "value": json.dumps(selectors.get(cell_id, {}))},
         {"name": "experiment", "value": "e2e"},
-        {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.store_prefix}"},
+        {"name": "store", "value": f"s3://{sweep.services.bucket}/{sweep.base_prefix}"},
         {"name": "image", "value": CELL_IMAGE}, {"name": "image-pull-policy", "value": "Never"},
         {"name": "pushgateway", "value": f"{NODE_IP}:9091"},
         # A retry asks for twice the first attempt's CPU, as the plan gives it (the template's
@@ -434,8 +443,9 @@ def test_a_sweep_larger_than_a_chunk_runs_one_workflow_per_chunk(argo: TestClust
                 if template_of(n) == "cell" and n["type"] == "Pod" and n["phase"] == "Succeeded"}
     assert len(ran) == CELLS
     keys = set(node_services.s3_keys(prefix + "/"))
-    assert {f"{prefix}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
-    assert any(k.endswith("report.html") for k in keys), sorted(keys)[:20]
+    stored = namespace_store(prefix, sweep_namespace)
+    assert {f"{stored}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
+    assert f"{stored}/sweeps/{name}/report.html" in keys, sorted(keys)[:20]
 
 
 ADAPTIVE_SPEC = """\
@@ -485,7 +495,8 @@ def test_adaptive_repetitions_plan_again_and_run_a_second_round(argo: TestCluste
     skipped = [n for n in nodes if n["displayName"] == "next"]
     assert [n["phase"] for n in skipped] == ["Skipped"]  # round 2 was the last the plan allows
     keys = set(node_services.s3_keys(prefix + "/"))
-    assert {f"{prefix}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
+    stored = namespace_store(prefix, sweep_namespace)
+    assert {f"{stored}/cells/{cell_id}/result.json" for cell_id in ran} <= keys
 
 
 #: The algorithms preset's algorithms this node's kernel does not offer (tcp_available_congestion_control:

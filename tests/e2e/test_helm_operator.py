@@ -34,6 +34,7 @@ import yaml
 from ccsweep import __version__
 from ccsweep.crd import store_name
 from ccsweep.spec import KNOWN_CONGESTION_CONTROLS
+from ccsweep.storeurls import namespace_store
 from ccsweep_operator.nodeprobe import label_value
 from support.chartlib import IMAGE_TAG_COMMAND, helm, install_doc
 from support.clusterlib import CELL_IMAGE, REPO, NodeServices
@@ -311,13 +312,18 @@ def test_the_documented_sweep_finishes_with_results_and_report_in_minio(release:
     assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
     stored = store_name(NAMESPACE, "quick-e2e")  # the page's report path names it
     assert status["sweep"] == stored
-    assert location == status["report"] == f"s3://{release.services.bucket}/{release.prefix}/sweeps/{stored}/report.html"
+    # The namespace's folder of the chart's store: the operator plans there, and the Workflow's pods,
+    # given the chart's store.url, derive the same from their own namespace.
+    folder = namespace_store(release.prefix, NAMESPACE)
+    assert status["store"] == f"s3://{release.services.bucket}/{folder}"
+    assert location == status["report"] == f"s3://{release.services.bucket}/{folder}/sweeps/{stored}/report.html"
     assert status["startedAt"] <= status["finishedAt"]
-    manifest = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/{stored}/manifest.json"))
+    manifest = json.loads(release.services.s3_get(f"{folder}/sweeps/{stored}/manifest.json"))
     keys = set(release.services.s3_keys(f"{release.prefix}/"))
     for cell in manifest["cells"]:
-        assert f"{release.prefix}/cells/{cell['id']}/result.json" in keys, sorted(keys)
-    assert f"{release.prefix}/sweeps/{stored}/report.html" in keys
+        assert f"{folder}/cells/{cell['id']}/result.json" in keys, sorted(keys)
+    assert f"{folder}/sweeps/{stored}/report.html" in keys
+    assert not [k for k in keys if not k.startswith(f"{folder}/")], sorted(keys)
     table = release.kubectl("get", "sweeps").splitlines()
     assert table[1].split()[:7] == ["quick-e2e", "Succeeded", "2", "0", "0", "2", "0"], table
     # The page's `my-sweep.yaml`: the quick example's spec as a spec file (a name, no `run`).
@@ -326,11 +332,11 @@ def test_the_documented_sweep_finishes_with_results_and_report_in_minio(release:
     (doc.cwd / "my-sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     doc.run(submit, timeout=SWEEP_TIMEOUT_S)
     keys = set(release.services.s3_keys(f"{release.prefix}/"))
-    assert f"{release.prefix}/sweeps/my-sweep/report.html" in keys, sorted(keys)
-    mine = json.loads(release.services.s3_get(f"{release.prefix}/sweeps/my-sweep/manifest.json"))
+    assert f"{folder}/sweeps/my-sweep/report.html" in keys, sorted(keys)
+    mine = json.loads(release.services.s3_get(f"{folder}/sweeps/my-sweep/manifest.json"))
     assert {c["id"] for c in mine["cells"]} == {c["id"] for c in manifest["cells"]}  # the same cells, stored once
     for cell in mine["cells"]:
-        assert f"{release.prefix}/cells/{cell['id']}/result.json" in keys
+        assert f"{folder}/cells/{cell['id']}/result.json" in keys
 
 
 def test_applying_again_runs_no_cell(release: Release):

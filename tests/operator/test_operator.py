@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from ccsweep.crd import store_name
+from ccsweep.storeurls import namespace_store
 from envtest import EnvTest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -109,6 +110,12 @@ def test_api_server_takes_the_links_offloads_and_refuses_another(envtest: EnvTes
     assert refused.returncode != 0 and 'spec.experiments[0].link_offload: Unsupported value: "gro"' in refused.stderr
 
 
+def sweeps_in(store: Path, namespace: str) -> Path:
+    """The sweeps folder of `namespace` in the operator's file store: it plans each Sweep in its
+    namespace's folder (storeurls.namespace_store)."""
+    return Path(namespace_store(str(store), namespace)) / "sweeps"
+
+
 def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, namespace: str, operator_env: Path):
     with operator(namespace):
         apply_example(envtest, namespace, "quick")
@@ -119,8 +126,8 @@ def test_quick_example_is_planned_into_a_workflow_it_owns(envtest: EnvTest, name
     workflow = getter(envtest, namespace, "workflow", "quick-e2e-1")()
     assert workflow["metadata"]["ownerReferences"][0]["uid"] == sweep["metadata"]["uid"]
     assert workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
-    # The manifest is in the operator's store: planning really happened there.
-    assert (operator_env / "sweeps" / store_name(namespace, "quick-e2e") / "manifest.json").is_file()
+    # The manifest is in the namespace's folder of the operator's store: planning really happened there.
+    assert (sweeps_in(operator_env, namespace) / store_name(namespace, "quick-e2e") / "manifest.json").is_file()
     assert status["sweep"] == store_name(namespace, "quick-e2e")
     # `kubectl get sweeps` shows the printer columns.
     table = envtest.kubectl("get", "sweeps", "-n", namespace).stdout.split("\n")
@@ -172,7 +179,8 @@ def test_status_follows_the_workflow_to_success(envtest: EnvTest, namespace: str
     status = done["status"]
     assert status["cells"] == {"total": 2, "cached": 0, "running": 0, "done": 2, "failed": 0}
     assert status["finishedAt"] == "2026-11-23T01:02:00Z"
-    assert status["report"] == str(operator_env / "sweeps" / store_name(namespace, "quick-e2e") / "report.html")
+    report = sweeps_in(operator_env, namespace) / store_name(namespace, "quick-e2e") / "report.html"
+    assert status["report"] == str(report)
     complete = next(c for c in status["conditions"] if c["type"] == "Complete")
     assert (complete["status"], complete["reason"]) == ("True", "WorkflowSucceeded")
 
@@ -190,7 +198,7 @@ def test_changed_spec_replaces_the_workflow(envtest: EnvTest, namespace: str, op
                          and s["status"]["phase"] == "Pending")
         stored = store_name(namespace, "quick-e2e")
         assert sweep["status"]["workflow"] == "quick-e2e-2" and sweep["status"]["sweep"] == stored
-        assert list((operator_env / "sweeps" / stored / "revisions").iterdir())
+        assert list((sweeps_in(operator_env, namespace) / stored / "revisions").iterdir())
         wait_for(lambda: json.loads(envtest.kubectl("get", "workflows", "-n", namespace, "-o", "json").stdout),
                  lambda wfs: [w["metadata"]["name"] for w in wfs["items"]] == ["quick-e2e-2"])
 

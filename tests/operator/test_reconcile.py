@@ -22,8 +22,9 @@ from ccsweep.manifest import SweepManifest
 from ccsweep.plan import planned_cells
 from ccsweep.result import CellResult, Environment
 from ccsweep.specload import parse_spec
-from ccsweep.store import open_store
+from ccsweep.store import ResultStore, open_store
 from ccsweep.storedplan import get_manifest, put_manifest, with_cells
+from ccsweep.storeurls import namespace_store
 from ccsweep_operator.reconcile import (
     OperatorSettings,
     SweepObject,
@@ -43,6 +44,11 @@ EXAMPLES = REPO / "operator/examples"
 STORED = store_name("lab", "quick-e2e")
 
 
+def lab_store(root: Path) -> ResultStore:
+    """Namespace lab's folder of the operator's store at `root`: where it plans lab's Sweeps."""
+    return open_store(namespace_store(f"file://{root}", "lab"))
+
+
 def sweep_object(example: str, generation: int = 1, status: dict | None = None) -> SweepObject:
     body = yaml.safe_load((EXAMPLES / example / "sweep.yaml").read_text())
     body["metadata"] |= {"namespace": "lab", "uid": "0d6c1f3e-9a57-4b3e-8f43-5c7e3f1b2a90", "generation": generation}
@@ -59,7 +65,7 @@ def store_result(store_dir: Path, cell: Cell) -> None:
                       python="3.11", executor="argo")
     result = CellResult(cell=cell, status="ok", started_at="2026-11-23T00:00:00Z", finished_at="2026-11-23T00:00:06Z",
                         goodput_mbps=9.1, environment=env)
-    assert open_store(f"file://{store_dir}").put_cell(result)
+    assert lab_store(store_dir).put_cell(result)
 
 
 def test_invalid_spec_is_reported_with_one_line_and_runs_nothing(tmp_path: Path):
@@ -79,7 +85,8 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     status = SweepStatus.model_validate(decision.status)
     assert status.phase == "Pending"
     assert status.cells.model_dump() == {"total": 2, "cached": 0, "running": 0, "done": 0, "failed": 0}
-    assert status.sweep == STORED and status.store == f"file://{tmp_path}"
+    # Planned in namespace lab's folder of the store; the Workflow gets the base, its pods derive the same.
+    assert status.sweep == STORED and status.store == f"file://{tmp_path}/namespaces/lab"
     assert [(c.type, c.status, c.reason) for c in status.conditions] == [
         ("Valid", "True", "SpecValid"), ("Planned", "True", "Planned"), ("Complete", "False", "WorkflowCreated")]
     workflow = decision.workflow
@@ -95,7 +102,7 @@ def test_new_sweep_is_planned_and_gets_a_workflow_owned_by_it(tmp_path: Path):
     shipped = parse_spec(yaml.safe_load(params["spec-yaml"]))
     resource_spec = sweep_from_resource(dict(sweep.spec), sweep.name)[0]
     assert [c.id for c in expand(shipped)] == [c.id for c in expand(resource_spec)]
-    store = open_store(f"file://{tmp_path}")
+    store = lab_store(tmp_path)
     manifest = with_cells(store, get_manifest(store, STORED))
     assert [c.id for c in manifest.cells] == [c.id for c in expand(shipped)]
     assert "lateness-threshold-us" not in params  # unset: each cell's own threshold (the template's empty default)
@@ -124,7 +131,7 @@ def test_an_adaptive_sweep_counts_the_runs_it_wants_and_its_workflow_plans_the_r
     assert planned.message == "6 cells, 0 already stored, 6 to run, up to 6 rounds of adaptive repetitions"
     assert decision.workflow is not None
     assert decision.workflow["spec"]["workflowTemplateRef"] == {"name": "ccsweep-sweep"}
-    assert len(planned_cells(open_store(f"file://{tmp_path}"), STORED)) == 40  # every run up to max
+    assert len(planned_cells(lab_store(tmp_path), STORED)) == 40  # every run up to max
 
 
 def test_stored_cells_are_not_run_again(tmp_path: Path):
@@ -137,7 +144,7 @@ def test_stored_cells_are_not_run_again(tmp_path: Path):
     store_result(tmp_path, cells[1])
     # Every cell stored but no report yet: a workflow still draws the figures (its fan-out is empty).
     assert decide(sweep, settings(tmp_path)).workflow is not None
-    report = open_store(f"file://{tmp_path}").put_sweep_file(STORED, "report.html", b"<html></html>")
+    report = lab_store(tmp_path).put_sweep_file(STORED, "report.html", b"<html></html>")
     done = decide(sweep, settings(tmp_path))
     assert done.workflow is None
     status = SweepStatus.model_validate(done.status)
@@ -165,7 +172,7 @@ def test_a_sweep_larger_than_a_chunk_shares_its_parallelism_among_the_chunks(tmp
 
 
 def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_path: Path):
-    put_manifest(open_store(f"file://{tmp_path}"), SweepManifest(
+    put_manifest(lab_store(tmp_path), SweepManifest(
         name=STORED, spec={"name": STORED, "experiments": []}, cells=[], created_at="t", ccsweep_version="0"))
     decision = decide(sweep_object("quick"), settings(tmp_path))
     assert decision.workflow is None
@@ -176,7 +183,7 @@ def test_a_different_spec_under_a_stored_name_fails_with_the_stores_reason(tmp_p
 
 def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
     first = decide(sweep_object("quick"), settings(tmp_path))
-    for cell in planned_cells(open_store(f"file://{tmp_path}"), STORED):
+    for cell in planned_cells(lab_store(tmp_path), STORED):
         store_result(tmp_path, cell)
     edited = sweep_object("quick", generation=2)
     experiment = {**edited.spec["experiments"][0], "loss_percent": [1, 2]}
@@ -186,7 +193,7 @@ def test_an_edited_sweep_runs_only_its_new_cells(tmp_path: Path):
     status = SweepStatus.model_validate(decision.status)
     assert (status.phase, status.cells.total, status.cells.cached) == ("Pending", 4, 2)
     assert decision.workflow["metadata"]["name"] == "quick-e2e-2"
-    assert open_store(f"file://{tmp_path}").list_keys(f"sweeps/{STORED}/revisions/")
+    assert lab_store(tmp_path).list_keys(f"sweeps/{STORED}/revisions/")
 
 
 def test_run_store_overrides_the_operators_when_the_chart_allows_it(tmp_path: Path):
@@ -196,8 +203,8 @@ def test_run_store_overrides_the_operators_when_the_chart_allows_it(tmp_path: Pa
     chart = OperatorSettings.from_env({"CCSWEEP_STORE": f"file://{tmp_path}/default",
                                        "CCSWEEP_ALLOWED_STORES": f"file://{tmp_path}/x/*, file://{own}"})
     decision = decide(sweep, chart)
-    assert decision.status["phase"] == "Pending" and decision.status["store"] == f"file://{own}/"
-    assert get_manifest(open_store(f"file://{own}"), STORED) is not None
+    assert decision.status["phase"] == "Pending" and decision.status["store"] == f"file://{own}/namespaces/lab"
+    assert get_manifest(lab_store(own), STORED) is not None
 
 
 def test_run_link_moves_the_experiments_that_set_none_and_refuses_what_mahimahi_cannot_express(tmp_path: Path):
@@ -345,7 +352,7 @@ def test_succeeded_workflow_names_the_report(tmp_path: Path):
     patch = follow(sweep, workflow("Succeeded", nodes, startedAt="2026-11-23T01:00:00Z",
                                    finishedAt="2026-11-23T01:01:00Z"))
     assert patch["phase"] == "Succeeded"
-    assert patch["report"] == str(tmp_path / "sweeps" / STORED / "report.html")
+    assert patch["report"] == str(tmp_path / "namespaces" / "lab" / "sweeps" / STORED / "report.html")
     assert patch["conditions"][-1]["reason"] == "WorkflowSucceeded"
     assert patch["message"] == "2 cells run, 0 were already stored"
 
@@ -503,7 +510,7 @@ def test_a_sweep_cannot_plan_over_another_namespaces_sweep(tmp_path: Path):
     spec.name all leave the victim's manifest as it was."""
     victim = decide(sweep_object("quick"), settings(tmp_path))
     assert victim.status["phase"] == "Pending"
-    manifest = tmp_path / "sweeps" / STORED / "manifest.json"
+    manifest = tmp_path / "namespaces" / "lab" / "sweeps" / STORED / "manifest.json"
     before = manifest.read_bytes()
     other = sweep_object("quick", generation=2)
     other = SweepObject(**{**other.__dict__, "namespace": "mallory", "spec": {
@@ -511,6 +518,9 @@ def test_a_sweep_cannot_plan_over_another_namespaces_sweep(tmp_path: Path):
     theirs = decide(other, settings(tmp_path))
     assert theirs.status["phase"] == "Pending"
     assert theirs.status["sweep"] == store_name("mallory", "quick-e2e") != STORED
+    # In its own namespace's folder of the shared store: nothing of it lies in lab's.
+    assert theirs.status["store"] == f"file://{tmp_path}/namespaces/mallory"
+    assert (tmp_path / "namespaces" / "mallory" / "sweeps" / theirs.status["sweep"] / "manifest.json").is_file()
     for name in (STORED, "quick-e2e-1"):
         named = decide(SweepObject(**{**other.__dict__, "spec": {**other.spec, "name": name}}), settings(tmp_path))
         assert named.status["phase"] == "Invalid" and named.workflow is None
@@ -518,7 +528,8 @@ def test_a_sweep_cannot_plan_over_another_namespaces_sweep(tmp_path: Path):
                                            "store is derived from its namespace and metadata.name; leave spec.name "
                                            "unset")
     assert manifest.read_bytes() == before
-    assert not (tmp_path / "sweeps" / STORED / "revisions").exists()
+    assert not (tmp_path / "namespaces" / "lab" / "sweeps" / STORED / "revisions").exists()
+    assert sorted(p.name for p in (tmp_path / "namespaces" / "lab" / "sweeps").iterdir()) == [STORED]
     # spec.name equal to the Sweep's own name is what leaving it unset means.
     same = decide(sweep_object("quick", generation=1), settings(tmp_path))
     named = decide(SweepObject(**{**sweep_object("quick").__dict__,

@@ -23,6 +23,8 @@ from ccsweep.buildinfo import build_identity, source_commit
 from ccsweep.checks.claims import run_checks
 from ccsweep.checks.source_claims import ALL_CLAIMS
 from ccsweep.cli import main
+from ccsweep.plan import planned_cells
+from ccsweep.result import CellResult, Environment
 from ccsweep.results import rebbr_csv
 from ccsweep.results.cliff import experiment_cliffs
 from ccsweep.results.data import load_sweep
@@ -303,3 +305,20 @@ def test_report_and_figures_follow_the_users_umask(umask: int, file_mode: int, f
     for path in written:
         assert stat.S_IMODE(path.stat().st_mode) == file_mode, path
     assert stat.S_IMODE((out / "figures").stat().st_mode) == folder_mode
+
+
+
+def test_results_without_the_published_quantity_get_their_report(tmp_path: Path):
+    """Cells stored with a goodput but no bottleneck throughput (a record that did not measure it),
+    drawn beside published numbers, which plot bottleneck throughput: that figure has no bars, and
+    the report is built; the caption of no bars raised IndexError, and `ccsweep figures` crashed."""
+    store = tmp_path / "store"
+    assert CliRunner().invoke(main, ["plan", "quick", "--store", str(store)]).exit_code == 0
+    env = Environment(hostname="h", kernel="6.18", available_cc=["bbr", "cubic"], ccsweep_version="0", python="3.11")
+    files = FileStore(store)
+    for cell in planned_cells(files, "quick"):
+        assert files.put_cell(CellResult(cell=cell, status="ok", started_at="t0", finished_at="t1", goodput_mbps=9.0,
+                                         environment=env))
+    done = CliRunner().invoke(main, ["figures", "--store", str(store), "--sweep", "quick"])
+    assert done.exit_code == 0, done.output
+    assert "no run stored yet" in (store / "sweeps/quick/report.html").read_text()

@@ -25,6 +25,7 @@ from ccsweep.specload import parse_spec
 from ccsweep.store import StoreError, open_store
 from ccsweep.store.base import manifest_key
 from ccsweep.storedplan import get_manifest, with_cells
+from ccsweep.storeurls import namespace_store
 from wholeplan import plan_sweep
 
 #: A small Mahimahi trace: 3 opportunities per ms for 10 ms (36 Mbit/s).
@@ -45,8 +46,9 @@ def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CCSWEEP_TRACES", str(traces))
     store = open_store(str(tmp_path / "store"))
     plan = plan_sweep(parse_spec(SPEC), store)
-    # The same spec as the operator stores a Sweep of that name in namespace lab.
-    plan_sweep(parse_spec({**SPEC, "name": store_name("lab", SPEC["name"])}), store)
+    # The same spec as the operator stores a Sweep of that name in namespace lab (in lab's folder).
+    plan_sweep(parse_spec({**SPEC, "name": store_name("lab", SPEC["name"])}),
+               open_store(namespace_store(str(tmp_path / "store"), "lab")))
     for path in traces.iterdir():
         path.unlink()
 

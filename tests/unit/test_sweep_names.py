@@ -11,6 +11,7 @@ import pytest
 from ccsweep.crd import MAX_SWEEP_NAME, crd, store_name, sweep_from_resource
 from ccsweep.podspec import endpoint_allowed
 from ccsweep.spec import SLUG, SpecError
+from ccsweep.storeurls import namespace_store
 
 QUICK = {"experiments": [{"name": "loss", "cc": ["bbr"], "loss_percent": [1], "rtt_ms": [20], "bandwidth_mbps": [10],
                           "queue": [{"kind": "droptail", "packets": 100}], "duration_s": 3, "warmup_s": 1}]}
@@ -76,7 +77,10 @@ def test_endpoints_match_the_charts_list_exactly_or_by_pattern(url: str, allowed
 
 def test_the_install_page_prints_the_derived_report_path():
     page = (Path(__file__).resolve().parents[2] / "docs/install.md").read_text()
-    assert f"s3://ccsweep/results/sweeps/{store_name('ccsweep', 'quick-e2e')}/report.html" in page
+    # In namespace ccsweep's folder of the store (storeurls.namespace_store), under its derived name.
+    folder = namespace_store("s3://ccsweep/results", "ccsweep")
+    assert f"{folder}/sweeps/{store_name('ccsweep', 'quick-e2e')}/report.html" in page
+    assert f"{folder}/sweeps/my-sweep/report.html" in page
 
 
 def test_in_a_charts_pod_a_store_or_pushgateway_off_the_list_exits_2(tmp_path: Path):

@@ -92,9 +92,12 @@ def assert_no_wider(name: str, rendered: dict[str, Any], case: str) -> None:
     sources = [e["valueFrom"] for e in main.get("env", []) if "valueFrom" in e]
     refs = [source["secretKeyRef"]["name"] for source in sources if "secretKeyRef" in source]
     assert set(refs) <= {SECRET}, (case, refs)
-    # Besides the Secret: only the pod's own CPU request and memory limit (the downward API), which it checks.
-    assert all(set(source) == {"resourceFieldRef"} and source["resourceFieldRef"]["containerName"] == "main"
+    # Besides the Secret: only the pod's own namespace, CPU request and memory limit (the downward API),
+    # whatever a parameter says: the namespace names the pod's folder of the store and its metric groups.
+    assert all(source == {"fieldRef": {"fieldPath": "metadata.namespace"}} or (
+               set(source) == {"resourceFieldRef"} and source["resourceFieldRef"]["containerName"] == "main")
                for source in sources if "secretKeyRef" not in source), (case, sources)
+    assert {"name": "CCSWEEP_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in main["env"]
     assert set(main) <= {"name", "image", "imagePullPolicy", "command", "args", "env", "securityContext",
                          "volumeMounts", "resources"}, (case, set(main))
     assert set(main.get("resources") or {}) <= {"requests", "limits"}, case

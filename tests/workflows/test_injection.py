@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ccsweep.storeurls import NAMESPACE_ENV
+
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE_FILES = sorted((REPO / "workflows/templates").glob("*.yaml"))
 WORKFLOW_FILES = sorted((REPO / "workflows").glob("*.yaml"))
@@ -135,7 +137,7 @@ def run_plan(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(CCSWEEP), *argv[1:]], check=False, capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
-@pytest.mark.parametrize("param", ["pushgateway", "sweep", "spec", "store"])
+@pytest.mark.parametrize("param", ["pushgateway", "sweep", "spec", "store", "revise"])
 def test_the_rendered_plan_step_runs_nothing_a_value_asks_for(tmp_path: Path, param: str):
     """The plan pod's argv, run for real in an empty folder: the command substitutions never run.
 
@@ -152,8 +154,45 @@ def test_the_rendered_plan_step_runs_nothing_a_value_asks_for(tmp_path: Path, pa
         assert line.startswith("ccsweep: error:") and done.stdout == ""
     else:
         assert json.loads(done.stdout)
-    if param in ("pushgateway", "spec"):   # never a name anything is stored under
+    if param in ("pushgateway", "spec", "revise"):   # never a name anything is stored under
         assert done.returncode == (0 if param == "pushgateway" else 2), done.stderr
+    if param == "revise":   # a typed boolean: only true or false
+        assert done.stderr.startswith("ccsweep: error: --revise-if '$(touch ran)")
+        assert done.stderr.endswith("': give true or false\n")
+
+
+@pytest.mark.parametrize(("revise", "replaced"), [("false", False), ("true", True)])
+def test_the_revise_parameter_says_whether_a_new_spec_replaces_the_stored_one(tmp_path: Path, revise: str,
+                                                                               replaced: bool):
+    """A Workflow planning another spec under a stored sweep name is refused in one line unless its
+    `revise` parameter is true; then the old plan is kept as a revision."""
+    values = {**workflow_defaults(), "spec": "quick", "sweep": "mine", "store": str(tmp_path / "store")}
+    assert values["revise"] == "false"
+    assert run_plan(rendered_argv("plan", values), tmp_path).returncode == 0
+    manifest = tmp_path / "store/sweeps/mine/manifest.json"
+    before = manifest.read_bytes()
+    done = run_plan(rendered_argv("plan", {**values, "spec": "figure8", "revise": revise}), tmp_path)
+    revisions = list((tmp_path / "store/sweeps/mine/revisions").glob("*.json"))
+    if replaced:
+        assert done.returncode == 0, done.stderr
+        assert manifest.read_bytes() != before and len(revisions) == 1
+    else:
+        (line,) = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and line.startswith("ccsweep: error:") and "--revise" in line, line
+        assert manifest.read_bytes() == before and not revisions
+
+
+def test_every_ccsweep_container_takes_its_namespace_from_the_downward_api():
+    """Each pod's store is its namespace's folder of `store` and its metric groups carry that
+    namespace (storeurls.namespace_store): the namespace comes from the Kubernetes API, never from
+    a parameter, in every container that runs ccsweep."""
+    running = [(name, c) for name, t in templates().items() for c in containers(t)
+               if c.get("command", [""])[0] == "ccsweep"]
+    assert {name for name, _ in running} == {"plan", "plan-round", "plan-chunk", "verdict", "figures", "cell",
+                                              "cell-mahimahi"}
+    for name, container in running:
+        (entry,) = [e for e in container["env"] if e["name"] == NAMESPACE_ENV]
+        assert entry == {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}, name
 
 
 def test_an_empty_pushgateway_means_none(tmp_path: Path):
