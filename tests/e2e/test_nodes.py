@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ccsweep.storeurls import namespace_store
 from support.clusterlib import NodeServices, PodEvent, PodWatch
 from test_argo_sweep import SweepRun, attempts, run_sweep, running_nodes
 
@@ -204,7 +205,7 @@ def loss(two_nodes: TestCluster, sweep_namespace: str,
     on the other node, with no retry used: not the path under test.)"""
     seen = Loss()
     name = f"e2e-node-loss-{uuid.uuid4().hex[:6]}"
-    prefix = f"runs/{name}"
+    stored_at = namespace_store(f"runs/{name}", sweep_namespace)  # where run_sweep's pods store it
 
     def lose_the_second_node(watch: PodWatch) -> None:
         deadline = time.time() + 180
@@ -219,7 +220,7 @@ def loss(two_nodes: TestCluster, sweep_namespace: str,
                         in running_nodes(two_nodes, sweep_namespace, labels["workflows.argoproj.io/workflow"])):
                     seen.cells_on_it.add(labels["ccsweep.io/cell"])
             time.sleep(0.2)
-        seen.stored_then = stored_results(node_services, prefix)
+        seen.stored_then = stored_results(node_services, stored_at)
         seen.killed_at = time.time()
         two_nodes.node("kill", SECOND)
         seen.noticed_s = wait_until("the control plane finds the node lost", LOSS_NOTICED_WITHIN_S,
