@@ -126,6 +126,8 @@ def _true_or_false(_ctx: click.Context, param: click.Parameter, value: str) -> b
     if value not in ("true", "false"):
         fail(f"--{str(param.name).replace('_', '-')} {value[:32]!r}: give true or false")
     return value == "true"
+
+
 def _allowed_endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """--store and --pushgateway in a pod of the chart's: only what the chart's values list
     ($CCSWEEP_ALLOWED_STORES, $CCSWEEP_ALLOWED_PUSHGATEWAYS), whatever a Workflow's parameters say.
