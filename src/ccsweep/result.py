@@ -93,9 +93,9 @@ STEAL_CAUSE_PCT: Final = 5.0
 #: steal: the hypervisor ran something else on this guest's CPU; timer: sleeps returned late with
 #: the run queue idle; writes: writes to the TUN device (the receiving host's stack runs in them)
 #: or reads took long; loop: the emulator's loop was busy between two waits longer than its writes
-#: and reads explain (its own work held the packets, with every sleep on time); page-faults: the link's processes faulted on disk; injected (checked first:
-#: it is known for certain): the emulator held releases back on purpose (a debug option, for
-#: tests); unexplained: none of these.
+#: and reads explain (its own work held the packets, with every sleep on time); page-faults: the
+#: link's processes faulted on disk; injected (checked first: it is known for certain): the
+#: emulator held releases back on purpose (a debug option, for tests); unexplained: none of these.
 LatenessCause = Literal["run-queue", "steal", "timer", "writes", "loop", "page-faults", "injected", "unexplained"]
 
 
