@@ -46,7 +46,7 @@ from ccsweep.store import open_store
 ATTEMPT_KINDS = ("late", "starved", "failed")
 EVIDENCE_FIELDS = ("steal_pct", "steal_max_window_pct", "softirq_pct", "softirq_max_window_pct", "minor_faults",
                    "major_faults", "overshoot_p99_us", "overshoot_max_us", "write_p99_us", "write_max_us",
-                   "write_total_s", "read_p99_us", "read_max_us")
+                   "write_total_s", "read_p99_us", "read_max_us", "work_p99_us", "work_max_us")
 
 
 def attempt_row(run: int, record: CellResult) -> dict[str, Any]:

@@ -164,6 +164,11 @@ struct Link<'a> {
     /// Time in each write to a device (it runs the receiving side's stack) and each read.
     writes: Durations,
     reads: Durations,
+    /// The loop's work between two waits (reads, the pass with its writes, stats): a packet can
+    /// be late with every sleep on time when the loop was busy at its due time.
+    work: Durations,
+    /// When the last wait returned.
+    woke_ns: u64,
 }
 
 impl<'a> Link<'a> {
@@ -203,6 +208,8 @@ impl<'a> Link<'a> {
             tokens: Vec::new(),
             writes: Durations::default(),
             reads: Durations::default(),
+            work: Durations::default(),
+            woke_ns: 0,
         })
     }
 
@@ -263,7 +270,9 @@ impl<'a> Link<'a> {
         let releases = next_pass_ns([&self.uplink, &self.downlink], self.config.release_window_ns);
         let stats_ns = self.stats.as_ref().map(|stats| stats.next_ns);
         let target = [releases, stats_ns, end_ns].into_iter().flatten().min();
+        self.work.record(self.clock().saturating_sub(self.woke_ns));
         self.epoll.wait(self.pacer.wait(now, target).timeout_ns(), &mut self.tokens)?;
+        self.woke_ns = self.clock();
         if self.tokens.is_empty() {
             self.pacer.timed_out(self.clock());
         }
@@ -311,11 +320,13 @@ impl<'a> Link<'a> {
                 "latency_p90_us": self.pacer.latency.estimate_ns() as f64 / 1e3,
             },
             // What a late packet's lateness can come from inside this process: sleeps that
-            // returned late, and writes (the receiving stack runs in them) or reads that took long.
+            // returned late, writes (the receiving stack runs in them) or reads that took long,
+            // and the loop's work between two waits, which holds them all.
             "timing": {
                 "overshoot_us": self.pacer.overshoot.to_json(),
                 "write_us": self.writes.to_json(),
                 "read_us": self.reads.to_json(),
+                "work_us": self.work.to_json(),
             },
         }))
     }

@@ -19,7 +19,7 @@ use crate::ecn;
 use crate::inject::Injector;
 use crate::jitter::Jitter;
 use crate::lateness::Lateness;
-use crate::linklog::LinkLog;
+use crate::linklog::{opportunity_at, LinkLog};
 use crate::loss::{Loss, LossModel};
 use crate::policer::Policer;
 use crate::queue::{DropCause, Packet, Queue};
@@ -385,14 +385,16 @@ impl Direction {
         else {
             return;
         };
-        loop {
-            let at = (*next_opportunity as f64 * *opportunity_ns) as u64;
-            if at > t_ns {
-                return;
-            }
-            log.opportunity(at, OPPORTUNITY_BYTES);
-            *next_opportunity += 1;
+        // The first opportunity after t_ns: a float estimate, then exact by the link's own rule.
+        let mut end = ((t_ns as f64 / *opportunity_ns) as u64).max(*next_opportunity);
+        while opportunity_at(end, *opportunity_ns) <= t_ns {
+            end += 1;
         }
+        while end > *next_opportunity && opportunity_at(end - 1, *opportunity_ns) > t_ns {
+            end -= 1;
+        }
+        log.opportunities(*next_opportunity, end, *opportunity_ns, OPPORTUNITY_BYTES);
+        *next_opportunity = end;
     }
 
     /// Hands every packet whose delay has elapsed to `write`, recording how late it left.

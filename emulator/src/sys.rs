@@ -104,6 +104,18 @@ impl Signals {
     }
 }
 
+/// Blocks every signal in the calling thread. For the threads the loop starts: a process-directed
+/// signal (SIGTERM, SIGINT) then reaches only the loop's thread, which takes them from its signalfd
+/// (`Signals`), instead of killing the process in a thread that never asked for it.
+pub fn block_all_signals() {
+    // SAFETY: building and applying a signal mask we own, to this thread only.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut mask);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+    }
+}
+
 /// Non-blocking read: Ok(None) when nothing is waiting.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<Option<usize>, Error> {
     // SAFETY: read into a buffer we own, bounded by its length.

@@ -530,11 +530,12 @@ def runs_alone(attempt: int, max_attempts: int, after: str | None = None) -> boo
     (steal's extra attempts): the whole machine as headroom. Earlier re-runs run beside others,
     asking for more (admission.Admission.may_start).
 
-    Not after an attempt late from its timer (`after`, the cause its record named): an idle link's
-    sleeps returning late is no crowding, and alone the machine is idler still. In the quiet study
+    Not after an attempt late from its timer or its loop's own work (`after`, the cause its record
+    named): an idle link's sleeps returning late is no crowding, nor is the emulator's own work, and
+    alone the machine is idler still. In the quiet study
     four cells late from the timer ran their last attempt alone, 427 s with one cell on the machine,
     and all four were late again (benchmarks/results/2026-11-30-full-study-one-sitting)."""
-    return 1 < max_attempts <= attempt and after != "timer"
+    return 1 < max_attempts <= attempt and after not in ("timer", "loop")
 
 
 def attempts_allowed(late_cause: str | None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:

@@ -92,10 +92,11 @@ STEAL_CAUSE_PCT: Final = 5.0
 #: run-queue: the link's processes waited on a run queue (cells crowding the machine);
 #: steal: the hypervisor ran something else on this guest's CPU; timer: sleeps returned late with
 #: the run queue idle; writes: writes to the TUN device (the receiving host's stack runs in them)
-#: or reads took long; page-faults: the link's processes faulted on disk; injected (checked first:
-#: it is known for certain): the emulator held releases back on purpose (a debug option, for
-#: tests); unexplained: none of these.
-LatenessCause = Literal["run-queue", "steal", "timer", "writes", "page-faults", "injected", "unexplained"]
+#: or reads took long; loop: the emulator's loop was busy between two waits longer than its writes
+#: and reads explain (its own work held the packets, with every sleep on time); page-faults: the
+#: link's processes faulted on disk; injected (checked first: it is known for certain): the
+#: emulator held releases back on purpose (a debug option, for tests); unexplained: none of these.
+LatenessCause = Literal["run-queue", "steal", "timer", "writes", "loop", "page-faults", "injected", "unexplained"]
 
 
 class LatenessEvidence(Record):
@@ -104,8 +105,10 @@ class LatenessEvidence(Record):
     Sampled over the flow time. The host's side for every link: the hypervisor's steal and the
     softirq time per CPU (/proc/stat, the worst CPU, over the flow and in its worst second) and the
     link processes' page faults (/proc/PID/stat). ccsweep-link's side (None for Mahimahi, which
-    keeps no timing): how late its timed sleeps returned, and how long its device writes and reads
-    took (a write runs the receiving host's stack in the link's own context).
+    keeps no timing): how late its timed sleeps returned, how long its device writes and reads
+    took (a write runs the receiving host's stack in the link's own context), and how long its loop
+    worked between two waits (all of that and its own work: the link log's catch-up after an idle
+    stretch once held few-packet cells' bursts for milliseconds with every sleep on time).
     """
 
     steal_pct: float | None = Field(default=None, description="stolen share of the worst CPU over the flow (%)")
@@ -121,6 +124,8 @@ class LatenessEvidence(Record):
     write_total_s: float | None = Field(default=None, description="time in TUN writes over the link's life")
     read_p99_us: float | None = Field(default=None, description="p99 time of one read from a TUN device")
     read_max_us: float | None = None
+    work_p99_us: float | None = Field(default=None, description="p99 of the loop's work between two waits")
+    work_max_us: float | None = None
     idle_wake_bound_us: int | None = Field(
         default=None, description="the CPU-latency bound held while the cell ran ($CCSWEEP_IDLE_WAKE_US); None: none")
 
@@ -139,6 +144,8 @@ class LatenessEvidence(Record):
         if max(self.write_p99_us or 0.0, self.read_p99_us or 0.0) > threshold or \
                 max(self.write_max_us or 0.0, self.read_max_us or 0.0) >= worst / 2:
             return "writes"
+        if (self.work_p99_us or 0.0) > threshold or (self.work_max_us or 0.0) >= worst / 2:
+            return "loop"
         if self.major_faults:
             return "page-faults"
         return "unexplained"
@@ -153,6 +160,8 @@ class LatenessEvidence(Record):
             parts += [f"sleep overshoot p99 {_us(self.overshoot_p99_us)}, max {_us(self.overshoot_max_us)}",
                       f"TUN write p99 {_us(self.write_p99_us)}, max {_us(self.write_max_us)}",
                       f"read p99 {_us(self.read_p99_us)}, max {_us(self.read_max_us)}"]
+        if self.work_p99_us is not None:
+            parts.append(f"loop work p99 {_us(self.work_p99_us)}, max {_us(self.work_max_us)}")
         return "; ".join(parts)
 
 

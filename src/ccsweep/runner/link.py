@@ -201,14 +201,15 @@ def _release_window_us(config: dict[str, Any]) -> float | None:
 
 def _timing_evidence(timing: dict[str, Any] | None) -> LatenessEvidence | None:
     """The emulator's own timing (its summary's `timing`: sleeps' overshoot, device writes and
-    reads) as LatenessEvidence; None from an emulator too old to write it."""
+    reads, the loop's work between waits) as LatenessEvidence; None from an emulator too old to write it."""
     if not timing:
         return None
-    overshoot, write, read = (timing.get(k) or {} for k in ("overshoot_us", "write_us", "read_us"))
+    overshoot, write, read, work = (timing.get(k) or {} for k in ("overshoot_us", "write_us", "read_us", "work_us"))
     return LatenessEvidence(
         overshoot_p99_us=overshoot.get("p99"), overshoot_max_us=overshoot.get("max"),
         write_p99_us=write.get("p99"), write_max_us=write.get("max"), write_total_s=write.get("total_s"),
-        read_p99_us=read.get("p99"), read_max_us=read.get("max"))
+        read_p99_us=read.get("p99"), read_max_us=read.get("max"),
+        work_p99_us=work.get("p99"), work_max_us=work.get("max"))
 
 
 def link_summary(summary: dict[str, Any], threshold_us: float, run_queue: RunQueueSummary | None = None) -> LinkSummary:
