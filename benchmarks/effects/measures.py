@@ -11,16 +11,20 @@ The expectations, per effect (docs/emulator.md states each model):
 - Gilbert-Elliott: loss share (R (1-K) + P (1-H)) / (P + R), with the variance of a share of
   correlated losses; in the simple model (1-H = 1, 1-K = 0) a burst of consecutive losses is
   geometric with mean 1 / R; Bernoulli's bursts are geometric with mean 1 / (1 - p).
-- Jitter: the added delay's quantiles are the offset distribution's (uniform J (2q - 1); normal
-  z_q J, iproute2's table being the standard normal's quantiles to 3/4096); in reorder mode packet
-  i+1 overtakes packet i, sent a gap g before it, when X_(i+1) - X_i < -g: probability
-  (2J - g)^2 / (8 J^2) for uniform offsets and Phi(-g / (sqrt 2 J)) for normal ones; in keep mode
-  never. Kept order's quantiles are those of the recursion due_i = max(sent_i + D + X_i, due_(i-1))
-  for the run's own send times, estimated by drawing it KEEP_DRAWS times.
+- Jitter: the added delay is one offset (uniform on [-J, J); normal with standard deviation J,
+  iproute2's table being the standard normal's quantiles to 3/4096) plus what the path adds
+  without jitter (the floor, measured in the same repetition), so the expected quantiles are those
+  of an offset plus a draw from the floor; in reorder mode packet i+1 overtakes packet i, sent a
+  gap g before it, when X_(i+1) - X_i < -g: probability (2J - g)^2 / (8 J^2) for uniform offsets
+  and Phi(-g / (sqrt 2 J)) for normal ones; in keep mode never. Kept order's added delays are
+  those of the recursion due_i = max(sent_i + D + X_i, due_(i-1)) for the run's own send times,
+  drawn KEEP_DRAWS times.
 - Slots: openings MIN + U (MAX - MIN) apart, so the gaps' quantiles are MIN + q (MAX - MIN); with no
-  limit a slot releases what was sent since the slot before, rate x E[gap] on average; with a
+  limit a slot releases what fell due since the slot before, rate x E[gap] on average; with a
   packet limit under a backlog, exactly the limit.
-- Policer: between the first and the last packet it passed, at most BURST + RATE x T / 8 bytes.
+- Policer: between the first and the last packet it passed, at most BURST + RATE x T / 8 bytes;
+  packet by packet, what a token bucket run again on the probes' send times passes; and no delay
+  beyond the floor.
 - Step marker: an ECT(1) probe is marked exactly when it waited at least the step, which the
   probe's own one-way delay tells (less the path's delay and its own service time); ECT(0) never.
 """
@@ -145,34 +149,45 @@ def overtaken_pairs(probes: list[list[int]]) -> tuple[int, list[int]]:
     return inverted, [sent[seq + 1] - sent[seq] for seq in pairs]
 
 
-def kept_order_quantiles(sent_ns: list[int], delay_ns: int, jitter_ns: int, distribution: str,
-                         seed: int) -> list[float]:
-    """QUANTILES of the added delay under kept order, for these send times: the recursion
+def offset_draw(rng: random.Random, distribution: str) -> float:
+    """One offset in units of J (normal: the standard normal iproute2's table samples)."""
+    return rng.uniform(-1, 1) if distribution == "uniform" else rng.gauss()
+
+
+def with_floor_quantiles(offsets_ns: list[float], floor_ns: list[int], rng: random.Random) -> list[float]:
+    """QUANTILES of offsets each plus a delay drawn from the path's own floor (ns)."""
+    return [quantile([o + rng.choice(floor_ns) for o in offsets_ns], q) for q in QUANTILES]
+
+
+def kept_order_offsets(sent_ns: list[int], delay_ns: int, jitter_ns: int, distribution: str,
+                       rng: random.Random) -> list[float]:
+    """Added delays under kept order for these send times: the recursion
     due_i = max(sent_i + D + X_i, due_(i-1)) drawn KEEP_DRAWS times (ns)."""
-    rng = random.Random(seed)
     added: list[float] = []
     for _ in range(KEEP_DRAWS):
         last = -math.inf
         for sent in sent_ns:
-            offset = (rng.uniform(-1, 1) if distribution == "uniform" else rng.gauss()) * jitter_ns
-            last = max(sent + delay_ns + max(offset, -delay_ns), last)
+            last = max(sent + delay_ns + max(offset_draw(rng, distribution) * jitter_ns, -delay_ns), last)
             added.append(last - sent - delay_ns)
-    return [quantile(added, q) for q in QUANTILES]
+    return added
 
 
 def jitter_stats(probes: list[list[int]], delay_ns: int, service_ns: int, jitter_ns: int,
-                 distribution: str, order: str, seed: int) -> list[Stat]:
-    """The added delay's quantiles (ms) and the share of neighbours overtaken, against the model's."""
+                 distribution: str, order: str, seed: int, floor_ns: list[int]) -> list[Stat]:
+    """The added delay's quantiles (ms) and the share of neighbours overtaken, against the model's.
+    The expected quantiles are the model's offsets each plus a draw from `floor_ns`, the added
+    delays of the same path without jitter in the same repetition: what the measurement adds
+    (the host's stacks, the emulator's lateness) is there with jitter too."""
     added = [a / 1e6 for a in added_delays_ns(probes, delay_ns, service_ns)]
     n = len(added)
+    rng = random.Random(seed)
     if order == "keep":
-        by_seq = sorted(probes)
-        expected = [e / 1e6 for e in kept_order_quantiles([p[1] for p in by_seq], delay_ns, jitter_ns, distribution,
-                                                         seed)]
+        offsets = kept_order_offsets([p[1] for p in sorted(probes)], delay_ns, jitter_ns, distribution, rng)
         sigmas: list[float | None] = [None] * len(QUANTILES)
     else:
-        expected = [offset_quantile(distribution, q) * jitter_ns / 1e6 for q in QUANTILES]
+        offsets = [offset_draw(rng, distribution) * jitter_ns for _ in range(KEEP_DRAWS * n)]
         sigmas = [math.sqrt(q * (1 - q) / n) / offset_density(distribution, q) * jitter_ns / 1e6 for q in QUANTILES]
+    expected = [e / 1e6 for e in with_floor_quantiles(offsets, floor_ns, rng)]
     rows = [Stat(f"added delay p{round(q * 100)}", "ms", quantile(added, q), e, s)
             for q, e, s in zip(QUANTILES, expected, sigmas, strict=True)]
     inverted, gaps = overtaken_pairs(probes)
@@ -204,51 +219,93 @@ def releases(received_ns: list[int], split_ns: int) -> list[tuple[int, int]]:
 def slot_stats(probes: list[list[int]], delay_ns: int, service_ns: int, min_ns: int, max_ns: int,
                packets: int) -> list[Stat]:
     """Slot spacing quantiles (ms) against U[MIN, MAX]; release sizes against the sending rate (no
-    limit) or the limit (a backlog); and each release against what fell due since the one before."""
+    limit) or the limit (a backlog); and each release against what fell due since the one before.
+
+    A slot with nothing due passes unseen, so a stall of the sender (no probe due for MIN or more)
+    joins two gaps into one spacing and two slots' worth into one release. With no limit, spacings
+    and sizes are therefore read over the slots the sender kept fed: no gap of MIN between due
+    times (send time + delay + service) since the release before; the share left out is reported.
+    With a limit, the backlog feeds every slot until it drains, after the sender has stopped."""
     clumps = releases([p[2] for p in probes], min_ns // 2)[1:-1]  # the first and last may be partial
-    spacing = [(b[0] - a[0]) / 1e6 for a, b in zip(clumps, clumps[1:], strict=False)]
+    due = sorted(p[1] + delay_ns + service_ns for p in probes)
+    fed, off = [], 0
+    for before, (opening, size) in zip(clumps, clumps[1:], strict=False):
+        since, until = bisect.bisect_right(due, before[0]), bisect.bisect_right(due, opening)
+        # Each release holds the probes that fell due since the release before; its arrival stamp
+        # and a probe's send stamp each miss the link's own clock by tens of microseconds, so a
+        # probe due that close to an opening may count on either side of it.
+        off += abs(size - (until - since)) > 1
+        window = [before[0], *due[since:until], opening]
+        if packets or max(b - a for a, b in zip(window, window[1:], strict=False)) < min_ns:
+            fed.append(((opening - before[0]) / 1e6, size))
+    spacing = [gap for gap, _ in fed]
     span = (max_ns - min_ns) / 1e6
     rows = [Stat(f"slot spacing p{round(q * 100)}", "ms", quantile(spacing, q), min_ns / 1e6 + q * span,
                  math.sqrt(q * (1 - q) / len(spacing)) * span) for q in QUANTILES]
-    # A slot with nothing due passes unseen, so two gaps read as one: only a stall of the sender
-    # (no probe due for 2 ms) makes one.
-    rows.append(Stat("spacings over MAX", "%", 100 * sum(1 for s in spacing if s > max_ns / 1e6) / len(spacing),
-                     0.0, None))
-    sizes = [size for _, size in clumps]
+    sizes = [size for _, size in fed]
     if packets:
         rows.append(Stat("mean release", "packets", statistics.fmean(sizes), float(packets), None))
-        rows.append(Stat("largest release", "packets", float(max(sizes)), float(packets), None))
+        rows.append(Stat(f"releases of exactly {packets}", "%", 100 * sizes.count(packets) / len(sizes), 100.0, None))
         return rows
     sent = sorted(p[1] for p in probes)
     rate_per_ms = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e6)
     rows.append(Stat("mean release", "packets", statistics.fmean(sizes), rate_per_ms * (min_ns + max_ns) / 2e6,
                      rate_per_ms * span / math.sqrt(12) / math.sqrt(len(sizes))))
-    # Each release holds the probes due (sent + delay + service) since the release before; its
-    # arrival stamp and a probe's send stamp each miss the link's own clock by tens of
-    # microseconds, so a probe due that close to an opening may count on either side of it.
-    due = sorted(s + delay_ns + service_ns for s in sent)
-    off = 0
-    for before, (opening, size) in zip(clumps, clumps[1:], strict=False):
-        fell_due = bisect.bisect_right(due, opening) - bisect.bisect_right(due, before[0])
-        off += abs(size - fell_due) > 1
+    rows.append(Stat("releases after a stall of the sender, left out", "%",
+                     100 * (1 - len(fed) / (len(clumps) - 1)), 0.0, None))
     rows.append(Stat("releases off what fell due by over 1", "%", 100 * off / (len(clumps) - 1), 0.0, None))
     return rows
 
 
+def send_times(probes: list[list[int]], sent: int) -> list[float]:
+    """Every probe's send time (ns), those that never arrived interpolated by sequence number
+    between the nearest that did (the sender stamps only what it sends)."""
+    known = sorted((p[0], p[1]) for p in probes)
+    seqs, stamps = [k[0] for k in known], [k[1] for k in known]
+    times = []
+    for seq in range(sent):
+        at = bisect.bisect_left(seqs, seq)
+        if at < len(seqs) and seqs[at] == seq:
+            times.append(float(stamps[at]))
+        elif at == 0 or at == len(seqs):
+            times.append(float(stamps[min(at, len(seqs) - 1)]))
+        else:
+            share = (seq - seqs[at - 1]) / (seqs[at] - seqs[at - 1])
+            times.append(stamps[at - 1] + share * (stamps[at] - stamps[at - 1]))
+    return times
+
+
+def token_bucket(times_ns: list[float], rate_bps: float, burst_bytes: int, ip_bytes: int) -> list[bool]:
+    """Which packets a token bucket (full at the start) passes: the policer's definition, run again."""
+    tokens, last, passed = float(burst_bytes), times_ns[0], []
+    for at in times_ns:
+        tokens = min(float(burst_bytes), tokens + rate_bps / 8 * (at - last) / 1e9)
+        last = at
+        passed.append(tokens >= ip_bytes)
+        if passed[-1]:
+            tokens -= ip_bytes
+    return passed
+
+
 def policer_stats(probes: list[list[int]], sent: int, rate_bps: float, burst_bytes: int, ip_bytes: int,
-                  delay_ns: int, service_ns: int) -> list[Stat]:
-    """What passed against BURST + RATE x T / 8 over the passed packets' span, as a rate, and the
-    delay it added (none: a policer drops, it does not queue)."""
+                  delay_ns: int, service_ns: int, floor_ns: list[int]) -> list[Stat]:
+    """What passed against BURST + RATE x T / 8 over the passed packets' span, and packet by packet
+    against a token bucket run on the send times (which also holds what the sender's stalls cost:
+    a bucket full for longer than BURST / RATE wastes what it would have filled); and the delay it
+    added: the path's own floor (`floor_ns`), as a policer drops and never queues."""
     stamps = sorted(p[1] for p in probes)
     span_s = (stamps[-1] - stamps[0]) / 1e9
     passed = len(probes) * ip_bytes
     bound = burst_bytes + rate_bps * span_s / 8
     added = [a / 1e6 for a in added_delays_ns(probes, delay_ns, service_ns)]
+    arrived = {p[0] for p in probes}
+    again = token_bucket(send_times(probes, sent), rate_bps, burst_bytes, ip_bytes)
+    differ = sum(1 for seq, passes in enumerate(again) if passes != (seq in arrived))
     return [Stat("passed over its span", "Mbit/s", passed * 8 / span_s / 1e6, bound * 8 / span_s / 1e6, None),
             Stat("passed / bound", "%", 100 * passed / bound, 100.0, None),
-            Stat("dropped", "%", 100 * (sent - len(probes)) / sent,
-                 100 * max(0.0, 1 - bound / (sent * ip_bytes)), None),
-            Stat("added delay p50", "ms", quantile(added, 0.5), 0.0, None)]
+            Stat("dropped", "%", 100 * (sent - len(probes)) / sent, 100 * (1 - sum(again) / sent), None),
+            Stat("packets passed or dropped unlike the bucket run again", "%", 100 * differ / sent, 0.0, None),
+            Stat("added delay p50", "ms", quantile(added, 0.5), quantile([f / 1e6 for f in floor_ns], 0.5), None)]
 
 
 def step_stats(probes: list[list[int]], delay_ns: int, service_ns: int, step_ns: int, ect1_every: int) -> list[Stat]:

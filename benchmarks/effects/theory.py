@@ -60,7 +60,11 @@ GE_MEAN, GE_BURST = 0.02, 3.0
 #: The TCP row: 1 % lost, in bursts of mean 3 or one by one, over 50 Mbit/s and 40 ms.
 TCP_LOSS, TCP_RTT_S, TCP_SECONDS, TCP_MSS = 0.01, 0.040, 15, 1448
 
-Analyse = Callable[[list[list[int]], int, int], list[measures.Stat]]
+#: The probe rows' path: 100 Mbit/s each way, 20 ms on the probes' way.
+FAST_BPS, PATH_DELAY_NS = 100e6, 20_000_000
+
+#: (probes, probes sent, seed, the floor: this repetition's added delays without an effect) -> stats
+Analyse = Callable[[list[list[int]], int, int, list[int]], list[measures.Stat]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,9 @@ class Row:
     rate_pps: float = 1000.0
     seconds: float = 6.0
     traffic: list[str] = field(default_factory=list)
+    #: This row measures the path without an effect: its added delays are the floor the later rows
+    #: of the repetition compare with.
+    floor: bool = False
     #: How long the receiver listens after the sender stops, for what is still in flight or queued.
     drain_s: float = 2.5
 
@@ -90,7 +97,7 @@ def gilbert(mean: float, burst: float) -> tuple[float, float]:
 
 def rows() -> list[Row]:
     """The bench's rows, in the order they run within a repetition."""
-    fast, delay = 100e6, 20_000_000
+    fast, delay = FAST_BPS, PATH_DELAY_NS
     path = ["--uplink-rate", "100mbit", "--downlink-rate", "100mbit", "--uplink-delay", "20ms"]
     probe = service_ns(PROBE_IP_BYTES, fast)
     p, r = gilbert(GE_MEAN, GE_BURST)
@@ -98,8 +105,8 @@ def rows() -> list[Row]:
 
     def jittered(distribution: str, order: str) -> Row:
         return Row(f"jitter 5 ms {distribution}, {order}", [*path, "--uplink-jitter", "5ms", distribution, order],
-                   lambda probes, sent, seed: measures.jitter_stats(probes, delay, probe, jitter, distribution, order,
-                                                                    seed))
+                   lambda probes, sent, seed, floor: measures.jitter_stats(probes, delay, probe, jitter, distribution,
+                                                                           order, seed, floor))
 
     def slotted(packets: int, seconds: float, drain_s: float) -> Row:
         # 2,000 probes a second: even the shortest gap (2 ms) gathers 4, so every slot releases
@@ -107,7 +114,8 @@ def rows() -> list[Row]:
         # the receiver waits out).
         room = f"at most {packets} packets" if packets else "no limit"
         return Row(f"slots 2-6 ms, {room}", [*path, "--uplink-slot", "2ms", "6ms", str(packets), "0"],
-                   lambda probes, sent, seed: measures.slot_stats(probes, delay, probe, 2_000_000, 6_000_000, packets),
+                   lambda probes, sent, seed, floor: measures.slot_stats(probes, delay, probe, 2_000_000, 6_000_000,
+                                                                         packets),
                    rate_pps=2000.0, seconds=seconds, drain_s=drain_s)
 
     slow = 10e6
@@ -115,9 +123,9 @@ def rows() -> list[Row]:
                   "--uplink-queue", "droptail bytes=45000,l4s_step_us=10000"]
 
     def stepped(name: str, on_ms: int, off_ms: int) -> Row:
+        own = service_ns(PROBE_IP_BYTES, slow)
         return Row(f"step marker 10 ms, {name} queue", queue_path,
-                   lambda probes, sent, seed: measures.step_stats(probes, 5_000_000, service_ns(PROBE_IP_BYTES, slow),
-                                                                  10_000_000, 2),
+                   lambda probes, sent, seed, floor: measures.step_stats(probes, 5_000_000, own, 10_000_000, 2),
                    rate_pps=1000.0, traffic=["--ect1-every", "2", "--tos", "2", "--filler-mbps", "12",
                                              "--filler-on-ms", str(on_ms), "--filler-off-ms", str(off_ms)])
 
@@ -125,21 +133,23 @@ def rows() -> list[Row]:
     return [
         Row("Gilbert-Elliott 2 %, bursts of mean 3",
             [*path, "--uplink-gilbert-elliott", f"{p:.6g}", f"{r:.6g}", "1", "0"],
-            lambda probes, sent, seed: measures.loss_stats(probes, sent, p, r, 1.0, 0.0, r),
+            lambda probes, sent, seed, floor: measures.loss_stats(probes, sent, p, r, 1.0, 0.0, r),
             rate_pps=6000.0, seconds=10.0),
         Row("Bernoulli 2 %", [*path, "--uplink-loss", str(GE_MEAN)],
-            lambda probes, sent, seed: measures.loss_stats(probes, sent, 0.5, 0.5, GE_MEAN, GE_MEAN, 1 - GE_MEAN),
+            # Bernoulli is the chain whose two states lose alike (any P and R).
+            lambda probes, sent, seed, floor: measures.loss_stats(probes, sent, 0.5, 0.5, GE_MEAN, GE_MEAN,
+                                                                  1 - GE_MEAN),
             rate_pps=6000.0, seconds=10.0),
         Row("no effect (the measurement's floor)", path,
-            lambda probes, sent, seed: measures.floor_stats(probes, delay, probe)),
+            lambda probes, sent, seed, floor: measures.floor_stats(probes, delay, probe), floor=True),
         jittered("uniform", "reorder"),
         jittered("normal", "reorder"),
         jittered("uniform", "keep"),
         slotted(0, 6.0, 2.5),
         slotted(4, 3.0, 4.5),
         Row("policer 10 Mbit/s, 15 kB, offered 20", [*path, "--uplink-policer", "10mbit", "15000"],
-            lambda probes, sent, seed: measures.policer_stats(probes, sent, 10e6, 15000, policed_ip, delay,
-                                                              service_ns(policed_ip, fast)),
+            lambda probes, sent, seed, floor: measures.policer_stats(probes, sent, 10e6, 15000, policed_ip, delay,
+                                                              service_ns(policed_ip, fast), floor),
             rate_pps=20e6 / 8 / policed_ip, seconds=5.0, traffic=["--payload", str(policed_ip - 28)]),
         stepped("standing", 1000, 0),
         stepped("sawtooth", 200, 200),
@@ -227,11 +237,14 @@ def counters(line: dict[str, Any]) -> dict[str, Any]:
 
 def run_rep(rep: int, seed: int, stats: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
     """Every row once, with this repetition's seed."""
+    floor: list[int] = []
     for index, row in enumerate(rows()):
         tag = f"ccth{os.getpid() % 10000}x{rep}x{index}"
         with tempfile.TemporaryDirectory() as tmp, running_link(tag, row.link, seed) as link:
             probes, sent = probe_run(tag, row, Path(tmp))
-        found = row.analyse(probes, sent, seed)
+        if row.floor:
+            floor = measures.added_delays_ns(probes, PATH_DELAY_NS, service_ns(PROBE_IP_BYTES, FAST_BPS))
+        found = row.analyse(probes, sent, seed, floor)
         runs.append({"row": row.name, "rep": rep, "seed": seed, "options": " ".join(row.link), "probes_sent": sent,
                      "probes_received": len(probes), **counters(summary(link))})
         stats += [{"row": row.name, "rep": rep, "seed": seed, **asdict(stat)} for stat in found]
