@@ -4,11 +4,11 @@
     python -m benchmarks.effects.theory_report --check  # exit 1 if the README differs from its data
 
 benchmarks/results/2026-11-30-effects-theory/ holds what `python -m benchmarks.effects.theory`
-wrote: `stats.csv` (per run and statistic: measured, expected, sigma), `runs.csv` and
-`command.txt`. From them: per effect and statistic, the runs' median and range beside the
-expectation, and, where the statistic is random, the runs pooled as a z-score (the mean of the
-measured values less the mean expectation, over the standard error of that mean); the TCP rows
-beside Mathis' formula.
+wrote: `stats.csv` (per run and statistic: measured, expected, sigma), `runs.csv` (per run, the
+emulator's counters) and `command.txt`. From them: per effect and statistic, the runs' median and
+range beside the expectation, and, where the statistic is random, the runs pooled as a z-score
+(the mean of the measured values less the mean expectation, over the standard error of that
+mean); the TCP rows beside Mathis' formula, and the loss the emulator counted in them.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "benchmarks/results/2026-11-30-effects-theory"
 README = FOLDER / "README.md"
 STATS = FOLDER / "stats.csv"
+RUNS = FOLDER / "runs.csv"
 COMMAND = FOLDER / "command.txt"
 #: A TCP row's one statistic; every other row is a probe row.
 GOODPUT = "goodput"
+STEP_FAR = "a disagreeing probe's wait from the step, largest"
 
 Row = dict[str, str]
 
@@ -97,15 +99,22 @@ def largest_z(rows: list[Row]) -> float:
     return max(abs(z) for runs in grouped(rows).values() if (z := pooled_z(runs)) is not None)
 
 
-def median_of(rows: list[Row], effect_prefix: str, stat: str) -> float:
-    """The runs' median of one statistic of the one effect whose name starts with `effect_prefix`."""
-    return statistics.median(float(r["measured"]) for r in rows
-                             if r["row"].startswith(effect_prefix) and r["statistic"] == stat)
+def measured(rows: list[Row], effect_prefix: str, stat: str) -> list[float]:
+    """The runs' values of one statistic of the effects whose names start with `effect_prefix`."""
+    return [float(r["measured"]) for r in rows if r["row"].startswith(effect_prefix) and r["statistic"] == stat]
+
+
+def tcp_loss_percent(runs: list[Row]) -> list[float]:
+    """The share of the TCP flows' data packets the emulator's loss stage dropped, per run (%)."""
+    return [100 * float(r["drops_loss"]) / float(r["in_packets"]) for r in runs if r["row"].startswith("CUBIC")]
 
 
 def compute() -> dict[str, str]:
     with STATS.open() as handle:
         rows = list(csv.DictReader(handle))
+    with RUNS.open() as handle:
+        runs = list(csv.DictReader(handle))
+    tcp_loss = tcp_loss_percent(runs)
     command, machine = COMMAND.read_text().splitlines()[:2]
     goodputs = list(tcp_medians(rows).values())
     bursty, independent = goodputs[0], goodputs[1]
@@ -119,8 +128,13 @@ def compute() -> dict[str, str]:
         "theory.z-count": str(len(zs)),
         "theory.z-max": f"{largest_z(rows):.2f}",
         "theory.z-over-2": str(sum(1 for z in zs if abs(z) > 2)),
-        "theory.floor-p50-us": f"{1000 * median_of(rows, 'no effect', 'added delay p50'):.0f}",
-        "theory.floor-p90-us": f"{1000 * median_of(rows, 'no effect', 'added delay p90'):.0f}",
+        "theory.floor-p50-us": f"{1000 * statistics.median(measured(rows, 'no effect', 'added delay p50')):.0f}",
+        "theory.floor-p90-us": f"{1000 * statistics.median(measured(rows, 'no effect', 'added delay p90')):.0f}",
+        "theory.floor-p90-max-us": f"{1000 * max(measured(rows, 'no effect', 'added delay p90')):.0f}",
+        "theory.step-far-us": f"{1000 * max(measured(rows, 'step marker', STEP_FAR)):.0f}",
+        "theory.slot-off": f"{max(measured(rows, 'slots', 'releases off what fell due by over 1')):.2g}",
+        "theory.slot-left-out": f"{max(measured(rows, 'slots', 'releases after a stall of the sender, left out')):.2g}",
+        "theory.tcp-loss": f"{min(tcp_loss):.2f} to {max(tcp_loss):.2f}",
         "theory.tcp-ratio": f"{bursty[0] / independent[0]:.2f}",
         "theory.tcp-mathis-ratio": f"{bursty[1] / independent[1]:.2f}",
     }
