@@ -210,7 +210,8 @@ images: tools ## Every image the local cluster runs (cell, argoexec, pause) with
 
 .PHONY: bench
 BENCHES := bench-emulator bench-threshold bench-window bench-density bench-crosscheck bench-timing bench-adaptive \
-           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo bench-idle-wake bench-shared-loop
+           bench-cluster bench-full-sweep bench-fanout bench-memory bench-demo bench-idle-wake bench-shared-loop \
+           bench-effects-theory
 bench: $(BENCHES) ## Every benchmark, one after another (hours; root; benchmarks/README.md lists them).
 
 .PHONY: bench-emulator
@@ -267,6 +268,11 @@ bench-idle-wake: deps ## Idle vCPUs polling (a 0 us CPU-latency request, the def
 bench-shared-loop: deps ## N links in one event loop against N ccsweep-link processes, 8 and 16 links, interleaved (3x): CPU per link, lateness (~15 min, root).
 	$(PY) -m benchmarks.sharedloop.bench --links 8,16 --reps 3 --out benchmarks/results/$$(date -u +%F)-shared-loop
 	$(PY) -m benchmarks.sharedloop.report benchmarks/results/$$(date -u +%F)-shared-loop
+
+.PHONY: bench-effects-theory
+bench-effects-theory: deps ## Each link effect end to end against theory (GE loss, jitter, slots, policer, step marker; CUBIC beside Mathis), 3 seeds a row, rewriting the committed result's data and quoted numbers (~8 min, root).
+	$(PY) -m benchmarks.effects.theory --reps 3 --out benchmarks/results/2026-11-30-effects-theory
+	$(PY) -m benchmarks.effects.theory_report
 
 .PHONY: bench-demo
 bench-demo: deps ## The demo as a new user meets it: `ccsweep run quick` from an empty store, 5 times, every attempt and its lateness evidence kept (~12 min, root).

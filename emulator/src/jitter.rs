@@ -219,31 +219,61 @@ mod tests {
         (0..n).map(|i| jitter.due_ns(i as u64 * 1_000, 100_000_000) as i64 - i as i64 * 1_000 - 100_000_000).collect()
     }
 
-    fn quantile(sorted: &[i64], q: f64) -> f64 {
-        sorted[((sorted.len() - 1) as f64 * q).round() as usize] as f64
+    /// Four standard errors of a share measured over `n` independent draws whose expectation is `q`.
+    fn four_sigma(q: f64, n: usize) -> f64 {
+        4.0 * (q * (1.0 - q) / n as f64).sqrt()
+    }
+
+    /// The share of `offsets` below `x`: the empirical distribution function, which for every x
+    /// is a binomial share, so its tolerance follows from the number of draws alone.
+    fn share_below(offsets: &[i64], x: f64) -> f64 {
+        offsets.iter().filter(|&&o| (o as f64) < x).count() as f64 / offsets.len() as f64
     }
 
     #[test]
     fn uniform_offsets_fill_minus_j_to_j_evenly() {
-        let mut offsets = draws(&["10ms", "uniform", "reorder"], 200_000);
-        offsets.sort_unstable();
-        // Quantiles of U[-J, J): q -> J (2q - 1); with 200,000 draws each is within 0.5 % of J.
+        let offsets = draws(&["10ms", "uniform", "reorder"], 200_000);
+        // U[-J, J): the share below J (2q - 1) is q, within four binomial standard errors
+        // (at most 0.45 % of the draws at 200,000); so is the share between any two quantiles.
         for q in [0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99] {
-            let expected = 10e6 * (2.0 * q - 1.0);
-            assert!((quantile(&offsets, q) - expected).abs() < 0.005 * 10e6, "q{q}: {}", quantile(&offsets, q));
+            let seen = share_below(&offsets, 10e6 * (2.0 * q - 1.0));
+            assert!((seen - q).abs() < four_sigma(q, offsets.len()), "share below the q{q} quantile: {seen}");
         }
-        assert!(offsets[0] >= -10_000_000 && *offsets.last().unwrap() < 10_000_000);
+        assert!(offsets.iter().all(|&o| (-10_000_000..10_000_000).contains(&o)));
     }
 
     #[test]
     fn normal_offsets_have_the_normal_quantiles_in_units_of_j() {
-        let mut offsets = draws(&["2ms", "normal", "reorder"], 200_000);
-        offsets.sort_unstable();
-        // Standard normal quantiles, times J = 2 ms; the table's own resolution (4096 values)
-        // and 200,000 draws keep each within 2 % of J.
-        for (q, z) in [(0.023, -2.0), (0.159, -1.0), (0.5, 0.0), (0.841, 1.0), (0.977, 2.0)] {
-            let expected = z * 2e6;
-            assert!((quantile(&offsets, q) - expected).abs() < 0.02 * 2e6, "q{q}: {}", quantile(&offsets, q));
+        let offsets = draws(&["2ms", "normal", "reorder"], 200_000);
+        let spec = JitterSpec::parse(&strings(&["2ms", "normal", "reorder"]), None).unwrap();
+        let (_, table) = spec.table.as_ref().unwrap();
+        // Two steps: the draws pick table values uniformly, so the share below z J is the table's
+        // share below z (times 8192), within four binomial standard errors; and the table is the
+        // standard normal's quantile function sampled at 4096 points, so its share below z is
+        // Phi(z) to within a few of its 1/4096 steps.
+        for (z, phi) in [(-2.0, 0.022_750_1), (-1.0, 0.158_655_3), (0.0, 0.5), (1.0, 0.841_344_7), (2.0, 0.977_249_9)] {
+            let in_table = table.iter().filter(|&&t| (t as f64) < z * DIST_SCALE as f64).count() as f64 / table.len() as f64;
+            assert!((in_table - phi).abs() < 3.0 / table.len() as f64, "table share below {z}: {in_table}, Phi {phi}");
+            let seen = share_below(&offsets, z * 2e6);
+            assert!((seen - in_table).abs() < four_sigma(in_table, offsets.len()), "share below {z} J: {seen}");
+        }
+    }
+
+    #[test]
+    fn reordering_overtakes_at_the_rate_the_jitter_implies() {
+        // Packets depart every gap g and draw offsets X_i from U[-J, J), with D >= J so none is
+        // held at its departure: packet i+1 overtakes packet i when X_(i+1) - X_i < -g. The
+        // difference of two uniforms is triangular on [-2J, 2J], so that happens with
+        // probability (2J - g)^2 / (8 J^2). The indicators of neighbouring pairs are negatively
+        // correlated, so the binomial error bounds their share's.
+        let jitter_ns = 5_000_000u64;
+        for gap_ns in [1_000_000u64, 2_000_000, 6_000_000] {
+            let mut jitter = Jitter::new(JitterSpec::parse(&strings(&["5ms", "uniform", "reorder"]), None).unwrap(), 3);
+            let dues: Vec<u64> = (0..200_001u64).map(|i| jitter.due_ns(i * gap_ns, 20_000_000)).collect();
+            let overtaken = dues.windows(2).filter(|w| w[1] < w[0]).count() as f64 / 200_000.0;
+            let (j, g) = (jitter_ns as f64, gap_ns as f64);
+            let expected = (2.0 * j - g).powi(2) / (8.0 * j * j);
+            assert!((overtaken - expected).abs() < four_sigma(expected, 200_000), "gap {g}: {overtaken} against {expected}");
         }
     }
 

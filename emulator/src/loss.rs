@@ -144,44 +144,66 @@ mod tests {
         assert_eq!(silent.rng.random::<u64>(), Pcg64Mcg::seed_from_u64(7).random::<u64>());
     }
 
+    /// Four standard errors of the loss share of `n` packets drawn from a Gilbert-Elliott chain.
+    /// The losses are correlated through the state, so the variance of the share is not the
+    /// binomial mu (1 - mu) / n: the state's autocorrelation at lag k is lambda^k with
+    /// lambda = 1 - P - R, which adds 2 (h_bad - h_good)^2 pi_bad pi_good lambda / (1 - lambda).
+    fn four_sigma_of_loss_share(model: LossModel, n: f64) -> f64 {
+        let LossModel::GilbertElliott { p, r, one_minus_h, one_minus_k } = model else { unreachable!() };
+        let (pi_bad, mu) = (p / (p + r), model.mean_loss_rate());
+        let lambda = 1.0 - p - r;
+        let correlated = 2.0 * (one_minus_h - one_minus_k).powi(2) * pi_bad * (1.0 - pi_bad) * lambda / (1.0 - lambda);
+        4.0 * ((mu * (1.0 - mu) + correlated) / n).sqrt()
+    }
+
     #[test]
     fn gilbert_elliott_loses_its_stationary_rate() {
-        // pi_bad = p / (p + r); loss = pi_good (1-k) + pi_bad (1-h) = 0.0685 here. 2e6 packets
-        // give a standard error of about 0.6 % of it (runs of ~4 packets are correlated).
+        // pi_bad = p / (p + r); loss = pi_good (1-k) + pi_bad (1-h) = 0.0685 here. Over 2e6
+        // packets four standard errors of the share are 2.2 % of it (bursts of ~4 packets are
+        // correlated, so that is 2.7 times the binomial error).
         let model = ge(0.02, 0.25, 0.8, 0.01);
         let expected = (0.25 * 0.01 + 0.02 * 0.8) / 0.27;
         assert!((model.mean_loss_rate() - expected).abs() < 1e-12);
+        let tolerance = four_sigma_of_loss_share(model, 2e6);
+        assert!(tolerance < 0.025 * expected, "{tolerance}: too few draws to tell a wrong rate");
         for seed in [1, 2, 3] {
             let lost = draws(model, 2_000_000, seed).iter().filter(|&&l| l).count() as f64 / 2e6;
-            assert!((lost / expected - 1.0).abs() < 0.03, "seed {seed}: {lost} against {expected}");
+            assert!((lost - expected).abs() < tolerance, "seed {seed}: {lost} against {expected} +- {tolerance}");
         }
     }
 
     #[test]
     fn simple_gilbert_bursts_are_geometric_with_mean_one_over_r() {
         // 1-h = 1, 1-k = 0: losses are exactly the Bad state's packets, so a burst lasts a
-        // geometric number of packets, P(n) = (1-r)^(n-1) r, mean 1/r = 4; the gaps between
-        // bursts likewise with mean 1/p. A Bernoulli loss of the same rate would give bursts of
-        // mean 1 / (1 - 0.0385) = 1.04.
+        // geometric number of packets, P(n) = (1-r)^(n-1) r, mean 1/r = 4, standard deviation
+        // sqrt(1-r) / r; the gaps between bursts likewise with mean 1/p. A Bernoulli loss of the
+        // same rate would give bursts of mean 1 / (1 - 0.0385) = 1.04. Each tolerance is four
+        // standard errors of what is measured, from the number of bursts or packets drawn.
         let (p, r) = (0.01, 0.25);
-        let all = draws(ge(p, r, 1.0, 0.0), 4_000_000, 11);
+        let model = ge(p, r, 1.0, 0.0);
+        let all = draws(model, 4_000_000, 11);
         let rate = all.iter().filter(|&&l| l).count() as f64 / all.len() as f64;
-        assert!((rate / (p / (p + r)) - 1.0).abs() < 0.03, "{rate}");
+        let tolerance = four_sigma_of_loss_share(model, all.len() as f64);
+        assert!((rate - p / (p + r)).abs() < tolerance, "{rate} +- {tolerance}");
         let bursts = runs(&all, true);
         let gaps = runs(&all, false);
         assert!(bursts.len() > 30_000, "{}", bursts.len());
         let mean = |v: &[usize]| v.iter().sum::<usize>() as f64 / v.len() as f64;
-        assert!((mean(&bursts) - 1.0 / r).abs() < 0.05 * (1.0 / r), "mean burst {}", mean(&bursts));
-        assert!((mean(&gaps) - 1.0 / p).abs() < 0.05 * (1.0 / p), "mean gap {}", mean(&gaps));
+        let four_se = |q: f64, count: usize| 4.0 * (1.0 - q).sqrt() / q / (count as f64).sqrt();
+        assert!((mean(&bursts) - 1.0 / r).abs() < four_se(r, bursts.len()), "mean burst {}", mean(&bursts));
+        assert!((mean(&gaps) - 1.0 / p).abs() < four_se(p, gaps.len()), "mean gap {}", mean(&gaps));
         // The distribution, length by length, against the geometric one (each within 4 standard
         // errors of a binomial share); the tail beyond 12 together.
         let n = bursts.len() as f64;
-        for length in 1..=12 {
-            let expected = (1.0 - r).powi(length as i32 - 1) * r;
-            let seen = bursts.iter().filter(|&&b| b == length).count() as f64 / n;
+        let share_within = |seen: f64, expected: f64, what: &str| {
             let sigma = (expected * (1.0 - expected) / n).sqrt();
-            assert!((seen - expected).abs() < 4.0 * sigma, "P(burst = {length}) = {seen}, geometric {expected}");
+            assert!((seen - expected).abs() < 4.0 * sigma, "{what} = {seen}, geometric {expected}");
+        };
+        for length in 1..=12 {
+            let seen = bursts.iter().filter(|&&b| b == length).count() as f64 / n;
+            share_within(seen, (1.0 - r).powi(length as i32 - 1) * r, &format!("P(burst = {length})"));
         }
+        share_within(bursts.iter().filter(|&&b| b > 12).count() as f64 / n, (1.0 - r).powi(12), "P(burst > 12)");
     }
 
     #[test]

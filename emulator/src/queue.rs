@@ -611,6 +611,34 @@ mod tests {
     }
 
     #[test]
+    fn pie_marks_and_drops_an_arrival_with_its_drop_probability() {
+        // With PIE's state held (a standing queue, no burst allowance, no update due), each
+        // arriving packet is signalled with probability drop_prob, independently: the marks of
+        // 100,000 ECT(0) arrivals at p <= 10 % and the drops of ECT(0) at p > 10 % or of Not-ECT
+        // packets are binomial, each within four standard errors of p n.
+        let n = 100_000u64;
+        for (p, ecn, marks_expected) in [(0.02, Codepoint::Ect0, true), (0.1, Codepoint::Ect0, true),
+                                         (0.3, Codepoint::Ect0, false), (0.05, Codepoint::NotEct, false)] {
+            let mut q = Queue::new(QueueSpec::parse("pie qdelay_ref=15,max_burst=150,ecn=1").unwrap(), 5);
+            let mut dropped = Vec::new();
+            for _ in 0..10 {
+                q.enqueue(packet(1500, 0), 0, &mut dropped);
+            }
+            let pie = q.pie.as_mut().unwrap();
+            (pie.drop_prob, pie.burst_allowance_ns, pie.qdelay_old_ns, pie.next_update_ns) = (p, 0, 100_000_000, u64::MAX);
+            dropped.clear();
+            for _ in 0..n {
+                q.enqueue(ecn_packet(1500, 1, ecn), 1, &mut dropped);
+            }
+            let signalled = if marks_expected { q.marks_aqm } else { dropped.len() as u64 };
+            let other = if marks_expected { dropped.len() as u64 } else { q.marks_aqm };
+            let sigma = (n as f64 * p * (1.0 - p)).sqrt();
+            assert!((signalled as f64 - n as f64 * p).abs() < 4.0 * sigma, "p {p} {ecn:?}: {signalled} of {n}");
+            assert_eq!(other, 0, "p {p} {ecn:?}: marked and dropped both");
+        }
+    }
+
+    #[test]
     fn the_step_marker_marks_ect1_packets_that_waited_the_step_and_no_others() {
         let mut q = Queue::new(QueueSpec::parse("infinite l4s_step_us=1000").unwrap(), 1);
         let mut dropped = Vec::new();

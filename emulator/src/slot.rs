@@ -148,6 +148,36 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_releases_what_arrived_since_the_one_before() {
+        // Packets due every 100 us, slots U[1, 3] ms apart with no limit: a slot releases the due
+        // times in (previous opening, its opening], so its size is the gap over 100 us, rounded
+        // either way, and the sizes' mean is E[gap] / 100 us = 20 within four standard errors
+        // (gap's standard deviation 2 ms / sqrt(12), over 50,000 slots).
+        let mut s = slots(&["1ms", "3ms", "0", "0"]);
+        let mut released = std::collections::BTreeMap::<u64, u64>::new();
+        for i in 0u64.. {
+            let due = i * 100_000;
+            let opening = admit(&mut s, due, 1500, u64::MAX).unwrap();
+            *released.entry(opening).or_default() += 1;
+            if released.len() > 50_000 {
+                break;
+            }
+        }
+        let openings: Vec<u64> = released.keys().copied().collect();
+        let sizes: Vec<u64> = released.values().copied().collect();
+        // The first slot (at 0) takes the first packet alone; the last may not be complete.
+        for (k, w) in openings.windows(2).enumerate().take(openings.len() - 2) {
+            let exact = (w[1] - w[0]) as f64 / 100_000.0;
+            let size = sizes[k + 1] as f64;
+            assert!((size - exact).abs() <= 1.0, "slot {k}: {size} packets for a gap of {exact} packet times");
+        }
+        let whole = &sizes[1..sizes.len() - 1];
+        let mean = whole.iter().sum::<u64>() as f64 / whole.len() as f64;
+        let four_se = 4.0 * (20.0 / 12f64.sqrt()) / (whole.len() as f64).sqrt();
+        assert!((mean - 20.0).abs() < four_se + 1.0 / whole.len() as f64, "mean release {mean}, expected 20 +- {four_se}");
+    }
+
+    #[test]
     fn a_slot_takes_what_gathered_up_to_its_room_and_the_rest_waits() {
         // 10 packets due at once, slots of at most 4 packets (or 4,500 bytes: 3 full packets).
         for (limits, sizes) in [(["4", "0"], vec![4, 4, 2]), (["0", "4500"], vec![3, 3, 3, 1])] {
