@@ -193,6 +193,13 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
     escape["spec"]["volumes"].append({"name": "bin", "emptyDir": {}})
     main_of(escape)["volumeMounts"].append({"name": "bin", "mountPath": "/var/run/secrets/../../../usr/local/bin"})
     refused_with(envtest, policy, escape, "may mount only /dev/net/tun")
+    writable = cell_pod()
+    next(m for m in main_of(writable)["volumeMounts"] if m["name"] == "node-bpf")["readOnly"] = False
+    refused_with(envtest, policy, writable, "may mount only /dev/net/tun, /run/ccsweep/node read-only")
+    beside = cell_pod()  # the held BPF digests written through another container of the pod
+    beside["spec"]["initContainers"][0].setdefault("volumeMounts", []).append(
+        {"name": "node-bpf", "mountPath": "/held"})
+    refused_with(envtest, policy, beside, "read-only, /run/ccsweep/node from the host")
     host = cell_pod()
     host["spec"]["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
     refused_with(envtest, policy, host, "only /dev/net/tun from the host")
