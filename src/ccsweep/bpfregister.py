@@ -237,6 +237,10 @@ def _register(wanted: list[str], state_file: Path) -> list[str]:
         listed = kernel_registered()
         owned = {r.name: r for r in state.registrations}
         for name in wanted:
+            if name in listed and name not in owned and name in held_digests():
+                raise BpfUnavailable(f"congestion control {name} is held on this machine by `ccsweep bpf hold` (the "
+                                     f"chart's node setup), which alone unregisters it; its cells run in the "
+                                     f"cluster's pods")
             if name in listed and name not in owned:
                 raise BpfUnavailable(f"congestion control {name} is already registered on this machine, not by "
                                      f"ccsweep: its code is unknown; unregister it (bpftool struct_ops unregister "

@@ -83,6 +83,27 @@ def test_a_second_holder_on_the_machine_is_refused_before_registering_anything(h
     assert not (tmp_path / "state.json").exists()  # it never reached the state, let alone bpftool
 
 
+def test_a_local_run_leaves_what_a_node_setup_holds_on_the_same_kernel_saying_so(
+        held_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """One kernel, two owners' state files: `ccsweep run` neither registers over nor unregisters the
+    node setup's bbr_bpf, and says whose it is."""
+    for name in PROGRAMS:
+        (tmp_path / f"{name}.bpf.o").write_bytes(f"object of {name}".encode())
+    monkeypatch.setenv(OBJECTS_ENV, str(tmp_path))
+    monkeypatch.setenv(bpfregister.HELD_ENV, str(held_file))
+    monkeypatch.setattr(bpfregister, "missing_support", lambda names: None)
+    monkeypatch.setattr(bpfregister, "kernel_registered", lambda: {"cubic", "bbr_bpf"})
+    holder = hold(held_file)
+    try:
+        with pytest.raises(bpfregister.BpfUnavailable) as refused:
+            with bpfregister.registered(["bbr_bpf"], tmp_path / "state.json"):
+                pytest.fail("registered over the node setup's")
+    finally:
+        holder.communicate("")
+    assert str(refused.value).startswith("congestion control bbr_bpf is held on this machine by `ccsweep bpf hold`")
+    assert bpfregister.RegistrationState.model_validate_json((tmp_path / "state.json").read_text()).registrations == []
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "ccsweep: error: NAME: give one or more of aimd_bpf, bbr_bpf, bbr_unpaced"),
     (["bbr_bpf", "/tmp/evil.o"], "ccsweep: error: NAME '/tmp/evil.o': expected one of aimd_bpf, bbr_bpf, bbr_unpaced"),
