@@ -12,6 +12,7 @@ unregistering, unregisters exactly what the node setup's own state file says it 
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -135,7 +136,9 @@ def node_setup(argo: TestCluster, sweep_namespace: str, tmp_path_factory) -> Ite
 
 def test_the_node_setup_registers_and_a_bbr_bpf_cell_records_the_registered_objects_digest(
         argo: TestCluster, sweep_namespace: str, node_services: NodeServices, node_setup: NodeSetup):
+    started = time.monotonic()
     wait_for(f"the kernel lists {NAME}", lambda: kernel_lists(NAME), timeout=60)
+    times = {"registered_s": time.monotonic() - started}
     # What the node setup published for cell pods, and the object the image built from bpf/cc/.
     held = json.loads(node_setup.exec("cat", "/run/ccsweep/node/bpf-held.json"))["programs"]
     image_object = node_setup.exec("sha256sum", f"/opt/ccsweep/bpf/{NAME}.bpf.o").split()[0]
@@ -144,12 +147,14 @@ def test_the_node_setup_registers_and_a_bbr_bpf_cell_records_the_registered_obje
                       if argo.get_json("node", NODE)["metadata"]["labels"].get(LABEL) == "true" else None,
                       timeout=90)
     assert isinstance(labels, dict) and labels[LABEL] == "true"
+    times["labelled_s"] = time.monotonic() - started
 
     name = f"e2e-bpf-{uuid.uuid4().hex[:6]}"
     prefix = f"runs/{name}"
     workflow_name = argo.submit_sweep(sweep_namespace, node_services, spec_yaml=SPEC, sweep=name,
                                       store_prefix=prefix, parallelism=1, cell_cpu="1")
     argo.argo("wait", "-n", sweep_namespace, workflow_name, timeout=600, check=False)
+    times["sweep_s"] = time.monotonic() - started - times["labelled_s"]
     workflow = argo.get_json("workflow", "-n", sweep_namespace, workflow_name)
     logs = argo.argo("logs", "-n", sweep_namespace, workflow_name, check=False, timeout=60).stdout[-3000:]
     assert workflow["status"]["phase"] == "Succeeded", logs
@@ -162,5 +167,8 @@ def test_the_node_setup_registers_and_a_bbr_bpf_cell_records_the_registered_obje
     assert record["environment"]["bpf_programs"] == [{"name": NAME, "sha256": image_object}]
     assert record["cell"]["params"]["bpf_programs"] == [{"name": NAME, "sha256": image_object}]
 
+    uninstalled = time.monotonic()
     node_setup.uninstall()
     wait_for(f"the kernel no longer lists {NAME}", lambda: not kernel_lists(NAME), timeout=60)
+    times["unregistered_after_uninstall_s"] = time.monotonic() - uninstalled
+    sys.stderr.write(f"\n[bpf-nodes] {json.dumps({k: round(v, 1) for k, v in times.items()})}\n")
