@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -126,11 +126,7 @@ def held_digests(path: Path | None = None) -> dict[str, str]:
     except OSError as exc:
         raise BpfUnavailable(f"{held_file}: cannot be read ({exc.strerror})") from None
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:  # its holder is alive
-            pass
-        else:
+        if not _held(handle):
             return {}
         try:
             return HeldPrograms.model_validate_json(handle.read(HELD_MAX_BYTES + 1)).programs
@@ -217,14 +213,21 @@ def holding(names: Iterable[str], path: Path | None = None, held: Path | None = 
 
 
 def _locked_by_other(held_file: Path) -> bool:
-    """Whether someone holds the held file's lock (an empty list is held too)."""
+    """Whether a live holder has the held file (one that published an empty list too)."""
     try:
         with open(held_file, "rb") as handle:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return _held(handle)
     except FileNotFoundError:
         return False
+
+
+def _held(handle: BinaryIO) -> bool:
+    """Whether a live process holds the exclusive lock of `handle`'s file: then no shared one is had."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
+    fcntl.flock(handle, fcntl.LOCK_UN)
     return False
 
 
