@@ -200,6 +200,10 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
     beside["spec"]["initContainers"][0].setdefault("volumeMounts", []).append(
         {"name": "node-bpf", "mountPath": "/held"})
     refused_with(envtest, policy, beside, "read-only, /run/ccsweep/node from the host")
+    elsewhere = cell_pod()  # Argo's wait container has it only where Argo mirrors main's mounts
+    wait = next(c for c in elsewhere["spec"]["containers"] if c["name"] == "wait")
+    next(m for m in wait["volumeMounts"] if m["name"] == "node-bpf")["mountPath"] = "/run/ccsweep/node"
+    refused_with(envtest, policy, elsewhere, "read-only, /run/ccsweep/node from the host")
     host = cell_pod()
     host["spec"]["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
     refused_with(envtest, policy, host, "from the host: no other hostPath")
