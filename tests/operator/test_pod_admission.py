@@ -206,10 +206,10 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
     refused_with(envtest, policy, elsewhere, "read-only, /run/ccsweep/node from the host")
     host = cell_pod()
     host["spec"]["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
-    refused_with(envtest, policy, host, "from the host: no other hostPath")
+    refused_with(envtest, policy, host, "no other hostPath, no host network")
     for field in ("hostPID", "hostNetwork", "hostIPC"):
         refused_with(envtest, policy, {**(pod := cell_pod()), "spec": {**pod["spec"], field: True}},
-                     "from the host: no other hostPath")
+                     "no other hostPath, no host network")
     sidecar = cell_pod()
     sidecar["spec"]["containers"].append({"name": "wait2", "image": "evil.example/x", "command": ["sh"]})
     refused_with(envtest, policy, sidecar, "must be the chart's cell pod")
