@@ -69,9 +69,12 @@ def as_the_controller_creates(pod_spec: dict[str, Any], executor_image: str, nam
     var_run_argo = {"name": "var-run-argo", "mountPath": "/var/run/argo"}
     init = {**(spec.get("initContainers") or [{}])[0], "name": "init", "image": executor_image,
             "command": ["argoexec", "init", *EXECUTOR_LOG_OPTIONS], "volumeMounts": [var_run_argo]}
-    wait = {"name": "wait", "image": executor_image, "command": ["argoexec", "wait", *EXECUTOR_LOG_OPTIONS],
-            "volumeMounts": [{"name": "tmp-dir-argo", "mountPath": "/tmp", "subPath": "0"}, var_run_argo]}
     (main,) = spec["containers"]
+    # Argo mirrors every mount of main into wait under /mainctrfs, writable (addOutputArtifactsVolumes).
+    mirrored = [{**mount, "mountPath": f"/mainctrfs{mount['mountPath']}", "readOnly": False}
+                for mount in main.get("volumeMounts", [])]
+    wait = {"name": "wait", "image": executor_image, "command": ["argoexec", "wait", *EXECUTOR_LOG_OPTIONS],
+            "volumeMounts": [{"name": "tmp-dir-argo", "mountPath": "/tmp", "subPath": "0"}, var_run_argo, *mirrored]}
     main = {**main, "name": "main",
             "command": ["/var/run/argo/argoexec", "emissary", *EXECUTOR_LOG_OPTIONS, "--", *main["command"]],
             "volumeMounts": [*main.get("volumeMounts", []), var_run_argo]}

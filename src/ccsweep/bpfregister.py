@@ -11,6 +11,13 @@ registered is never touched, and never used either: ccsweep cannot tell its code
 could not say what ran. The cell runner reads the same file to check the registered object's
 digest against the one its cell is pinned to (`registered_digests`).
 
+On a Kubernetes node the chart's node setup registers the admin's list and holds it while its pod
+runs (`holding`, `ccsweep bpf hold`), with a state file of its own. Cell pods see neither its pid
+nor its /proc, so it also publishes what it registered in a held file (HELD_ENV, else
+DEFAULT_HELD, mounted read-only into cell pods) on which it keeps an exclusive flock for as long
+as it lives: a lock is shared by every mount of the file and ends with its process, so a pod
+trusts the file only while the holder is alive, whatever PID namespace either runs in.
+
 bpftool runs with argument lists and bounded timeouts; nothing from a spec reaches it but a name
 from ccsweep.bpfcc.PROGRAMS.
 """
@@ -26,8 +33,9 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated, BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from ccsweep.bpfcc import PROGRAMS, BpfObjectMissing, object_digest
 
@@ -42,6 +50,11 @@ BPFTOOL_TIMEOUT_S = 60.0
 LOCK_TIMEOUT_S = 4 * BPFTOOL_TIMEOUT_S
 #: The type the kernel's BTF has when it can run a BPF struct_ops tcp_congestion_ops.
 STRUCT_OPS_TYPE = "bpf_struct_ops_tcp_congestion_ops"
+HELD_ENV = "CCSWEEP_BPF_HELD"
+#: Where a holder publishes what it registered: the folder the chart mounts into cell pods, read-only.
+DEFAULT_HELD = Path("/run/ccsweep/node/bpf-held.json")
+#: A held file is a few names and digests; anything larger is not one.
+HELD_MAX_BYTES = 64 * 1024
 
 
 class BpfUnavailable(RuntimeError):
@@ -66,9 +79,23 @@ class RegistrationState(BaseModel):
     registrations: list[Registration] = Field(default_factory=list, max_length=1000)
 
 
+class HeldPrograms(BaseModel):
+    """What a live holder registered on this machine: name -> its object's SHA-256."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    programs: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,15}$")],
+                   Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = Field(max_length=100)
+
+
 def state_path() -> Path:
     env = os.environ.get(STATE_ENV)
     return Path(env) if env else DEFAULT_STATE
+
+
+def held_path() -> Path:
+    env = os.environ.get(HELD_ENV)
+    return Path(env) if env else DEFAULT_HELD
 
 
 def kernel_registered() -> set[str]:
@@ -79,10 +106,33 @@ def kernel_registered() -> set[str]:
         return set()
 
 
-def registered_digests(path: Path | None = None) -> dict[str, str]:
-    """Name -> object digest of each algorithm a live ccsweep process registered and the kernel still lists."""
+def registered_digests(path: Path | None = None, held: Path | None = None) -> dict[str, str]:
+    """Name -> object digest of each algorithm a live ccsweep process registered and the kernel still
+    lists: those of this machine's state file, and those a live holder published (a node setup,
+    seen from a cell pod)."""
     listed = kernel_registered()
-    return {r.name: r.sha256 for r in _read(path or state_path()).registrations if _alive(r) and r.name in listed}
+    own = {r.name: r.sha256 for r in _read(path or state_path()).registrations if _alive(r)}
+    return {name: digest for name, digest in (held_digests(held) | own).items() if name in listed}
+
+
+def held_digests(path: Path | None = None) -> dict[str, str]:
+    """What a live holder published in the held file (name -> digest); {} when there is none, or
+    when the one who wrote it is gone (its flock went with it)."""
+    held_file = path or held_path()
+    try:
+        handle = open(held_file, "rb")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise BpfUnavailable(f"{held_file}: cannot be read ({exc.strerror})") from None
+    with handle:
+        if not _held(handle):
+            return {}
+        try:
+            return HeldPrograms.model_validate_json(handle.read(HELD_MAX_BYTES + 1)).programs
+        except ValidationError as exc:
+            raise BpfUnavailable(f"{held_file}: not a ccsweep held-programs file "
+                                 f"({str(exc).splitlines()[0]})") from None
 
 
 def missing_support(names: Iterable[str]) -> str | None:
@@ -139,6 +189,48 @@ def registered(names: Iterable[str], path: Path | None = None) -> Iterator[list[
                 state.registrations = [r for r in state.registrations if not (r.name in mine and r.pid == os.getpid())]
 
 
+@contextmanager
+def holding(names: Iterable[str], path: Path | None = None, held: Path | None = None) -> Iterator[dict[str, str]]:
+    """Register `names` as `registered` does, and publish them with their digests in the held file
+    for the time of the block (the chart's node setup); yields what it published. Raises
+    BpfUnavailable, having registered nothing, when another holder on this machine is alive."""
+    held_file = held or held_path()
+    held_file.parent.mkdir(parents=True, exist_ok=True)
+    if _locked_by_other(held_file):
+        raise BpfUnavailable(f"{held_file}: another ccsweep process holds BPF congestion controls on this machine")
+    with registered(names, path) as mine:
+        programs = _digests(mine)
+        scratch = held_file.with_name(held_file.name + ".tmp")
+        scratch.write_text(HeldPrograms(programs=programs).model_dump_json())
+        with open(scratch, "rb") as lock:
+            # Locked before it takes the file's name, so a reader never sees it unlocked while we live.
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            scratch.replace(held_file)
+            try:
+                yield programs
+            finally:
+                held_file.unlink(missing_ok=True)
+
+
+def _locked_by_other(held_file: Path) -> bool:
+    """Whether a live holder has the held file (one that published an empty list too)."""
+    try:
+        with open(held_file, "rb") as handle:
+            return _held(handle)
+    except FileNotFoundError:
+        return False
+
+
+def _held(handle: BinaryIO) -> bool:
+    """Whether a live process holds the exclusive lock of `handle`'s file: then no shared one is had."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
 def _register(wanted: list[str], state_file: Path) -> list[str]:
     with _locked(state_file) as state:
         _recover(state)
@@ -148,6 +240,10 @@ def _register(wanted: list[str], state_file: Path) -> list[str]:
         listed = kernel_registered()
         owned = {r.name: r for r in state.registrations}
         for name in wanted:
+            if name in listed and name not in owned and name in held_digests():
+                raise BpfUnavailable(f"congestion control {name} is held on this machine by `ccsweep bpf hold` (the "
+                                     f"chart's node setup), which alone unregisters it; its cells run in the "
+                                     f"cluster's pods")
             if name in listed and name not in owned:
                 raise BpfUnavailable(f"congestion control {name} is already registered on this machine, not by "
                                      f"ccsweep: its code is unknown; unregister it (bpftool struct_ops unregister "

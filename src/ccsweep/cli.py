@@ -735,6 +735,49 @@ def gc() -> None:
         click.echo(f"unregistered BPF congestion control(s) of dead runs: {' '.join(unregistered)}")
 
 
+@main.group()
+def bpf() -> None:
+    """ccsweep's BPF congestion controls on this machine (docs/runner.md, "BPF congestion controls")."""
+
+
+@bpf.command()
+@click.argument("names", nargs=-1, metavar="NAME...")
+def hold(names: tuple[str, ...]) -> None:
+    """Register the BPF congestion controls NAME... and hold them until SIGTERM or SIGINT.
+
+    What the chart's node setup runs: it registers ccsweep's own objects ($CCSWEEP_BPF_DIR), those
+    of the admin's list only, and publishes their digests for the cell pods on this node
+    ($CCSWEEP_BPF_HELD), so their records say what ran. On SIGTERM or SIGINT it unregisters
+    exactly what it registered; a holder killed outright leaves them to the next start, which
+    unregisters them first ($CCSWEEP_BPF_STATE, as `ccsweep run` does). Exit 2 for a name ccsweep
+    does not ship, 3 when this machine cannot register one (one line saying why).
+    """
+    import signal
+    import threading
+
+    from ccsweep.bpfcc import PROGRAMS
+    from ccsweep.bpfregister import BpfUnavailable, holding
+
+    if not names:
+        fail(f"NAME: give one or more of {', '.join(sorted(PROGRAMS))}")
+    for name in names:
+        if name not in PROGRAMS:
+            fail(f"NAME {name[:32]!r}: expected one of {', '.join(sorted(PROGRAMS))}")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        with holding(names) as programs:
+            for name, digest in programs.items():
+                click.echo(f"registered {name} (sha256 {digest})", err=True)
+            click.echo("holding them until SIGTERM", err=True)
+            while not stop.wait(3600):
+                pass
+    except (BpfUnavailable, OSError) as exc:
+        fail(exc, code=EXIT_UNAVAILABLE)
+    click.echo(f"unregistered {' '.join(programs)}", err=True)
+
+
 @main.command(name="upload-spool")
 @click.option("--store", "store_url", help="Only the cells spooled for this store (default: every store).")
 @click.option("--spool", "spool_dir", type=click.Path(path_type=Path, file_okay=False),

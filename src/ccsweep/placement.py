@@ -7,7 +7,8 @@ Pending) and Kubernetes says only that no node matched. The operator and `ccswee
 --check-nodes` (an Argo sweep's plan step) check the same labels first (the plan step the nodes'
 allocatable too): the operator fails the Sweep at once, the plan step leaves such cells out and
 records them as unplaceable; either says why in one line: the algorithm, each node's kernel, and
-whether the kernel could load it (the chart's node-setup option loads modules), or the pod's
+whether the kernel could load it (the chart's node-setup option loads modules, and registers
+BPF ones), or the pod's
 requests and the largest node's allocatable. Pure functions over nodes: reading them is the
 caller's (operator/ccsweep_operator/kube.py, ccsweep.clusternodes).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ccsweep.bpfcc import is_bpf
 from ccsweep.cell import Cell
 from ccsweep.plan import CC_LABEL_PREFIX, KERNEL_LABEL, node_selector
 from ccsweep.podrequests import EXECUTOR_CPU_MILLI, EXECUTOR_MEMORY_BYTES, PodRequests
@@ -128,6 +130,9 @@ def _describe(nodes: Sequence[Node], missing: Sequence[str]) -> str:
 def _hint(nodes: Sequence[Node], missing: Sequence[str]) -> str:
     if missing and any(n.can_load(cc) for n in nodes for cc in missing):
         return " - the chart's nodeSetup.enabled=true with nodeSetup.modules loads them"
+    if bpf := [cc for cc in missing if is_bpf(cc)]:
+        return (f" - BPF congestion controls are the admin's to register: the chart's nodeSetup.enabled=true "
+                f"with {', '.join(bpf)} in nodeSetup.bpfAlgorithms")
     return ""
 
 

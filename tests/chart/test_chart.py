@@ -360,6 +360,25 @@ def test_node_setup_holds_the_idle_wake_bound_in_a_privileged_main_container_whe
         assert [c["name"] for c in setup["initContainers"]] == ["load-modules"]
 
 
+def test_node_setup_registers_the_listed_bpf_congestion_controls_in_a_container_that_holds_them():
+    """Each name one argument after `--` to `ccsweep bpf hold`, privileged, with the node's
+    /run/ccsweep/node for its state and the digests cell pods read; time to unregister on SIGTERM."""
+    docs = render([CHART / "ci/full-values.yaml"], ["nodeSetup.bpfAlgorithms={bbr_bpf,aimd_bpf}"])
+    setup = by_kind(docs, "DaemonSet")["sweeps-node-setup"]["spec"]["template"]["spec"]
+    (bpf,) = [c for c in setup["containers"] if c["name"] == "bpf"]
+    assert bpf["command"] == ["ccsweep", "bpf", "hold", "--", "bbr_bpf", "aimd_bpf"]
+    assert bpf["securityContext"] == {"privileged": True, "runAsUser": 0}
+    assert bpf["volumeMounts"] == [{"name": "bpf-state", "mountPath": "/run/ccsweep/node"}]
+    assert {"name": "CCSWEEP_BPF_STATE", "value": "/run/ccsweep/node/bpf-registrations.json"} in bpf["env"]
+    assert {"name": "bpf-state", "hostPath": {"path": "/run/ccsweep/node", "type": "DirectoryOrCreate"}} in \
+        setup["volumes"]
+    assert [c["name"] for c in setup["containers"]] == ["bpf"]  # it keeps the pod; no sleeper beside it
+    assert setup["terminationGracePeriodSeconds"] == 30
+    without = by_kind(rendered("full-values.yaml"), "DaemonSet")["sweeps-node-setup"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in without["containers"]] == ["loaded"] and without["terminationGracePeriodSeconds"] == 2
+    assert all(v["name"] != "bpf-state" for v in without["volumes"])
+
+
 def test_minimal_scenario_installs_only_the_workflow_templates():
     docs = rendered("minimal-values.yaml")
     kinds = sorted({d["kind"] for d in docs})
@@ -427,6 +446,10 @@ def test_recording_rules_ship_with_the_chart_and_pass_promtool(tmp_path: Path):
     ("nodeSetup.idleWakeUs=10001", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
     ("nodeSetup.idleWakeUs=-1", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
     ("nodeSetup.idleWakeUs=0;reboot", "at '/nodeSetup/idleWakeUs': 'anyOf' failed"),
+    ("nodeSetup.bpfAlgorithms={bbr_bpf,/tmp/evil.o}",
+     "at '/nodeSetup/bpfAlgorithms/1': value must be one of 'aimd_bpf', 'bbr_bpf', 'bbr_unpaced'"),
+    ("nodeSetup.bpfAlgorithms={bbr}", "at '/nodeSetup/bpfAlgorithms/0': value must be one of"),
+    ("nodeSetup.bpfAlgorithms={bbr_bpf,bbr_bpf}", "at '/nodeSetup/bpfAlgorithms': items at 0 and 1 are equal"),
 ])
 def test_bad_values_are_refused_with_the_key(setting: str, message: str):
     done = run_helm("template", "rel", str(CHART), "--kube-version", KUBE_VERSION, "--set", setting,

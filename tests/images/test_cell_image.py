@@ -101,3 +101,18 @@ def test_node_setup_reports_a_module_the_kernel_lacks_in_one_line(container: str
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()
     assert "tcp_no_such_algorithm" in line and line != "None", line
+
+
+def test_the_image_carries_the_bpf_congestion_controls_it_built_and_bpftool(container: str):
+    """Built in the image from bpf/cc/ (its `make bpf` stage), never fetched: the node setup registers
+    these with the image's bpftool, and planning in the image pins cells to these very files."""
+    names = ("aimd_bpf", "bbr_bpf", "bbr_unpaced")
+    listed = run(container, "sha256sum", *(f"/opt/ccsweep/bpf/{name}.bpf.o" for name in names))
+    assert listed.returncode == 0, listed.stderr
+    on_disk = {Path(path).name.removesuffix(".bpf.o"): digest
+               for digest, path in (line.split() for line in listed.stdout.splitlines())}
+    pinned = run(container, "python3", "-c", "import json; from ccsweep.bpfcc import PROGRAMS, object_digest; "
+                 "print(json.dumps({n: object_digest(n) for n in PROGRAMS}))")
+    assert pinned.returncode == 0, pinned.stderr
+    assert json.loads(pinned.stdout) == on_disk and sorted(on_disk) == list(names)
+    assert run(container, "bpftool", "version").returncode == 0  # the chart's node setup registers with it

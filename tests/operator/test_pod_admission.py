@@ -193,12 +193,23 @@ def test_a_cell_pod_widened_in_any_other_way_is_refused(envtest: EnvTest, policy
     escape["spec"]["volumes"].append({"name": "bin", "emptyDir": {}})
     main_of(escape)["volumeMounts"].append({"name": "bin", "mountPath": "/var/run/secrets/../../../usr/local/bin"})
     refused_with(envtest, policy, escape, "may mount only /dev/net/tun")
+    writable = cell_pod()
+    next(m for m in main_of(writable)["volumeMounts"] if m["name"] == "node-bpf")["readOnly"] = False
+    refused_with(envtest, policy, writable, "may mount only /dev/net/tun, /run/ccsweep/node read-only")
+    beside = cell_pod()  # the held BPF digests written through another container of the pod
+    beside["spec"]["initContainers"][0].setdefault("volumeMounts", []).append(
+        {"name": "node-bpf", "mountPath": "/held"})
+    refused_with(envtest, policy, beside, "read-only, /run/ccsweep/node from the host")
+    elsewhere = cell_pod()  # Argo's wait container has it only where Argo mirrors main's mounts
+    wait = next(c for c in elsewhere["spec"]["containers"] if c["name"] == "wait")
+    next(m for m in wait["volumeMounts"] if m["name"] == "node-bpf")["mountPath"] = "/run/ccsweep/node"
+    refused_with(envtest, policy, elsewhere, "read-only, /run/ccsweep/node from the host")
     host = cell_pod()
     host["spec"]["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
-    refused_with(envtest, policy, host, "only /dev/net/tun from the host")
+    refused_with(envtest, policy, host, "no other hostPath, no host network")
     for field in ("hostPID", "hostNetwork", "hostIPC"):
         refused_with(envtest, policy, {**(pod := cell_pod()), "spec": {**pod["spec"], field: True}},
-                     "only /dev/net/tun from the host")
+                     "no other hostPath, no host network")
     sidecar = cell_pod()
     sidecar["spec"]["containers"].append({"name": "wait2", "image": "evil.example/x", "command": ["sh"]})
     refused_with(envtest, policy, sidecar, "must be the chart's cell pod")

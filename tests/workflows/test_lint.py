@@ -208,7 +208,11 @@ def test_cell_template_is_least_privilege_and_requests_cpu_without_a_cpu_limit()
     security = container["securityContext"]
     assert security["privileged"] is False
     assert security["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN", "SYS_NICE"]}
-    assert cell["volumes"] == [{"name": "tun", "hostPath": {"path": "/dev/net/tun", "type": "CharDevice"}}]
+    held = {"path": "/run/ccsweep/node", "type": "DirectoryOrCreate"}
+    assert cell["volumes"] == [{"name": "tun", "hostPath": {"path": "/dev/net/tun", "type": "CharDevice"}},
+                               {"name": "node-bpf", "hostPath": held}]
+    # The node setup's held BPF digests (ccsweep.bpfregister), read-only: a cell cannot change what it trusts.
+    assert {"name": "node-bpf", "mountPath": "/run/ccsweep/node", "readOnly": True} in container["volumeMounts"]
     assert "activeDeadlineSeconds" in cell
 
 
