@@ -91,7 +91,7 @@ def run_grid(cells: list[Cell], workdir: Path, progress: Callable[[CellResult], 
     pairs: dict[tuple[int, tuple[str, float, str]], list[Cell]] = defaultdict(list)
     for cell in order:
         pairs[cell.params.repetition, pair_key(cell)].append(cell)
-    results = []
+    results: list[CellResult] = []
     with ThreadPoolExecutor(max_workers=len(BACKENDS)) as pool:
         for pair in pairs.values():
             results += pool.map(lambda cell: _run_until_on_time(cell, workdir, progress), pair)
