@@ -144,8 +144,11 @@ class Cluster:
     def up(self) -> None:
         self._timed("up", [str(REPO / "hack/cluster/up.sh"), str(self.base), self.ns], 600)
 
-    def start_argo(self) -> None:
-        self._timed("argo", [str(REPO / "hack/cluster/argo.sh"), str(self.base), self.ns], 600)
+    def start_argo(self, requeue_s: int | None = None) -> None:
+        """hack/cluster/argo.sh; `requeue_s`: how often the controller looks at a running Workflow
+        again unprompted (default upstream's 10 s, which a step's end often waits for)."""
+        env = {"CCSWEEP_ARGO_REQUEUE_S": str(requeue_s)} if requeue_s is not None else None
+        self._timed("argo", [str(REPO / "hack/cluster/argo.sh"), str(self.base), self.ns], 600, env)
 
     def start_services(self) -> NodeServices:
         self._timed("services", [str(REPO / "hack/cluster/services.sh"), str(self.base), self.ns], 300)

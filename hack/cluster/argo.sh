@@ -7,7 +7,8 @@
 #     stopped by down.sh), talking to the API server with the admin kubeconfig,
 #   - $BASE/argo: the argo CLI wired to this cluster.
 # On a real cluster install upstream's manifests instead (docs/kubernetes.md); the controller
-# and its configuration are the same. Idempotent: a running controller is left alone.
+# and its configuration are the same, but for the requeue time the e2e tests shorten (REQUEUE_S
+# below). Idempotent: a running controller is left alone.
 set -euo pipefail
 shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
@@ -15,6 +16,15 @@ guard_base
 
 ARGO_NAMESPACE=argo
 METRICS_PORT=9095   # not 9090, Prometheus' port on the node (services.sh)
+# How often the controller looks at a running Workflow again unprompted (its DEFAULT_REQUEUE_TIME,
+# upstream's default 10 s). The end of a step is often seen only then, so every step of a sweep
+# (plan, cells, figures, verdict) can wait that long. CCSWEEP_ARGO_REQUEUE_S: 1-60 s; the e2e tests
+# ask for 1 (many short Workflows), the benchmarks keep upstream's 10, as a real install has.
+REQUEUE_S=${CCSWEEP_ARGO_REQUEUE_S:-10}
+if [[ ! $REQUEUE_S =~ ^[0-9]{1,2}$ ]] || ((10#$REQUEUE_S < 1 || 10#$REQUEUE_S > 60)); then
+  echo "argo.sh: CCSWEEP_ARGO_REQUEUE_S must be 1-60 seconds, got '$REQUEUE_S'" >&2
+  exit 2
+fi
 
 check_prerequisites() {
   { [[ -x $BASE/kubectl ]] && pid_of kube-apiserver >/dev/null; } || die "no cluster at $BASE: run hack/cluster/up.sh first"
@@ -81,6 +91,7 @@ start_controller() {
   # One controller, no leader election; it watches every namespace. Under Strict a Workflow may
   # set its own spec.parallelism (a Sweep's run.parallelism, chunk Workflows) only with this.
   start_daemon workflow-controller env LEADER_ELECTION_DISABLE=true WORKFLOW_USER_OVERRIDE_ALLOWLIST=parallelism \
+    DEFAULT_REQUEUE_TIME="$((10#$REQUEUE_S))s" \
     "$REPO_BIN/workflow-controller" \
     --kubeconfig="$BASE/admin.kubeconfig" --namespace="$ARGO_NAMESPACE" \
     --executor-image="$ARGOEXEC_IMAGE" --executor-image-pull-policy=Never --loglevel=info

@@ -32,6 +32,8 @@ from support.clusterlib import CACHE, CELL_IMAGE, Cluster, NodeServices, RssSamp
 BASE = Path(os.environ.get("CCSWEEP_E2E_BASE", CACHE / "e2e-cluster"))
 NS = os.environ.get("CCSWEEP_E2E_NS", "ccsweep-e2e")
 TEST_NAMESPACE = "ccsweep-e2e"
+#: The controller's requeue time for the tests (hack/cluster/argo.sh, CCSWEEP_ARGO_REQUEUE_S).
+ARGO_REQUEUE_S = 1
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -124,8 +126,10 @@ def cell_image(cluster: TestCluster) -> str:
 
 @pytest.fixture(scope="session")
 def argo(cluster: TestCluster) -> TestCluster:
-    """Argo's CRDs and the real workflow-controller (on the node), with the executor image imported."""
-    cluster.start_argo()
+    """Argo's CRDs and the real workflow-controller (on the node), with the executor image imported.
+    It looks at a running Workflow again every ARGO_REQUEUE_S, not upstream's 10 s: a sweep's steps
+    (plan, cells, figures, verdict) each waited for that tick, and the tests run many short sweeps."""
+    cluster.start_argo(requeue_s=ARGO_REQUEUE_S)
     return cluster
 
 

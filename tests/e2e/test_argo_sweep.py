@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -350,21 +351,43 @@ def test_a_cell_that_exits_with_an_error_is_not_retried(argo: TestCluster, sweep
     assert attempt["outputs"]["exitCode"] in ("1", "2")
 
 
+def flows_running(cluster: TestCluster, cell_id: str) -> bool:
+    """The cell's live samples are at the Pushgateway: it has read its plan and its flows run."""
+    gateway = cluster.in_ns("curl", "-s", "http://127.0.0.1:9091/metrics").stdout
+    return any(line.startswith("ccsweep_cell_elapsed_seconds{") and f'cell="{cell_id}"' in line
+               for line in gateway.splitlines())
+
+
 def test_a_cell_whose_pod_is_deleted_is_retried(argo: TestCluster, sweep: SweepRun):
-    """A pod lost under a running cell (node drain, eviction) is an infrastructure failure."""
+    """A pod lost under a running cell (node drain, eviction) is an infrastructure failure: the cell
+    runs again and its one record is that run. The pinned Argo either retries the lost attempt (Error
+    "pod deleted", then a new attempt) or creates the attempt's pod again under the same name, as its
+    controller did in each of three runs once it looked again every second (the e2e cluster's
+    requeue time; on its 10 s tick it retried): docs/kubernetes.md, "A lost node", shows the same
+    for a lost node's pods."""
     cell_id = sweep.planned()[0]["id"]
-    # Forget everything stored for it so the cell runs again (about 10 s): time to delete its pod.
+    # Forget everything stored for it so the cell runs again (10 s of flows): time to delete its pod.
     for key in sweep.services.s3_keys(f"{sweep.store_prefix}/cells/{cell_id}/"):
         assert sweep.services.s3_delete(key), key
+    deleted_at: list[float] = []
 
     def delete(_cell: str, pod: str) -> None:
+        # While its flows run: the measurement is what the loss interrupts.
+        deadline = time.time() + 60
+        while not flows_running(argo, cell_id):
+            assert time.time() < deadline, "the cell's flows never showed at the Pushgateway"
+            time.sleep(0.5)
+        deleted_at.append(time.time())
         argo.kubectl("delete", "pod", "-n", sweep.namespace, pod, "--grace-period=0", "--force", "--wait=false")
 
     workflow = run_cell(argo, sweep, cell_id, on_pod=delete)
-    first, *rest = attempts(workflow, cell_id)
-    assert first["phase"] == "Error", first
-    assert [a["phase"] for a in rest] == ["Succeeded"]
     assert workflow["status"]["phase"] == "Succeeded"
+    phases = [a["phase"] for a in attempts(workflow, cell_id)]
+    assert phases in (["Error", "Succeeded"], ["Succeeded"]), phases
+    record = json.loads(sweep.services.s3_get(f"{sweep.store_prefix}/cells/{cell_id}/result.json") or b"{}")
+    # Its one record is the run after the loss: the lost run stored nothing.
+    started = datetime.fromisoformat(record["started_at"].replace("Z", "+00:00")).timestamp()
+    assert record["status"] == "ok" and started > deleted_at[0], (record.get("started_at"), deleted_at)
 
 
 def test_a_cell_that_finishes_while_the_store_is_down_keeps_its_result(argo: TestCluster, sweep: SweepRun):
@@ -378,16 +401,10 @@ def test_a_cell_that_finishes_while_the_store_is_down_keeps_its_result(argo: Tes
     restart: list[threading.Timer] = []
     pods: list[str] = []
 
-    def flows_running() -> bool:
-        """The cell's live samples are at the Pushgateway: it has read its plan and its flows run."""
-        gateway = argo.in_ns("curl", "-s", "http://127.0.0.1:9091/metrics").stdout
-        return any(line.startswith("ccsweep_cell_elapsed_seconds{") and f'cell="{cell_id}"' in line
-                   for line in gateway.splitlines())
-
     def stop_store(_cell: str, pod: str) -> None:
         pods.append(pod)
         deadline = time.time() + 60
-        while not flows_running():
+        while not flows_running(argo, cell_id):
             assert time.time() < deadline, "the cell's flows never showed at the Pushgateway"
             time.sleep(0.5)
         os.kill(int((argo.base / "pids" / "minio.pid").read_text()), signal.SIGKILL)

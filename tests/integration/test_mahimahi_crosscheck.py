@@ -5,8 +5,9 @@ and CUBIC at 0, 1 and 5 % loss, 100 Mbit/s, 100 ms, infinite queue, and over the
 traces; BBR within 5 %, CUBIC within 25 % or 1 Mbit/s, on means of 3 runs of 30 s: the bench
 (24 min of flows) holds that rule, and agreed on all 8 cells (benchmarks/results/2026-11-23-
 crosscheck.md). This test runs each cell once (CCSWEEP_CROSSCHECK_SECONDS and _REPETITIONS
-change that) at 0 and 1 % loss: 12 cells of 30 s, about 7 minutes. One pair of single runs scatters more than a
-mean of 3: the bench measured a single 30 s BBR run's standard deviation at up to 2.5 Mbit/s
+change that) at 0 and 1 % loss: 12 cells of 30 s, the two links of a cell side by side (under the
+same load at the same moment), about 3 minutes; one cell at a time took 6. One pair of single
+runs scatters more than a mean of 3: the bench measured a single 30 s BBR run's standard deviation at up to 2.5 Mbit/s
 (3 % of 84 Mbit/s, Mahimahi at 1 % loss), so the difference of one pair has about 3 %, its
 worst pair was 6 %, and a 5 % margin would fail about one cell in ten on noise alone. BBR's
 margin here is 10 % (over 3 standard deviations; a link that differs by that much, as one with
@@ -55,12 +56,13 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"Mahimahi is not bu
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[CellResult]:
     with mahimahi_host():
         return run_grid(grid(SECONDS, REPETITIONS, SINGLE_RUN_LOSS_PERCENT),
-                        Path(tmp_path_factory.mktemp("crosscheck")))
+                        Path(tmp_path_factory.mktemp("crosscheck")), pairs_side_by_side=True)
 
 
 def test_both_links_give_the_same_goodput(results: list[CellResult]):
     comparisons = compare(results, bbr_relative=BBR_RELATIVE_SINGLE_RUN,
                           cubic_lossy_factor=CUBIC_LOSSY_FACTOR_SINGLE_RUN)
+    print("\n".join(c.line() for c in comparisons))  # shown with -rP, and when an assertion fails
     assert len(comparisons) == 6
     disagree = [c.line() for c in comparisons if not c.agrees]
     assert not disagree, "\n".join(disagree)

@@ -1,6 +1,6 @@
 """The local cluster's scripts refuse bad input in one line that names it, with exit 2, before they
 touch anything (no root, no cluster needed): hack/cluster/node.sh's action, node name, CPU slice
-and labels, and up.sh's NODES."""
+and labels, up.sh's NODES, and argo.sh's requeue time."""
 
 from __future__ import annotations
 
@@ -45,3 +45,11 @@ def test_up_sh_refuses_a_bad_node_count_in_one_line(nodes: str, tmp_path: Path):
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
     assert "NODES must be an integer from 1 to 8" in line
+
+
+@pytest.mark.parametrize("seconds", ["0", "61", "1s", "1; true", "600"])
+def test_argo_sh_refuses_a_bad_requeue_time_in_one_line(seconds: str, tmp_path: Path):
+    done = run("argo.sh", tmp_path=tmp_path, CCSWEEP_ARGO_REQUEUE_S=seconds)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "CCSWEEP_ARGO_REQUEUE_S must be 1-60 seconds" in line
