@@ -9,7 +9,7 @@ import pytest
 from benchmarks.lateness.demo_report import END, report
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-FOLDERS = [RESULTS / "2026-11-29-demo-cold", RESULTS / "2026-11-30-full-study-quiet",
+FOLDERS = [RESULTS / "2026-11-29-demo-cold", RESULTS / "2026-11-30-demo-cold", RESULTS / "2026-11-30-full-study-quiet",
            RESULTS / "2026-11-30-full-study-one-sitting"]
 
 
