@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary, summarise
+from ccsweep.runner.runqueue import RunQueueDelay, RunQueueSummary, carries_packets, summarise, tasks_of
 
 MS = 1_000_000
 
@@ -55,3 +55,28 @@ def test_a_process_kept_off_its_core_by_a_real_time_loop_shows_the_wait():
     # Starved, it waits tens of ms a wake-up for 0.5 s of its 1.5 s: far above any lateness threshold (1 ms at
     # most), and far above what the same process shows unstarved.
     assert starved.p99_us > 10_000 and starved.p99_us > 10 * alone.p99_us, (alone, starved)
+
+
+def test_a_log_writer_thread_is_left_out_and_the_packet_thread_kept():
+    """A real process with a thread named as ccsweep-link names its log writers: the sampler reads
+    the main thread, not that one (its wait delays no packet)."""
+    code = ("import ctypes, threading, time\n"
+            "def named():\n"
+            "    ctypes.CDLL(None).prctl(15, b'log-uplink', 0, 0, 0)\n"
+            "    time.sleep(30)\n"
+            "threading.Thread(target=named, daemon=True).start()\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(30)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 5
+        while len(tasks_of(child.pid)) < 2 or not any(
+                (t / "comm").read_text().startswith("log-") for t in tasks_of(child.pid)):
+            assert time.monotonic() < deadline, "the thread never took its name"
+            time.sleep(0.05)
+        kept = [t for t in tasks_of(child.pid) if carries_packets(t)]
+        assert [t.name for t in kept] == [str(child.pid)]
+    finally:
+        child.kill()
+        child.wait(timeout=10)
