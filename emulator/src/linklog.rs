@@ -118,18 +118,18 @@ impl LinkLog {
     /// they reached MAX_PENDING_EVENTS.
     fn hand_over(&mut self) {
         let Some(batches) = self.batches.as_ref() else { return };
-        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH_EVENTS));
-        match batches.try_send(batch) {
-            Ok(()) => {}
+        match batches.try_send(std::mem::take(&mut self.pending)) {
+            // Keep them, in order, and try again with the next batch: no new vector meanwhile.
             Err(TrySendError::Full(batch)) if batch.len() < MAX_PENDING_EVENTS => {
-                // Keep them, in order, and try again with the next batch.
                 self.pending = batch;
+                return;
             }
             Err(TrySendError::Full(batch)) => {
                 let _ = batches.send(batch);
             }
-            Err(TrySendError::Disconnected(_)) => {}
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
         }
+        self.pending = Vec::with_capacity(BATCH_EVENTS);
     }
 
     pub fn arrival(&mut self, t_ns: u64, bytes: u32) {
