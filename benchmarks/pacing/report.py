@@ -118,13 +118,6 @@ def rebbr_bbr() -> dict[float, float]:
     return {round(r.loss_rate, 9): r.goodput_Mbps for r in load(SETS["rebbr-figure8"]) if r.congestion_control == "bbr"}
 
 
-def overlaps(a: Cliff, b: Cliff) -> bool:
-    """Whether two cliffs' intervals share a loss rate (a cliff without one is its own point)."""
-    a_low, a_high = (a.low, a.high) if a.low is not None and a.high is not None else (a.index, a.index)
-    b_low, b_high = (b.low, b.high) if b.low is not None and b.high is not None else (b.index, b.index)
-    return max(a_low, b_low) <= min(a_high, b_high)
-
-
 def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
     """Each candidate experiment against the main one on the candidate's loss rates: medians, both
     cliffs, and the verdict (it moves a cliff when their intervals share no loss rate)."""
@@ -144,7 +137,7 @@ def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) ->
                     continue
                 pairs = [(read_cliff(main, losses, share), read_cliff(candidate, losses, share))
                          for share in (HALF, COLLAPSE)]
-                moved = [name for name, (a, b) in zip(("half", "tenth"), pairs, strict=True) if not overlaps(a, b)]
+                moved = [name for name, (a, b) in zip(("half", "tenth"), pairs, strict=True) if not a.overlaps(b)]
                 verdict = f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
                 shown = [f"{_percent(a)} → {_percent(b)}" for a, b in pairs]
                 lines.append(f"| {experiment} | {cc} | {link} | {medians} | {shown[0]} | {shown[1]} | {verdict} |")

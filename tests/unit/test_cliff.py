@@ -58,6 +58,28 @@ def test_one_run_a_cell_has_no_interval():
     assert cliff.describe() == "20 % (no interval, 1 run a cell)"
 
 
+def test_two_cliffs_overlap_only_where_their_intervals_share_a_loss_rate():
+    """A cliff at 20 % [20, 25 %] overlaps one at 25 %; not one at 40 %; a cliff without an interval
+    is its own point."""
+    high = 0.9 * payload_ideal_mbps(RATE, 0.2)
+    edge = find_cliff(curve(0.25, p20=[1.0, 1.2, 1.1, high, high]), RATE)
+    assert edge.overlaps(find_cliff(curve(0.25), RATE))
+    assert not edge.overlaps(find_cliff(curve(0.4), RATE))
+    single = find_cliff(curve(0.2, runs=1), RATE)
+    assert single.overlaps(edge) and not single.overlaps(find_cliff(curve(0.25), RATE))
+
+
+def test_a_cell_of_one_run_beside_cells_of_several_is_read_as_it_is():
+    """Figure 8's CUBIC has one run at most loss rates and ten at the seeded ones: the single runs
+    stay what they are in every resample, and the interval comes from the cells that have runs to draw."""
+    runs = curve(0.2)
+    runs[0.01] = runs[0.01][:1]
+    high = 0.9 * payload_ideal_mbps(RATE, 0.2)
+    runs[0.2] = [1.0, 1.2, 1.1, high, high]
+    cliff = find_cliff(runs, RATE)
+    assert cliff.runs[0] == 1 and (cliff.loss(), cliff.loss(cliff.low), cliff.loss(cliff.high)) == (0.2, 0.2, 0.25)
+
+
 def test_a_loss_rate_without_runs_is_refused_by_name():
     runs = curve(0.2)
     runs[0.3] = [float("nan")]

@@ -57,6 +57,16 @@ class Cliff:
         loss = self.loss(index)
         return f"above {self.losses[-1] * 100:g}" if loss is None else f"{loss * 100:g}"
 
+    def span(self) -> tuple[int, int]:
+        """The interval's ends as indexes; a cliff without an interval is its own point."""
+        return (self.low, self.high) if self.low is not None and self.high is not None else (self.index, self.index)
+
+    def overlaps(self, other: Cliff) -> bool:
+        """Whether two cliffs of one grid share a loss rate in their intervals: where they do not,
+        what sets the two curves apart moves the cliff."""
+        (low, high), (other_low, other_high) = self.span(), other.span()
+        return max(low, other_low) <= min(high, other_high)
+
     def describe(self) -> str:
         """'20 % [15, 25 %] (95 % bootstrap CI, 5-10 runs a cell)': what a table prints."""
         span = f"{min(self.runs)}" if min(self.runs) == max(self.runs) else f"{min(self.runs)}-{max(self.runs)}"
@@ -84,7 +94,9 @@ def find_cliff(runs_by_loss: Mapping[float, Sequence[float]], rate_mbps: float, 
     runs = tuple(int(s.size) for s in samples)
     if max(runs) < 2:
         return Cliff(losses, index, None, None, runs, share)
-    result = stats.bootstrap(tuple(samples), first_below, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+    # A cell of one run resamples to itself; scipy wants two observations a sample, and [v, v] is that.
+    resampled = tuple(np.repeat(sample, 2) if sample.size == 1 else sample for sample in samples)
+    result = stats.bootstrap(resampled, first_below, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
                              method="percentile", vectorized=True, axis=-1,
                              rng=np.random.default_rng(BOOTSTRAP_SEED))
     low, high = result.confidence_interval.low, result.confidence_interval.high

@@ -1,0 +1,175 @@
+"""Where BBR's cliff moves under bursty loss: the figure8-bursty preset's runs against Figure 8's
+independent loss, from committed cell tables alone.
+
+    python -m benchmarks.bursty.report CELLS.csv     # the tables, as markdown, for a run so far
+
+CELLS.csv is `ccsweep export --sweep figure8-bursty`'s cell table (one row per stored run). The
+independent-loss curves it is read against were committed before it, on the same grid (Figure 8's
+path, queue, socket buffers and 60 s flows): the kernel's `bbr` and `bbr_unpaced` from the
+rebbr-pacing result (5-10 runs a cell), CUBIC from the full study's Figure 8 and figure8-seeds
+(one run a cell, ten at eight of the loss rates). Each curve's cliff (`ccsweep.results.cliff`, on
+steady-state goodput) is read below half the payload-rate ideal and below a tenth of it, with its
+bootstrap interval; bursts move a cliff when its interval and the independent curve's share no loss
+rate. The measured loss rate of each run (the link's loss drops over the packets it took in) is set
+beside the mean asked for: a Gilbert-Elliott chain that lost the wrong share would show there first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from benchmarks.cluster.argo_vs_local import read_cells
+from ccsweep.checks.source_claims import REBBR_RATE_MBPS
+from ccsweep.expand import expand
+from ccsweep.results.cliff import HALF, Cliff, find_cliff
+from ccsweep.specload import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks/results"
+#: The independent-loss curves: (table, experiment, algorithms taken from it).
+INDEPENDENT = [
+    (RESULTS / "2026-11-29-rebbr-pacing/rebbr-pacing-cells.csv", "pacing", ("bbr", "bbr_unpaced")),
+    (RESULTS / "2026-11-25-rebbr-full/full-sweep/cells.csv", "figure8", ("cubic",)),
+    (RESULTS / "2026-11-25-rebbr-full/figure8-seeds/cells.csv", "figure8", ("cubic",)),
+]
+ALGORITHMS = ("bbr", "bbr_unpaced", "cubic")
+#: Below a tenth of the payload-rate ideal a curve has collapsed (as the rebbr-pacing result reads it).
+COLLAPSE = 0.1
+#: The series name of independent loss, beside the mean burst lengths.
+INDEPENDENT_NAME = "independent"
+
+Row = dict[str, str]
+#: (algorithm, loss series: INDEPENDENT_NAME or a mean burst length) -> loss -> the runs' goodputs.
+Curves = dict[tuple[str, str], dict[float, list[float]]]
+
+
+def burst_of(row: Row) -> str:
+    """The run's loss series: its Gilbert-Elliott chain's mean burst (1 / r packets), or independent."""
+    chain = row.get("uplink_gilbert_elliott") or ""
+    return f"{1 / json.loads(chain)['r']:g}" if chain else INDEPENDENT_NAME
+
+
+def curves(rows: Iterable[Row]) -> Curves:
+    """Each curve's runs by algorithm and loss series, then mean loss; one run per stored cell id
+    (figure8-seeds' run 0 is Figure 8's own cell)."""
+    out: Curves = defaultdict(lambda: defaultdict(list))
+    seen: set[str] = set()
+    for row in rows:
+        if row["cell_id"] in seen:
+            continue
+        seen.add(row["cell_id"])
+        out[row["cc"], burst_of(row)][float(row["loss"])].append(float(row["goodput_steady_mbps"]))
+    return out
+
+
+def independent_curves() -> Curves:
+    """The committed independent-loss curves of Figure 8's grid, each algorithm from its table."""
+    rows = [row for path, experiment, algorithms in INDEPENDENT for row in read_cells(path)
+            if experiment in row["experiments"].split(";") and row["cc"] in algorithms]
+    return curves(rows)
+
+
+def series_order(found: Curves) -> list[str]:
+    """Independent loss first, then the mean bursts, shortest first."""
+    bursts = sorted({series for _, series in found if series != INDEPENDENT_NAME}, key=float)
+    return [INDEPENDENT_NAME, *bursts]
+
+
+def cliff_or_gap(by_loss: dict[float, list[float]], losses: list[float], share: float) -> Cliff | str:
+    """The curve's cliff over `losses`, or what it lacks to have one."""
+    missing = [loss for loss in losses if not by_loss.get(loss)]
+    if missing:
+        return f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
+    return find_cliff({loss: by_loss[loss] for loss in losses}, REBBR_RATE_MBPS, share)
+
+
+def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
+    """Per algorithm, each loss series' cliffs (half, tenth) and whether bursts moved them from
+    where independent loss puts them."""
+    lines = ["| algorithm | loss | runs a cell | below half the ideal at [95 % CI] | below a tenth at [95 % CI] "
+             "| against independent loss |", "|---|---|---|---|---|---|"]
+    for cc in ALGORITHMS:
+        reference = {share: cliff_or_gap(found.get((cc, INDEPENDENT_NAME), {}), losses, share)
+                     for share in (HALF, COLLAPSE)}
+        for series in series_order(found):
+            by_loss = found.get((cc, series), {})
+            if not by_loss:
+                continue
+            cliffs = {share: cliff_or_gap(by_loss, losses, share) for share in (HALF, COLLAPSE)}
+            shown = [c.describe().split(" (")[0] if isinstance(c, Cliff) else c for c in cliffs.values()]
+            runs = [len(by_loss[loss]) for loss in losses if by_loss.get(loss)]
+            span = f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
+            label = "independent" if series == INDEPENDENT_NAME else f"bursts of {series}"
+            lines.append(f"| {cc} | {label} | {span} | {shown[0]} | {shown[1]} "
+                         f"| {verdict(reference, cliffs) if series != INDEPENDENT_NAME else '–'} |")
+    return lines
+
+
+def verdict(reference: dict[float, Cliff | str], cliffs: dict[float, Cliff | str]) -> str:
+    """'moves the cliff (half)', 'does not move the cliff', or 'not yet' while a curve lacks runs."""
+    pairs = [(name, reference[share], cliffs[share]) for name, share in (("half", HALF), ("tenth", COLLAPSE))]
+    if any(not isinstance(a, Cliff) or not isinstance(b, Cliff) for _, a, b in pairs):
+        return "not yet: runs missing"
+    moved = [name for name, a, b in pairs if isinstance(a, Cliff) and isinstance(b, Cliff) and not a.overlaps(b)]
+    return f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
+
+
+def median_lines(found: Curves, losses: list[float], cc: str) -> list[str]:
+    """One algorithm's median steady-state goodput (runs) per mean loss and loss series."""
+    order = [series for series in series_order(found) if found.get((cc, series))]
+    header = ["independent" if s == INDEPENDENT_NAME else f"bursts of {s}" for s in order]
+    lines = ["| mean loss % | " + " | ".join(header) + " |", "|---" * (len(order) + 1) + "|"]
+    for loss in losses:
+        cells = []
+        for series in order:
+            runs = found[cc, series].get(loss, [])
+            cells.append(f"{statistics.median(runs):.3g} ({len(runs)})" if runs else "–")
+        lines.append(f"| {loss * 100:g} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def measured_loss_lines(rows: Iterable[Row]) -> list[str]:
+    """Per mean burst, the measured loss rate over the asked mean (median and range over runs with
+    at least 100 loss drops, where one run's count says something)."""
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        drops, taken = float(row["uplink_drops_loss"] or 0), float(row["uplink_in_packets"] or 0)
+        if drops >= 100 and taken > 0:
+            ratios[burst_of(row)].append(drops / taken / float(row["loss"]))
+    lines = ["| loss | runs | measured / asked, median [min, max] |", "|---|---|---|"]
+    for series in sorted(ratios, key=lambda s: float(s) if s != INDEPENDENT_NAME else 0.0):
+        values = ratios[series]
+        lines.append(f"| bursts of {series} | {len(values)} | {statistics.median(values):.3f} "
+                     f"[{min(values):.3f}, {max(values):.3f}] |")
+    return lines
+
+
+def preset_losses() -> list[float]:
+    """The preset's mean loss rates (fractions): a curve lacking one of them has no cliff yet."""
+    return sorted({cell.params.loss for cell in expand(load_spec("figure8-bursty"))})
+
+
+def report(rows: list[Row], losses: list[float]) -> list[str]:
+    """The tables for the bursty runs `rows` over the mean loss rates `losses`, beside the committed
+    independent curves."""
+    found = {**independent_curves(), **curves(rows)}
+    out = ["## Where each curve falls", "", *cliff_lines(found, losses), ""]
+    for cc in ALGORITHMS:
+        out += [f"## {cc}: median steady-state goodput (Mbit/s, runs)", "", *median_lines(found, losses, cc), ""]
+    return out + ["## The loss the links drew", "", *measured_loss_lines(rows)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cells", type=Path, help="ccsweep export's cell table of a figure8-bursty run")
+    args = parser.parse_args()
+    print("\n".join(report(read_cells(args.cells), preset_losses())))
+
+
+if __name__ == "__main__":
+    main()
