@@ -32,6 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.cluster.attempts import nodes_of
 from ccsweep.storeurls import namespace_store
 from support.clusterlib import CACHE, Cluster, NodeServices, PodWatch, template_of
 
@@ -150,7 +151,7 @@ def measure(cluster: Cluster, services: NodeServices, args: argparse.Namespace, 
             if result.get("flows_started_at"):
                 record["first_byte"] = parse_time(result["flows_started_at"])
         cells.append(record)
-    steps = {template_of(n): node_duration(n) for n in workflow["status"]["nodes"].values()
+    steps = {template_of(n): node_duration(n) for n in nodes_of(workflow).values()
              if n["type"] == "Pod" and template_of(n) in ("plan", "figures")}
     return {"workflow": workflow, "phase": workflow["status"]["phase"], "cells": cells, "start": start, "end": end,
             "steps": steps}

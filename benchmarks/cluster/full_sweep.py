@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.cluster.attempts import nodes_of
 from benchmarks.cluster.bench import (
     EXECUTOR_CPU,
     NAMESPACE,
@@ -116,7 +117,7 @@ class GaugePoller(threading.Thread):
         if now - self._reported < 60:
             return
         self._reported = now
-        pods = [n for n in status.get("nodes", {}).values() if n.get("type") == "Pod"]
+        pods = [n for n in nodes_of({"status": status}).values() if n.get("type") == "Pod"]
         phases = {ph: sum(1 for n in pods if n.get("phase") == ph) for ph in ("Succeeded", "Failed", "Running")}
         print(f"[{time.strftime('%H:%M:%S')}] {self.workflow}: {status.get('phase', '?')}, progress "
               f"{status.get('progress', '?')}, pods succeeded {phases['Succeeded']}, failed or late "
@@ -447,7 +448,7 @@ def run_passes(cluster: Cluster, services: NodeServices, args: argparse.Namespac
 def fixed_steps_s(workflow: dict) -> float:
     """Seconds the plan and figures steps took: the part of a sweep that does not grow with its cells."""
     steps = {n.get("templateName") or n.get("templateRef", {}).get("template"): n
-             for n in workflow["status"].get("nodes", {}).values() if n["type"] == "Pod"}
+             for n in nodes_of(workflow).values() if n["type"] == "Pod"}
     return sum(parse_time(n["finishedAt"]) - parse_time(n["startedAt"]) for t, n in steps.items()
                if t in ("plan", "figures") and n.get("finishedAt"))
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from benchmarks.cluster.attempts import attempts_of, main, read_attempts
+from benchmarks.cluster.full_sweep import fixed_steps_s
 
 
 def pod(cell: str, attempt: int, phase: str, exit_code: str | None, created: str, ended: str | None) -> dict:
@@ -63,3 +64,14 @@ def test_compressed_node_status_is_read_as_the_controller_wrote_it():
     packed = base64.b64encode(gzip.compress(json.dumps(WORKFLOW["status"]["nodes"]).encode())).decode()
     compressed = {"metadata": WORKFLOW["metadata"], "status": {"compressedNodes": packed}}
     assert attempts_of(compressed) == attempts_of(WORKFLOW)
+
+
+def test_the_full_sweep_bench_reads_a_compressed_workflows_steps_too():
+    """The bench's plan-and-figures time and its progress line read the same nodes once the controller
+    compressed them (a full-length run's Workflow does, about halfway)."""
+    nodes = {**WORKFLOW["status"]["nodes"], "plan": {"type": "Pod", "templateName": "plan", "phase": "Succeeded",
+                                                     "startedAt": "2026-11-29T10:59:00Z",
+                                                     "finishedAt": "2026-11-29T10:59:11Z"}}
+    packed = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
+    assert fixed_steps_s({"status": {"nodes": nodes}}) == 11.0
+    assert fixed_steps_s({"status": {"compressedNodes": packed}}) == 11.0
