@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9._-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
@@ -55,15 +55,26 @@ def fill(text: str, values: Mapping[str, str]) -> str:
 def regenerate_main(readme: Path, compute: Callable[[], Mapping[str, str]], description: str | None) -> None:
     """A result folder's `report` command: rewrite the README's quoted values from its data, or with
     --check change nothing and exit 1 if they differ."""
+    regenerate_all([(readme, compute)], description)
+
+
+def regenerate_all(readmes: Sequence[tuple[Path, Callable[[], Mapping[str, str]]]], description: str | None) -> None:
+    """`regenerate_main` for several READMEs, each with its own values (one report module, a folder
+    per run): with --check, exit 1 if any differs."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the README differs")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a README differs")
     args = parser.parse_args()
-    committed = readme.read_text()
-    regenerated = fill(committed, compute())
-    if args.check:
-        if regenerated != committed:
+    differ = False
+    for readme, compute in readmes:
+        committed = readme.read_text()
+        regenerated = fill(committed, compute())
+        if regenerated == committed:
+            continue
+        differ = True
+        if args.check:
             print(f"{readme}: its quoted numbers differ from what the data gives", file=sys.stderr)
-        sys.exit(0 if regenerated == committed else 1)
-    if regenerated != committed:
-        readme.write_text(regenerated)
-        print(f"rewrote {readme}")
+        else:
+            readme.write_text(regenerated)
+            print(f"rewrote {readme}")
+    if args.check:
+        sys.exit(1 if differ else 0)

@@ -1,9 +1,10 @@
-"""The quoted numbers of the full-length Argo run's results README, from the committed files alone.
+"""The quoted numbers of the full-length Argo runs' results READMEs, from the committed files alone.
 
     python -m benchmarks.cluster.argo_report          # rewrite the numbers between the markers
-    python -m benchmarks.cluster.argo_report --check  # exit 1 if the README differs from its data
+    python -m benchmarks.cluster.argo_report --check  # exit 1 if a README differs from its data
 
-benchmarks/results/2026-11-29-argo-full/ holds `cells.csv` (`ccsweep export` of the run's store:
+Each folder of FOLDERS (benchmarks/results/2026-11-29-argo-full/, three sittings;
+benchmarks/results/2026-11-30-argo-full/, one) holds `cells.csv` (`ccsweep export` of the run's store:
 one row per stored record, with its start and end times), `records.csv` (every record the cells
 left, late ones kept under late/ included, with the cause their self-check named) and
 `attempts.csv` (every cell pod attempt of the kept Workflows, `benchmarks.cluster.attempts`). The
@@ -17,24 +18,27 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import LOCAL, SEEDS, read_cells, report, spans
 from benchmarks.cluster.attempts import Attempt, read_attempts, summary_lines
-from benchmarks.quoted import regenerate_main
+from benchmarks.lateness import demo_report
+from benchmarks.quoted import regenerate_all
 from ccsweep.clusterestimate import estimate_cluster
 from ccsweep.expand import expand
 from ccsweep.results.study import occupancy
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
-FOLDER = REPO / "benchmarks/results/2026-11-29-argo-full"
-README = FOLDER / "README.md"
+#: Each full-length run's folder, oldest first; README.md's first paragraph quotes the newest.
+FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/results/2026-11-30-argo-full"]
+NEWEST = FOLDERS[-1]
 
 
-def late_causes() -> str:
+def late_causes(folder: Path) -> str:
     """The late records' causes, as their self-check named them, most frequent first."""
-    with (FOLDER / "records.csv").open(newline="") as handle:
+    with (folder / "records.csv").open(newline="") as handle:
         causes = Counter(row["late_cause"] for row in csv.DictReader(handle) if row["status"] == "late")
     return ", ".join(f"{cause} {count}" for cause, count in causes.most_common())
 
@@ -74,13 +78,15 @@ def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> tupl
     return lines, (predicted_s[1] - predicted_s[0]) / 60
 
 
-def compute() -> dict[str, str]:
-    """Every value the README quotes."""
-    cells = read_cells(FOLDER / "cells.csv")
+def compute(folder: Path = NEWEST) -> dict[str, str]:
+    """Every value a folder's README quotes."""
+    cells = read_cells(folder / "cells.csv")
     used = occupancy(spans(cells))
-    estimate_lines, rerun_gain_min = estimate_check(cells, read_attempts(FOLDER / "attempts.csv"))
+    attempts = read_attempts(folder / "attempts.csv")
+    estimate_lines, rerun_gain_min = estimate_check(cells, attempts)
+    quiet = demo_report.compute()
     return {
-        "argo.late-causes": late_causes(),
+        "argo.late-causes": late_causes(folder),
         "argo.estimate": "\n\n" + "\n".join(estimate_lines) + "\n\n",
         "argo.rerun-gain-min": f"{rerun_gain_min:.1f}",
         "argo.cells": str(len(cells)),
@@ -88,13 +94,16 @@ def compute() -> dict[str, str]:
         "argo.busy-min": f"{used.busy_s / 60:.1f}",
         "argo.peak": str(used.peak),
         "argo.mean-at-once": f"{used.mean_at_once:.1f}",
-        "argo.attempts": "\n\n" + "\n".join(summary_lines(read_attempts(FOLDER / "attempts.csv"))) + "\n\n",
+        "argo.attempts": "\n\n" + "\n".join(summary_lines(attempts)) + "\n\n",
         "argo.comparison": "\n\n" + "\n".join(report(cells, read_cells(LOCAL), read_cells(SEEDS))) + "\n\n",
+        # The local executor's one sitting on the same kind of machine with nothing else running.
+        "argo.quiet-ratio": f"{used.busy_s / 60 / float(quiet['quiet.wall-min']):.2f}",
+        "argo.quiet-mean-at-once": quiet["quiet.mean-at-once"],
     }
 
 
 def main() -> None:
-    regenerate_main(README, compute, __doc__)
+    regenerate_all([(folder / "README.md", partial(compute, folder)) for folder in FOLDERS], __doc__)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,28 @@
-"""The full-length Argo run's results README quotes what its committed files give
+"""The full-length Argo runs' results READMEs quote what their committed files give
 (benchmarks/cluster/argo_report.py), and a number changed by hand no longer matches."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from benchmarks.cluster.argo_report import README, compute
+import pytest
+
+from benchmarks.cluster.argo_report import FOLDERS, compute
 from benchmarks.quoted import fill, names
 
 
-def test_regenerating_reproduces_the_readme_byte_for_byte() -> None:
-    text = README.read_text()
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
+def test_regenerating_reproduces_the_readme_byte_for_byte(folder: Path) -> None:
+    text = (folder / "README.md").read_text()
     assert {"argo.cells", "argo.busy-min", "argo.attempts", "argo.comparison", "argo.estimate"} <= set(names(text))
-    assert fill(text, compute()) == text
+    assert fill(text, compute(folder)) == text
 
 
-def test_a_quoted_number_changed_by_hand_no_longer_matches_its_data() -> None:
-    text = README.read_text()
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
+def test_a_quoted_number_changed_by_hand_no_longer_matches_its_data(folder: Path) -> None:
+    text = (folder / "README.md").read_text()
     quoted = re.search(r"<!-- value: argo\.busy-min -->([^<]*)<!-- /value -->", text)
     assert quoted is not None
     edited = text.replace(quoted.group(0), "<!-- value: argo.busy-min -->1.0<!-- /value -->", 1)
-    assert edited != text and fill(edited, compute()) == text
+    assert edited != text and fill(edited, compute(folder)) == text
