@@ -489,6 +489,9 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
                     summary.count(outcome)
                     budget.count(outcome)
                     finished += 1
+                    if not progress.console.is_terminal:
+                        progress.console.print(progress_line(finished, todo.cells, len(running), done_work,
+                                                             work_total), soft_wrap=True, highlight=False)
                     if outcome.status == "failed":
                         progress.console.print(f"[red]cell {ended.cell.id} failed: {escape(outcome.error or '')}[/red]",
                                                soft_wrap=True)
@@ -523,6 +526,14 @@ def _run_cells(todo: _Round, store: ResultStore, workdir: Path, admission: Admis
         return True
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+
+
+def progress_line(finished: int, cells: int, running: int, done_s: float, total_s: float) -> str:
+    """One line per finished cell where the progress bar cannot redraw (a log file, a pipe): a run
+    of hours started with nohup would otherwise show nothing until its end."""
+    share = done_s / total_s if total_s else 1.0
+    return (f"{time.strftime('%H:%M:%S')} {finished}/{cells} cells done, {running} running, "
+            f"{share:.0%} of the flow time")
 
 
 def runs_alone(attempt: int, max_attempts: int, after: str | None = None) -> bool:

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from ccsweep.cell import Cell
 from ccsweep.cellrun import CellOutcome
-from ccsweep.executor import SweepSummary, run_sweep, summary_table
+from ccsweep.executor import SweepSummary, progress_line, run_sweep, summary_table
 from ccsweep.expand import expand
 from ccsweep.result import CellResult
 from ccsweep.specload import parse_spec
@@ -88,3 +88,10 @@ def test_a_result_neither_stored_nor_spooled_stays_named_and_spooled_ones_are_co
     assert not [o for o in reachable(summary) if isinstance(o, Cell | CellOutcome)]
     # ok, cached, late, starved, failed, unavailable, interrupted, re-runs, spooled
     assert table_row(summary, "kept") == ["2", "2", "1", "0", "0", "0", "0", "3", "1"]
+
+
+def test_a_run_without_a_terminal_prints_a_line_per_finished_cell():
+    """A progress bar redraws nothing in a log file; each finished cell prints where the run stands."""
+    line = progress_line(5, 25, 3, 300.0, 1500.0)
+    assert line.endswith(" 5/25 cells done, 3 running, 20% of the flow time")
+    assert progress_line(0, 0, 0, 0.0, 0.0).endswith("100% of the flow time")
