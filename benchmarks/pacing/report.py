@@ -168,6 +168,41 @@ def median_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> li
     return lines
 
 
+#: The receive-window check (benchmarks/pacing/rwnd.yaml): bbr_unpaced on the main grid's loss
+#: rates with socket buffers four times ReBBR's, exported beside the main tables.
+RWND_TABLE = "pacing-rwnd-cells.csv"
+
+
+def rwnd_lines(main_rows: list[Row]) -> list[str]:
+    """bbr_unpaced with ReBBR's socket buffers (the main experiment on ccsweep-link) beside the same
+    cells with four times them: median steady-state goodput and the median share of busy time the
+    receive window limited the flow (tcp_info's rwnd_limited), per loss rate of the check."""
+    bigger = read_cells(FOLDER / RWND_TABLE)
+    rebbr = rebbr_bbr()
+
+    def runs(rows: list[Row], loss: float) -> list[Row]:
+        return [r for r in rows if r["cc"] == "bbr_unpaced" and float(r["loss"]) == loss]
+
+    def medians(rows: list[Row]) -> str:
+        if not rows:
+            return "– | –"
+        goodput = statistics.median(float(r["goodput_steady_mbps"]) for r in rows)
+        limited = statistics.median(float(r["rwnd_limited_fraction"]) for r in rows)
+        return f"{goodput:.3g} ({len(rows)}) | {limited * 100:.0f} %"
+
+    def bottleneck(rows: list[Row]) -> str:
+        return f"{statistics.median(float(r['bottleneck_throughput_mbps']) for r in rows):.3g}" if rows else "–"
+
+    main = [r for r in main_rows if MAIN in r["experiments"].split(";")]
+    lines = ["| loss % | ReBBR's buffers: goodput (runs) | rwnd-limited | four times them: goodput (runs) "
+             "| rwnd-limited | four times them: bottleneck throughput | ReBBR, Linux 4.11.1 (bottleneck throughput) |",
+             "|---|---|---|---|---|---|---|"]
+    for loss in sorted({float(r["loss"]) for r in bigger}):
+        lines.append(f"| {loss * 100:g} | {medians(runs(main, loss))} | {medians(runs(bigger, loss))} "
+                     f"| {bottleneck(runs(bigger, loss))} | {rebbr[round(loss, 9)]:.3g} |")
+    return lines
+
+
 def busy_min(rows: list[Row]) -> str:
     """Minutes with at least one run going (the records' own start and end times): the pauses
     between sittings of a resumed run are not counted."""
@@ -234,6 +269,7 @@ def compute() -> dict[str, str]:
         "pacing.medians": "\n\n" + "\n".join(median_lines(by_link, grid)) + "\n\n",
         "pacing.candidates": "\n\n" + "\n".join(candidate_lines(by_link, grid)) + "\n\n",
         "pacing.comparisons": "\n\n" + "\n".join(compare_lines()) + "\n\n",
+        "pacing.rwnd": "\n\n" + "\n".join(rwnd_lines(rows["ccsweep-link"])) + "\n\n",
     }
 
 
