@@ -16,6 +16,7 @@ comparison with the local executor reads the full study's committed cells tables
 from __future__ import annotations
 
 import csv
+import statistics
 from collections import Counter
 from datetime import datetime
 from functools import partial
@@ -78,6 +79,23 @@ def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> tupl
     return lines, (predicted_s[1] - predicted_s[0]) / 60
 
 
+def waited(folder: Path) -> dict[str, str]:
+    """How long pods waited from created to their runner's start, first attempts and retries apart
+    (`timeline.csv`, `benchmarks.cluster.timeline`; none in a folder without one)."""
+    path = folder / "timeline.csv"
+    if not path.exists():
+        return {}
+    with path.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["waited_s"]]
+    out = {}
+    for name, mine in (("first", [r for r in rows if r["attempt"] == "0"]),
+                       ("retry", [r for r in rows if r["attempt"] != "0"])):
+        minutes = sorted(float(r["waited_s"]) / 60 for r in mine)
+        out[f"argo.waited-{name}"] = (f"a median of {statistics.median(minutes):.1f} min "
+                                      f"({minutes[0]:.1f}-{minutes[-1]:.1f}, {len(minutes)} attempts)")
+    return out
+
+
 def compute(folder: Path = NEWEST) -> dict[str, str]:
     """Every value a folder's README quotes."""
     cells = read_cells(folder / "cells.csv")
@@ -99,6 +117,7 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
         # The local executor's one sitting on the same kind of machine with nothing else running.
         "argo.quiet-ratio": f"{used.busy_s / 60 / float(quiet['quiet.wall-min']):.2f}",
         "argo.quiet-mean-at-once": quiet["quiet.mean-at-once"],
+        **waited(folder),
     }
 
 

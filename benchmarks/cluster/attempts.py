@@ -58,6 +58,8 @@ class Attempt:
     finished_at: str
     seconds: float | None
     message: str
+    #: The node the pod ran on (empty in tables written before the column was).
+    node: str = ""
 
     @property
     def outcome(self) -> str:
@@ -106,7 +108,7 @@ def attempts_of(workflow: dict) -> list[Attempt]:
             memory_request=_parameter(node, "memory" if attempt == 0 else "retry-memory"),
             created_at=node.get("startedAt") or "", finished_at=node.get("finishedAt") or "",
             seconds=(finished - created).total_seconds() if created and finished else None,
-            message=(node.get("message") or "")[:200]))
+            message=(node.get("message") or "")[:200], node=node.get("hostNodeName") or ""))
     return sorted(rows, key=lambda a: (a.created_at, a.cell, a.attempt))
 
 
@@ -115,7 +117,7 @@ def read_attempts(path: Path) -> list[Attempt]:
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     names = [f.name for f in fields(Attempt)]
-    return [Attempt(**{**{n: row[n] for n in names}, "attempt": int(row["attempt"]),
+    return [Attempt(**{**{n: row.get(n, "") for n in names}, "attempt": int(row["attempt"]),
                        "seconds": float(row["seconds"]) if row["seconds"] else None}) for row in rows]
 
 
