@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells
-from ccsweep.checks.source_claims import REBBR_RATE_MBPS
+from benchmarks.pacing.report import COLLAPSE, cliff_or_gap, moved_verdict, runs_span
 from ccsweep.expand import expand
-from ccsweep.results.cliff import HALF, Cliff, find_cliff
+from ccsweep.results.cliff import HALF, Cliff
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,8 +38,6 @@ INDEPENDENT = [
     (RESULTS / "2026-11-25-rebbr-full/figure8-seeds/cells.csv", "figure8", ("cubic",)),
 ]
 ALGORITHMS = ("bbr", "bbr_unpaced", "cubic")
-#: Below a tenth of the payload-rate ideal a curve has collapsed (as the rebbr-pacing result reads it).
-COLLAPSE = 0.1
 #: The series name of independent loss, beside the mean burst lengths.
 INDEPENDENT_NAME = "independent"
 
@@ -80,14 +78,6 @@ def series_order(found: Curves) -> list[str]:
     return [INDEPENDENT_NAME, *bursts]
 
 
-def cliff_or_gap(by_loss: dict[float, list[float]], losses: list[float], share: float) -> Cliff | str:
-    """The curve's cliff over `losses`, or what it lacks to have one."""
-    missing = [loss for loss in losses if not by_loss.get(loss)]
-    if missing:
-        return f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
-    return find_cliff({loss: by_loss[loss] for loss in losses}, REBBR_RATE_MBPS, share)
-
-
 def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
     """Per algorithm, each loss series' cliffs (half, tenth) and whether bursts moved them from
     where independent loss puts them."""
@@ -102,8 +92,7 @@ def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
                 continue
             cliffs = {share: cliff_or_gap(by_loss, losses, share) for share in (HALF, COLLAPSE)}
             shown = [c.describe().split(" (")[0] if isinstance(c, Cliff) else c for c in cliffs.values()]
-            runs = [len(by_loss[loss]) for loss in losses if by_loss.get(loss)]
-            span = f"{min(runs)}-{max(runs)}" if min(runs) != max(runs) else str(min(runs))
+            span = runs_span(by_loss, losses)
             label = "independent" if series == INDEPENDENT_NAME else f"bursts of {series}"
             lines.append(f"| {cc} | {label} | {span} | {shown[0]} | {shown[1]} "
                          f"| {verdict(reference, cliffs) if series != INDEPENDENT_NAME else '–'} |")
@@ -112,11 +101,9 @@ def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
 
 def verdict(reference: dict[float, Cliff | str], cliffs: dict[float, Cliff | str]) -> str:
     """'moves the cliff (half)', 'does not move the cliff', or 'not yet' while a curve lacks runs."""
-    pairs = [(name, reference[share], cliffs[share]) for name, share in (("half", HALF), ("tenth", COLLAPSE))]
-    if any(not isinstance(a, Cliff) or not isinstance(b, Cliff) for _, a, b in pairs):
-        return "not yet: runs missing"
-    moved = [name for name, a, b in pairs if isinstance(a, Cliff) and isinstance(b, Cliff) and not a.overlaps(b)]
-    return f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
+    pairs = [(reference[share], cliffs[share]) for share in (HALF, COLLAPSE)]
+    ready = [(a, b) for a, b in pairs if isinstance(a, Cliff) and isinstance(b, Cliff)]
+    return moved_verdict(ready) if len(ready) == len(pairs) else "not yet: runs missing"
 
 
 def median_lines(found: Curves, losses: list[float], cc: str) -> list[str]:

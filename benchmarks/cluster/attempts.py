@@ -78,7 +78,8 @@ def _parameter(node: dict, name: str) -> str:
     return next((p.get("value", "") for p in node.get("inputs", {}).get("parameters", []) if p["name"] == name), "")
 
 
-def _time(text: str | None) -> datetime | None:
+def timestamp(text: str | None) -> datetime | None:
+    """A Workflow's or a record's time (ISO 8601, 'Z' or an offset), None where empty."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
@@ -100,7 +101,7 @@ def attempts_of(workflow: dict) -> list[Attempt]:
             continue
         number = ATTEMPT.search(node.get("name", ""))
         attempt = int(number.group(1)) if number else 0
-        created, finished = _time(node.get("startedAt")), _time(node.get("finishedAt"))
+        created, finished = timestamp(node.get("startedAt")), timestamp(node.get("finishedAt"))
         rows.append(Attempt(
             workflow=workflow["metadata"]["name"], cell=_parameter(node, "id"), attempt=attempt,
             phase=node.get("phase", ""), exit_code=str(node.get("outputs", {}).get("exitCode", "")),
@@ -153,8 +154,8 @@ def draw(attempts: list[Attempt], path: Path) -> None:
     fig = Figure(figsize=(9, 2.8 * len(workflows)), layout="constrained")  # the Agg canvas, as ccsweep's figures
     for ax, workflow in zip(fig.subplots(len(workflows), 1, squeeze=False)[:, 0], workflows, strict=True):
         mine = [a for a in attempts if a.workflow == workflow]
-        start = min(_time(a.created_at) for a in mine if a.created_at)
-        ended = sorted((_time(a.finished_at), a.outcome) for a in mine if a.finished_at)
+        start = min(timestamp(a.created_at) for a in mine if a.created_at)
+        ended = sorted((timestamp(a.finished_at), a.outcome) for a in mine if a.finished_at)
         for outcome, colour in (("succeeded", "tab:green"), ("late", "tab:orange"), ("failed", "tab:red")):
             minutes = [(at - start).total_seconds() / 60 for at, o in ended if o == outcome]
             ax.step([0, *minutes], range(len(minutes) + 1), where="post", color=colour,

@@ -22,19 +22,16 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from benchmarks.cluster.attempts import read_attempts
+from benchmarks.cluster.attempts import read_attempts, timestamp
+from ccsweep.results.study import at_once
 
 COLUMNS = ["workflow", "cell", "attempt", "node", "cpu_request", "outcome", "pod_created_at", "runner_started_at",
            "flows_started_at", "record_finished_at", "pod_finished_at", "waited_s", "after_record_s",
            "record_status", "late_cause", "lateness_p99_us", "emulator_cpu_share", "emulator_cpu_s"]
 
 
-def _time(text: str) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
-
-
 def _seconds(start: str, end: str) -> str:
-    a, b = _time(start), _time(end)
+    a, b = timestamp(start), timestamp(end)
     return f"{(b - a).total_seconds():.1f}" if a and b else ""
 
 
@@ -61,14 +58,10 @@ def timeline(attempts_csv: Path, records_csv: Path) -> list[dict[str, str]]:
 
 
 def counts(rows: list[dict[str, str]], start: str, end: str) -> list[tuple[datetime, int]]:
-    """How many rows are between their `start` and `end` columns over time: a step per change."""
-    events = sorted([(t, 1) for row in rows if (t := _time(row[start])) and _time(row[end])]
-                    + [(t, -1) for row in rows if _time(row[start]) and (t := _time(row[end]))])
-    level, out = 0, []
-    for at, step in events:
-        level += step
-        out.append((at, level))
-    return out
+    """How many rows are between their `start` and `end` columns over time: a step per change
+    (rows without both times are left out)."""
+    spans = [(a, b) for row in rows if (a := timestamp(row[start])) and (b := timestamp(row[end]))]
+    return at_once(spans)
 
 
 def draw(rows: list[dict[str, str]], path: Path) -> None:

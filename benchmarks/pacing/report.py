@@ -72,12 +72,25 @@ def curves(rows: list[Row]) -> Curves:
     return out
 
 
-def cliff_text(by_loss: dict[float, list[float]], losses: list[float], share: float) -> str:
+def cliff_or_gap(by_loss: dict[float, list[float]], losses: list[float], share: float) -> Cliff | str:
     """The curve's cliff at `share` of the ideal over `losses`, or what it lacks to have one."""
     missing = [loss for loss in losses if not by_loss.get(loss)]
     if missing:
         return f"not yet: no run at {', '.join(f'{m * 100:g}' for m in missing)} %"
-    return read_cliff(by_loss, losses, share).describe()
+    return read_cliff(by_loss, losses, share)
+
+
+def cliff_text(by_loss: dict[float, list[float]], losses: list[float], share: float) -> str:
+    """The curve's cliff as a table prints it, or what it lacks to have one."""
+    cliff = cliff_or_gap(by_loss, losses, share)
+    return cliff.describe() if isinstance(cliff, Cliff) else cliff
+
+
+def moved_verdict(pairs: list[tuple[Cliff, Cliff]]) -> str:
+    """The verdict on a pair of curves from their (half, tenth) cliffs: a cliff moves where the two
+    intervals share no loss rate."""
+    moved = [name for name, (a, b) in zip(("half", "tenth"), pairs, strict=True) if not a.overlaps(b)]
+    return f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
 
 
 def read_cliff(by_loss: dict[float, list[float]], losses: list[float], share: float) -> Cliff:
@@ -137,10 +150,9 @@ def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) ->
                     continue
                 pairs = [(read_cliff(main, losses, share), read_cliff(candidate, losses, share))
                          for share in (HALF, COLLAPSE)]
-                moved = [name for name, (a, b) in zip(("half", "tenth"), pairs, strict=True) if not a.overlaps(b)]
-                verdict = f"moves the cliff ({' and '.join(moved)})" if moved else "does not move the cliff"
                 shown = [f"{_percent(a)} → {_percent(b)}" for a, b in pairs]
-                lines.append(f"| {experiment} | {cc} | {link} | {medians} | {shown[0]} | {shown[1]} | {verdict} |")
+                lines.append(f"| {experiment} | {cc} | {link} | {medians} | {shown[0]} | {shown[1]} "
+                             f"| {moved_verdict(pairs)} |")
     return lines
 
 

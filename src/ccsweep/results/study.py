@@ -228,20 +228,29 @@ class Occupancy:
         return self.run_s / self.busy_s if self.busy_s > 0 else 0.0
 
 
-def occupancy(spans: Sequence[tuple[datetime, datetime]]) -> Occupancy:
-    """Busy time and peak concurrency of (start, end) spans; a run that ends as another starts does
-    not count as overlapping it."""
+def at_once(spans: Sequence[tuple[datetime, datetime]]) -> list[tuple[datetime, int]]:
+    """How many (start, end) spans are open after each start and end, in time order; a run that
+    ends as another starts does not count as overlapping it."""
     events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda ev: (ev[0], ev[1]))
-    at_once = peak = 0
+    level, out = 0, []
+    for when, step in events:
+        level += step
+        out.append((when, level))
+    return out
+
+
+def occupancy(spans: Sequence[tuple[datetime, datetime]]) -> Occupancy:
+    """Busy time and peak concurrency of (start, end) spans (`at_once`)."""
+    before = peak = 0
     busy_since: datetime | None = None
     busy = 0.0
-    for when, step in events:
-        if at_once == 0 and step == 1:
+    for when, level in at_once(spans):
+        if before == 0 and level == 1:
             busy_since = when
-        at_once += step
-        peak = max(peak, at_once)
-        if at_once == 0 and busy_since is not None:
+        peak = max(peak, level)
+        if level == 0 and busy_since is not None:
             busy += (when - busy_since).total_seconds()
+        before = level
     return Occupancy(busy, peak, sum((e - s).total_seconds() for s, e in spans))
 
 
