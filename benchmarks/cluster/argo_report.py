@@ -28,6 +28,8 @@ from benchmarks.lateness import demo_report
 from benchmarks.quoted import regenerate_all
 from ccsweep.clusterestimate import estimate_cluster
 from ccsweep.expand import expand
+from ccsweep.podrequests import EXECUTOR_CPU_MILLI
+from ccsweep.podspec import cpu_milli
 from ccsweep.results.study import occupancy
 from ccsweep.specload import load_spec
 
@@ -55,8 +57,11 @@ def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> tupl
     busy wall time; then the same with the run's own re-runs added. The estimate models no late
     re-run, so a run with many reads longer: each late or failed attempt of the sittings whose
     records are here (created while they ran), stored cell or not, is played again as one more
-    run of its cell. Also returns the minutes the re-runs add to the estimate."""
+    run of its cell. Each pod asks what the run's first attempt of its cell asked (the cost model
+    of its day: the model has changed since), Argo's wait container included. Also returns the
+    minutes the re-runs add to the estimate."""
     stored = {row["cell_id"] for row in cells}
+    asked = {a.cell: cpu_milli(a.cpu_request) + EXECUTOR_CPU_MILLI for a in attempts if a.attempt == 0}
     # The preset's entries name a cell shared by two experiments twice; it ran once.
     every = {cell.id: cell for cell in expand(load_spec("full-sweep"))}
     planned = {cell_id: cell for cell_id, cell in every.items() if cell_id in stored}
@@ -72,7 +77,7 @@ def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> tupl
     predicted_s = []
     for name, played in (("`ccsweep estimate --nodes 1 --cores 2`", once),
                          ("the same, with the run's late and failed attempts played again", [*once, *again])):
-        predicted = estimate_cluster(played, nodes=1, cores=NODE_CORES).wall_s
+        predicted = estimate_cluster(played, nodes=1, cores=NODE_CORES, pod_cpu_milli=lambda c: asked[c.id]).wall_s
         predicted_s.append(predicted)
         lines.append(f"| {name} | {len(played)} | {predicted / 60:.1f} min | {measured / 60:.1f} min | "
                      f"{predicted / measured:.2f} |")

@@ -28,14 +28,16 @@ the same second, and a 2-vCPU VM's host takes the CPU away now and then.  So:
 - where the machine's busy cores are measured (`may_start(busy=...)`, /proc/stat over the last few
   seconds), they stand for the running cells instead of the model, and only the cells still
   settling (started within SETTLE_S of now, or before their last flow's start) count at their
-  modelled cost beside them. The model prices a cell by its link's rate, but what a cell costs
-  follows what it carries: in the quiet study's first sitting (benchmarks/results/
-  2026-11-30-full-study-quiet) the emulator of a 100 Mbit/s cell that carried under 1 % of its rate
-  used 0.011 cores (median of 43 attempts), one that carried half of it or more 0.227 (of 27), and
-  one correction per kind of cell averaged the two: 10-12 cells at once, near line rate, were let
-  in on two cores, and 7 of the 9 started then ran late. The machine's own count holds whatever the
-  mix is; the limit on cells at once then bounds what the measurement has not seen (a cell's growth
-  after it settled), and lateness lowers it.
+  modelled cost beside them. What a cell costs follows what it carries: in the quiet study's first
+  sitting (benchmarks/results/2026-11-30-full-study-quiet) the emulator of a 100 Mbit/s cell that
+  carried under 1 % of its rate used 0.011 cores (median of 43 attempts), one that carried half of
+  it or more 0.227 (of 27). The model then priced a cell by its link's rate, and one correction
+  per kind of cell averaged the two: 10-12 cells at once, near line rate, were let in on two
+  cores, and 7 of the 9 started then ran late. The machine's own count holds whatever the mix is;
+  the limit on cells at once then bounds what the measurement has not seen (a cell's growth after
+  it settled), and lateness lowers it. The prior now prices a cell by what it is expected to carry
+  (carried.py), so a kind's correction no longer averages cells that carry the line rate with cells
+  that carry a hundredth of it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ccsweep.carried import expected_carried_mbps
 from ccsweep.cell import Cell
 from ccsweep.linkdesc import FixedTickCost, TimedReleaseCost, descriptor
 from ccsweep.linkrules import release_window_for
@@ -95,24 +98,28 @@ def release_window(cell: Cell) -> float:
 def prior_cost(cell: Cell) -> float:
     """Cores a cell is expected to keep busy before anything is measured.
 
-    The endpoints' kernel TCP scales with the rate, above the floor of the Python runner and
-    endpoints. The link: ccsweep-link's timed wake-ups, its largest cost at 100 Mbit/s, follow the
-    packet rate until the release window caps them at one per window, and its per-packet work the
-    rate; Mahimahi's shells cost what they measured per 100 Mbit/s. Measurements scale this shape
-    per kind of cell (see Admission.observe).
+    The endpoints' kernel TCP scales with the rate the cell is expected to carry (carried.py: a
+    loss-based algorithm at a high loss rate carries a small part of its link's), above the floor
+    of the Python runner and endpoints. The link: ccsweep-link's timed wake-ups, its largest cost
+    at 100 Mbit/s, follow the packets it carries until the release window caps them at one per
+    window, and its per-packet work the rate it carries; Mahimahi's shells cost what they measured
+    per 100 Mbit/s of their link's rate (measured at full load only, so priced as if full).
+    Measurements scale this shape per kind of cell (see Admission.observe).
     """
     rate = min(cell.params.uplink.rate_mbps or 50.0, 2000.0)
-    return BASE_CORES + rate / 100 * TCP_CORES_PER_100MBIT + link_cost(cell, rate)
+    carried = expected_carried_mbps(cell, rate)
+    return BASE_CORES + carried / 100 * TCP_CORES_PER_100MBIT + link_cost(cell, rate, carried)
 
 
-def link_cost(cell: Cell, rate: float) -> float:
-    """Cores the cell's link itself keeps busy at `rate` Mbit/s, by its descriptor's cost model."""
+def link_cost(cell: Cell, rate: float, carried: float) -> float:
+    """Cores the cell's link itself keeps busy at `rate` Mbit/s carrying `carried`, by its
+    descriptor's cost model."""
     match descriptor(cell.params.link).cost:
         case FixedTickCost(cores_per_100mbit=cores):
             return rate / 100 * cores
         case TimedReleaseCost(wakeup_cpu_s=wakeup, packet_cores_per_100mbit=per_packet):
-            wakeups = min(rate * RELEASES_PER_MBIT, 1e6 / release_window(cell))
-            return wakeups * wakeup + rate / 100 * per_packet[cell.params.link_offload]
+            wakeups = min(carried * RELEASES_PER_MBIT, 1e6 / release_window(cell))
+            return wakeups * wakeup + carried / 100 * per_packet[cell.params.link_offload]
 
 
 def refusal(cell: Cell, budget: float) -> str | None:

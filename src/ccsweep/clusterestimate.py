@@ -47,15 +47,17 @@ class ClusterEstimate:
 
 def estimate_cluster(cells: Sequence[Cell], nodes: int, cores: int, *, sizing: CellSizing | None = None,
                      parallelism: int = DEFAULT_PARALLELISM, slot_overhead_s: float = SLOT_OVERHEAD_S,
-                     hold_s: Callable[[Cell], float] | None = None) -> ClusterEstimate:
+                     hold_s: Callable[[Cell], float] | None = None,
+                     pod_cpu_milli: Callable[[Cell], int] | None = None) -> ClusterEstimate:
     """Simulates `cells` (in plan order) through one Argo Workflow on `nodes` nodes of `cores`
-    allocatable cores, each pod asking what `sizing` gives it (the cost model's by default) and
-    held for its flow time plus `slot_overhead_s` (or `hold_s(cell)`)."""
+    allocatable cores, each pod asking what `sizing` gives it (the cost model's by default), or
+    `pod_cpu_milli(cell)` millicores for the whole pod (a past run's own requests, to check the
+    estimate against it), and held for its flow time plus `slot_overhead_s` (or `hold_s(cell)`)."""
     if nodes < 1 or cores < 1 or parallelism < 1:
         raise ValueError(f"nodes, cores and parallelism must be at least 1, got {nodes}, {cores}, {parallelism}")
     sizing = sizing or CellSizing()
     capacity = cores * 1000
-    request = {c.id: sizing.pod(c).cpu_milli for c in cells}
+    request = {c.id: sizing.pod(c).cpu_milli if pod_cpu_milli is None else pod_cpu_milli(c) for c in cells}
     placeable = [c for c in cells if request[c.id] <= capacity]
     hold = hold_s or (lambda cell: cell.params.duration_s + slot_overhead_s)
     free = [capacity] * nodes

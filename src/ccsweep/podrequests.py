@@ -5,7 +5,8 @@ node's allocatable) and, with no CPU limit, each cell's share of a busy node (CF
 requests). A flat request of a whole core made a 2-core node run 2 cells where the local executor
 runs about 8 on time, and a Mahimahi cell's flat 2185m fit no 2-core node at all. So the plan step
 asks for each cell what the local executor's admission expects it to cost (admission.prior_cost:
-link backend, rate, release window from the delay, offloads), with headroom, a floor and a cap;
+link backend, rate and what the cell is expected to carry of it, release window from the delay,
+offloads), with headroom, a floor and a cap;
 memory from what its processes and its socket buffers can hold. A retry asks for twice as much
 (at most what the largest node holds): a cell that ran late or starved must not meet the same
 crowding again. `--cell-cpu` / `--cell-memory` (the chart's workflows.cellCpu and cellMemory)

@@ -31,9 +31,23 @@ def test_on_time_cells_grow_the_limit_and_the_budget_holds_what_they_cost():
     assert admission.limit == 11
     # A 100 Mbit/s cell measured 0.170 cores alone (2026-11-26-offloads.md): 8 fit in 1.5 cores.
     assert int(1.5 / prior_cost(ONE)) == 8
-    running = [(c, False, 1) for c in CELLS[:7]]
-    assert admission.may_start(CELLS[7], running, now=10.0)
-    assert not admission.may_start(ONE, running + [(CELLS[7], False, 1)], now=10.0)
+    running = [(ONE, False, 1)] * 7
+    assert admission.may_start(ONE, running, now=10.0)
+    assert not admission.may_start(ONE, [*running, (ONE, False, 1)], now=10.0)
+
+
+def test_a_cell_is_priced_at_what_it_is_expected_to_carry():
+    """CUBIC at 1 % loss carries a small part of 100 Mbit/s (1.5 Mbit/s in the study through Argo);
+    BBR keeps its rate. Beside 7 cells at the line rate and 3 that carry little, the budget holds a
+    fourth that carries little, not an eighth at the line rate."""
+    cubic_lossy = next(c for c in CELLS if c.params.flows[0].cc == "cubic" and c.params.loss == 0.01)
+    bbr_lossy = next(c for c in CELLS if c.params.flows[0].cc == "bbr" and c.params.loss == 0.01)
+    assert prior_cost(bbr_lossy) == pytest.approx(prior_cost(ONE))
+    assert prior_cost(cubic_lossy) < prior_cost(ONE) / 2
+    admission = Admission(budget=1.5, limit=20)
+    running = [(ONE, False, 1)] * 7 + [(cubic_lossy, False, 1)] * 3
+    assert admission.may_start(cubic_lossy, running, now=10.0)
+    assert not admission.may_start(ONE, [*running, (cubic_lossy, False, 1)], now=10.0)
 
 
 def test_the_limit_grows_at_most_to_the_cells_the_budget_holds_at_their_floor():
@@ -238,11 +252,13 @@ def test_the_measured_machine_stands_for_the_running_cells_once_they_settled():
     from ccsweep.admission import SETTLE_S
 
     admission = Admission(budget=1.5, limit=30)
-    running = [(c, False, 1) for c in CELLS]
-    for cell in CELLS:
+    line_rate = [c for c in CELLS if c.params.flows[0].cc == "bbr"] * 2
+    running = [(c, False, 1) for c in line_rate]
+    for cell in line_rate:
         admission.started(0.0, cell)
     assert sum(admission.cost(c) for c, _, _ in running) + admission.cost(SHORT_RTT) > 1.5
-    # Eight 100 Mbit/s cells that carry little (lossy ones): the machine says 0.4 cores busy, room for another.
+    # Eight 100 Mbit/s BBR cells priced at the line rate that carry little (their flows stalled):
+    # the machine says 0.4 cores busy, room for another.
     assert not admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=None), "the model alone: full"
     assert admission.may_start(SHORT_RTT, running, now=SETTLE_S + 1, busy=0.4)
     # While they settle, the measurement has not seen them yet: they count at their cost on top of it.

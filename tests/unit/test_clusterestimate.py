@@ -38,8 +38,9 @@ def test_pods_at_the_cost_models_requests_pack_a_node_as_a_whole_core_did_not():
     cells = cells_of("figure8")
     modelled = estimate_cluster(cells, nodes=1, cores=2)
     whole_core = estimate_cluster(cells, nodes=1, cores=2, sizing=CellSizing(cpu="1"))
-    # 1 core + Argo's wait container: one pod at a time on 2 cores; the model's 224m: six.
-    assert (whole_core.peak_pods, modelled.peak_pods) == (1, 6)
+    # 1 core + Argo's wait container: one pod at a time on 2 cores; the model's 150m (CUBIC at 1 %
+    # loss or more, which carries little) to 224m (the line rate): seven.
+    assert (whole_core.peak_pods, modelled.peak_pods) == (1, 7)
     assert modelled.wall_s < whole_core.wall_s / 4
 
 

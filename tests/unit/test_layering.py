@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 ROOTS = {"ccsweep": REPO / "src" / "ccsweep", "ccsweep_operator": REPO / "operator" / "ccsweep_operator"}
 #: ccsweep's parts by floor, ground first: a part is a module or a package directly under ccsweep.
 FLOORS = (("linkdesc", "cell", "exitcodes", "stats", "podspec", "version", "bpfcc", "storeurls", "gunzip"),
-          ("linkrules", "buildinfo", "bpfregister"),
+          ("linkrules", "buildinfo", "bpfregister", "carried"),
           ("spec", "result"), ("specload",), ("adaptive", "admission", "crd", "podrequests"), ("store",),
           ("manifest", "storedplan"),
           ("expand", "plan"), ("sweep_status", "placement", "clusternodes", "estimate", "clusterestimate", "planning"),

@@ -48,6 +48,16 @@ def test_a_100_mbits_100_ms_ccsweep_link_cell_asks_for_well_under_a_core():
     assert TWO_CORES.cpu_milli is not None and TWO_CORES.cpu_milli // first.with_executor().cpu_milli == 6
 
 
+def test_a_cell_that_carries_little_asks_for_the_floor_and_one_at_the_line_rate_for_its_rate():
+    """What a cell carries sets its request (ccsweep.carried): figure8's CUBIC at 1 % loss carried
+    1.5 Mbit/s of 100 through Argo, BBR 84 at the same loss; a 2-core node takes 8 of the one and 6 of the other."""
+    cubic, bbr = (next(c for c in expand(load_spec("figure8")) if c.params.cc_label == cc and c.params.loss == 0.01)
+                  for cc in ("cubic", "bbr"))
+    assert modelled_requests(cubic).cpu_milli == CPU_FLOOR_MILLI
+    assert modelled_requests(bbr).cpu == "224m"
+    assert TWO_CORES.cpu_milli // modelled_requests(cubic).with_executor().cpu_milli == 8
+
+
 def test_a_mahimahi_cell_at_100_mbits_fits_a_2_core_node():
     """Mahimahi's shells cost more (the same cost model as admission's); 2185m before, no 2-core node's."""
     cell = preset_cell("figure8", "mahimahi", rate_mbps=100)
