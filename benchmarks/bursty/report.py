@@ -1,10 +1,12 @@
 """Where BBR's cliff moves under bursty loss: the figure8-bursty preset's runs against Figure 8's
 independent loss, from committed cell tables alone.
 
-    python -m benchmarks.bursty.report CELLS.csv     # the tables, as markdown, for a run so far
+    python -m benchmarks.bursty.report           # rewrite the committed result's quoted numbers
+    python -m benchmarks.bursty.report --check   # change nothing; exit 1 if they differ
 
-CELLS.csv is `ccsweep export --sweep figure8-bursty`'s cell table (one row per stored run). The
-independent-loss curves it is read against were committed before it, on the same grid (Figure 8's
+The committed result (FOLDER) holds `ccsweep export --sweep figure8-bursty`'s cell table (one row
+per stored run); `report(read_cells(CELLS.csv), preset_losses())` gives the same tables for a run
+so far. The independent-loss curves it is read against were committed before it, on the same grid (Figure 8's
 path, queue, socket buffers and 60 s flows): the kernel's `bbr` and `bbr_unpaced` from the
 rebbr-pacing result (5-10 runs a cell), CUBIC from the full study's Figure 8 and figure8-seeds
 (one run a cell, ten at eight of the loss rates). Each curve's cliff (`ccsweep.results.cliff`, on
@@ -16,21 +18,25 @@ beside the mean asked for: a Gilbert-Elliott chain that lost the wrong share wou
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells
-from benchmarks.pacing.report import COLLAPSE, cliff_or_gap, moved_verdict, runs_span
+from benchmarks.pacing.report import COLLAPSE, busy_min, cliff_or_gap, moved_verdict, runs_span
+from benchmarks.quoted import regenerate_main
 from ccsweep.expand import expand
 from ccsweep.results.cliff import HALF, Cliff
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks/results"
+#: The committed run of the preset, and its cell table.
+FOLDER = RESULTS / "2026-11-30-figure8-bursty"
+CELLS = FOLDER / "figure8-bursty-cells.csv"
 #: The independent-loss curves: (table, experiment, algorithms taken from it).
 INDEPENDENT = [
     (RESULTS / "2026-11-29-rebbr-pacing/rebbr-pacing-cells.csv", "pacing", ("bbr", "bbr_unpaced")),
@@ -78,11 +84,22 @@ def series_order(found: Curves) -> list[str]:
     return [INDEPENDENT_NAME, *bursts]
 
 
-def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
-    """Per algorithm, each loss series' cliffs (half, tenth) and whether bursts moved them from
+@dataclass(frozen=True)
+class SeriesCliffs:
+    """One curve's cliffs (by share of the ideal: a Cliff, or why there is none yet) and, for a
+    burst series, its verdict against independent loss (None for independent loss itself)."""
+
+    cc: str
+    series: str
+    runs: str
+    cliffs: dict[float, Cliff | str]
+    verdict: str | None
+
+
+def series_cliffs(found: Curves, losses: list[float]) -> list[SeriesCliffs]:
+    """Per algorithm, each loss series' cliffs (half, tenth), and whether bursts moved them from
     where independent loss puts them."""
-    lines = ["| algorithm | loss | runs a cell | below half the ideal at [95 % CI] | below a tenth at [95 % CI] "
-             "| against independent loss |", "|---|---|---|---|---|---|"]
+    out = []
     for cc in ALGORITHMS:
         reference = {share: cliff_or_gap(found.get((cc, INDEPENDENT_NAME), {}), losses, share)
                      for share in (HALF, COLLAPSE)}
@@ -91,12 +108,34 @@ def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
             if not by_loss:
                 continue
             cliffs = {share: cliff_or_gap(by_loss, losses, share) for share in (HALF, COLLAPSE)}
-            shown = [c.describe().split(" (")[0] if isinstance(c, Cliff) else c for c in cliffs.values()]
-            span = runs_span(by_loss, losses)
-            label = "independent" if series == INDEPENDENT_NAME else f"bursts of {series}"
-            lines.append(f"| {cc} | {label} | {span} | {shown[0]} | {shown[1]} "
-                         f"| {verdict(reference, cliffs) if series != INDEPENDENT_NAME else '–'} |")
+            out.append(SeriesCliffs(cc, series, runs_span(by_loss, losses), cliffs,
+                                    None if series == INDEPENDENT_NAME else verdict(reference, cliffs)))
+    return out
+
+
+def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
+    """The cliffs of every curve as a table."""
+    lines = ["| algorithm | loss | runs a cell | below half the ideal at [95 % CI] | below a tenth at [95 % CI] "
+             "| against independent loss |", "|---|---|---|---|---|---|"]
+    for curve in series_cliffs(found, losses):
+        half, tenth = (c.describe().split(" (")[0] if isinstance(c, Cliff) else c for c in curve.cliffs.values())
+        label = "independent" if curve.series == INDEPENDENT_NAME else f"bursts of {curve.series}"
+        lines.append(f"| {curve.cc} | {label} | {curve.runs} | {half} | {tenth} | {curve.verdict or '–'} |")
     return lines
+
+
+def cliff_values(found: Curves, losses: list[float]) -> dict[str, str]:
+    """Each curve's cliffs as short quotable values (`bursty.half.bbr.8`: '20 %'), and each burst
+    series' verdict against independent loss (`bursty.verdict.bbr.8`)."""
+    out = {}
+    for curve in series_cliffs(found, losses):
+        for name, share in (("half", HALF), ("tenth", COLLAPSE)):
+            cliff = curve.cliffs[share]
+            out[f"bursty.{name}.{curve.cc}.{curve.series}"] = (
+                cliff.describe().split(" (")[0].split(" [")[0] if isinstance(cliff, Cliff) else "not yet")
+        if curve.verdict is not None:
+            out[f"bursty.verdict.{curve.cc}.{curve.series}"] = curve.verdict
+    return out
 
 
 def verdict(reference: dict[float, Cliff | str], cliffs: dict[float, Cliff | str]) -> str:
@@ -151,11 +190,27 @@ def report(rows: list[Row], losses: list[float]) -> list[str]:
     return out + ["## The loss the links drew", "", *measured_loss_lines(rows)]
 
 
+def compute() -> dict[str, str]:
+    """Every value the committed result's README quotes, from its cell table."""
+    rows = read_cells(CELLS)
+    losses = preset_losses()
+    found = {**independent_curves(), **curves(rows)}
+
+    def table(lines: list[str]) -> str:
+        return "\n\n" + "\n".join(lines) + "\n\n"
+
+    return {
+        "bursty.runs": f"{len(rows)}",
+        "bursty.busy-min": busy_min(rows),
+        "bursty.cliffs": table(cliff_lines(found, losses)),
+        **{f"bursty.medians.{cc}": table(median_lines(found, losses, cc)) for cc in ALGORITHMS},
+        "bursty.loss-drawn": table(measured_loss_lines(rows)),
+        **cliff_values(found, losses),
+    }
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cells", type=Path, help="ccsweep export's cell table of a figure8-bursty run")
-    args = parser.parse_args()
-    print("\n".join(report(read_cells(args.cells), preset_losses())))
+    regenerate_main(FOLDER / "README.md", compute, __doc__)
 
 
 if __name__ == "__main__":

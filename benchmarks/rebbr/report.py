@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from benchmarks.bursty import report as bursty_report
 from benchmarks.cluster import argo_report
 from benchmarks.lateness import demo_report
 from benchmarks.pacing import report as pacing_report
@@ -378,8 +379,9 @@ def regenerate(texts: dict[Path, str]) -> dict[Path, str]:
     """Each text with its quoted numbers recomputed from the committed files; README.md's first
     paragraph also quotes the Argo run's (benchmarks/cluster/argo_report.py) and the one-sitting
     study's (benchmarks/lateness/demo_report.py), docs/experiments.md the pacing answer's
-    (benchmarks/pacing/report.py)."""
-    values = {**compute(), **argo_report.compute(), **pacing_report.compute(), **demo_report.compute()}
+    (benchmarks/pacing/report.py) and the bursty-loss run's (benchmarks/bursty/report.py)."""
+    values = {**compute(), **argo_report.compute(), **pacing_report.compute(), **demo_report.compute(),
+              **bursty_report.compute()}
     return {path: fill(text, values) for path, text in texts.items()}
 
 

@@ -6,15 +6,20 @@ from __future__ import annotations
 import json
 
 from benchmarks.bursty.report import (
+    FOLDER,
     INDEPENDENT_NAME,
     cliff_lines,
+    compute,
     curves,
     independent_curves,
     measured_loss_lines,
     preset_losses,
     report,
 )
+from benchmarks.quoted import fill, names
 from ccsweep.results.quantities import payload_ideal_mbps
+
+README = FOLDER / "README.md"
 
 LOSSES = [0.001, 0.01, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]
 
@@ -75,3 +80,16 @@ def test_a_chain_that_drew_the_wrong_share_shows():
     """Runs whose link lost 0.8 of the asked mean read 0.8; a run with under 100 loss drops is left out."""
     assert measured_loss_lines(rows("cubic", 4, 0.1))[2] == "| bursts of 4 | 40 | 1.000 [1.000, 1.000] |"
     assert measured_loss_lines(rows("cubic", 4, 0.1, drawn=0.8))[2].startswith("| bursts of 4 | 35 | 0.800")
+
+
+def test_the_committed_readme_quotes_what_its_cell_table_gives():
+    """benchmarks/results/2026-11-30-figure8-bursty: regenerating reproduces it byte for byte, and a
+    verdict changed by hand is put back."""
+    text = README.read_text()
+    assert {"bursty.runs", "bursty.cliffs", "bursty.verdict.bbr.8"} <= set(names(text))
+    values = compute()
+    assert fill(text, values) == text
+    quoted = "<!-- value: bursty.verdict.bbr.8 -->"
+    start = text.index(quoted) + len(quoted)
+    edited = text[:start] + "moves the cliff (half and tenth)" + text[text.index("<!-- /value -->", start):]
+    assert edited != text and fill(edited, values) == text
