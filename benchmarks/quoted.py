@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 MARKER = re.compile(r"<!-- value: (?P<name>[a-z0-9][a-z0-9._-]*) -->(?P<body>.*?)<!-- /value -->", re.DOTALL)
@@ -31,6 +31,12 @@ class QuoteError(ValueError):
 def names(text: str) -> list[str]:
     """The value names `text` quotes, in order (a name may be quoted more than once)."""
     return [match["name"] for match in MARKER.finditer(text)]
+
+
+def block(table: Iterable[str]) -> str:
+    """A Markdown table's lines as a quoted value: on lines of its own between its markers, blank
+    lines around it (a line that starts with the marker is not a table row)."""
+    return "\n\n" + "\n".join(table) + "\n\n"
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:

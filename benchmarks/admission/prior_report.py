@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells, spans
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 from ccsweep.results.study import occupancy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def compute() -> dict[str, str]:
     runs = read_runs()
     median = {prior: statistics.median(run.wall_s for run in runs if run.prior == prior) for prior in PRIORS}
     return {
-        "prior.table": "\n\n" + "\n".join(table(runs)) + "\n\n",
+        "prior.table": block(table(runs)),
         "prior.ratio": f"{median['carried'] / median['link-rate']:.2f}",
         "prior.cells": f"{runs[0].cells}",
     }

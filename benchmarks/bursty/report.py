@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells
 from benchmarks.pacing.report import COLLAPSE, busy_min, cliff_or_gap, moved_verdict, runs_span
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 from ccsweep.expand import expand
 from ccsweep.results.cliff import HALF, Cliff
 from ccsweep.specload import load_spec
@@ -113,26 +113,25 @@ def series_cliffs(found: Curves, losses: list[float]) -> list[SeriesCliffs]:
     return out
 
 
-def cliff_lines(found: Curves, losses: list[float]) -> list[str]:
-    """The cliffs of every curve as a table."""
+def cliff_lines(curves: list[SeriesCliffs]) -> list[str]:
+    """The cliffs of every curve (`series_cliffs`) as a table."""
     lines = ["| algorithm | loss | runs a cell | below half the ideal at [95 % CI] | below a tenth at [95 % CI] "
              "| against independent loss |", "|---|---|---|---|---|---|"]
-    for curve in series_cliffs(found, losses):
-        half, tenth = (c.describe().split(" (")[0] if isinstance(c, Cliff) else c for c in curve.cliffs.values())
+    for curve in curves:
+        half, tenth = (c.with_interval() if isinstance(c, Cliff) else c for c in curve.cliffs.values())
         label = "independent" if curve.series == INDEPENDENT_NAME else f"bursts of {curve.series}"
         lines.append(f"| {curve.cc} | {label} | {curve.runs} | {half} | {tenth} | {curve.verdict or '–'} |")
     return lines
 
 
-def cliff_values(found: Curves, losses: list[float]) -> dict[str, str]:
+def cliff_values(curves: list[SeriesCliffs]) -> dict[str, str]:
     """Each curve's cliffs as short quotable values (`bursty.half.bbr.8`: '20 %'), and each burst
     series' verdict against independent loss (`bursty.verdict.bbr.8`)."""
     out = {}
-    for curve in series_cliffs(found, losses):
+    for curve in curves:
         for name, share in (("half", HALF), ("tenth", COLLAPSE)):
             cliff = curve.cliffs[share]
-            out[f"bursty.{name}.{curve.cc}.{curve.series}"] = (
-                cliff.describe().split(" (")[0].split(" [")[0] if isinstance(cliff, Cliff) else "not yet")
+            out[f"bursty.{name}.{curve.cc}.{curve.series}"] = cliff.where() if isinstance(cliff, Cliff) else "not yet"
         if curve.verdict is not None:
             out[f"bursty.verdict.{curve.cc}.{curve.series}"] = curve.verdict
     return out
@@ -184,7 +183,7 @@ def report(rows: list[Row], losses: list[float]) -> list[str]:
     """The tables for the bursty runs `rows` over the mean loss rates `losses`, beside the committed
     independent curves."""
     found = {**independent_curves(), **curves(rows)}
-    out = ["## Where each curve falls", "", *cliff_lines(found, losses), ""]
+    out = ["## Where each curve falls", "", *cliff_lines(series_cliffs(found, losses)), ""]
     for cc in ALGORITHMS:
         out += [f"## {cc}: median steady-state goodput (Mbit/s, runs)", "", *median_lines(found, losses, cc), ""]
     return out + ["## The loss the links drew", "", *measured_loss_lines(rows)]
@@ -195,17 +194,14 @@ def compute() -> dict[str, str]:
     rows = read_cells(CELLS)
     losses = preset_losses()
     found = {**independent_curves(), **curves(rows)}
-
-    def table(lines: list[str]) -> str:
-        return "\n\n" + "\n".join(lines) + "\n\n"
-
+    every_curve = series_cliffs(found, losses)
     return {
         "bursty.runs": f"{len(rows)}",
         "bursty.busy-min": busy_min(rows),
-        "bursty.cliffs": table(cliff_lines(found, losses)),
-        **{f"bursty.medians.{cc}": table(median_lines(found, losses, cc)) for cc in ALGORITHMS},
-        "bursty.loss-drawn": table(measured_loss_lines(rows)),
-        **cliff_values(found, losses),
+        "bursty.cliffs": block(cliff_lines(every_curve)),
+        **{f"bursty.medians.{cc}": block(median_lines(found, losses, cc)) for cc in ALGORITHMS},
+        "bursty.loss-drawn": block(measured_loss_lines(rows)),
+        **cliff_values(every_curve),
     }
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from benchmarks.cluster.argo_vs_local import LOCAL, SEEDS, read_cells, report, spans
 from benchmarks.cluster.attempts import Attempt, read_attempts, summary_lines
 from benchmarks.lateness import demo_report
-from benchmarks.quoted import regenerate_all
+from benchmarks.quoted import block, regenerate_all
 from ccsweep.clusterestimate import estimate_cluster
 from ccsweep.expand import expand
 from ccsweep.podrequests import EXECUTOR_CPU_MILLI
@@ -110,15 +110,15 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
     quiet = demo_report.compute()
     return {
         "argo.late-causes": late_causes(folder),
-        "argo.estimate": "\n\n" + "\n".join(estimate_lines) + "\n\n",
+        "argo.estimate": block(estimate_lines),
         "argo.rerun-gain-min": f"{rerun_gain_min:.1f}",
         "argo.cells": str(len(cells)),
         "argo.flow-h": f"{sum(float(r['duration_s']) for r in cells) / 3600:.1f}",
         "argo.busy-min": f"{used.busy_s / 60:.1f}",
         "argo.peak": str(used.peak),
         "argo.mean-at-once": f"{used.mean_at_once:.1f}",
-        "argo.attempts": "\n\n" + "\n".join(summary_lines(attempts)) + "\n\n",
-        "argo.comparison": "\n\n" + "\n".join(report(cells, read_cells(LOCAL), read_cells(SEEDS))) + "\n\n",
+        "argo.attempts": block(summary_lines(attempts)),
+        "argo.comparison": block(report(cells, read_cells(LOCAL), read_cells(SEEDS))),
         # The local executor's one sitting on the same kind of machine with nothing else running.
         "argo.quiet-ratio": f"{used.busy_s / 60 / float(quiet['quiet.wall-min']):.2f}",
         "argo.quiet-mean-at-once": quiet["quiet.mean-at-once"],

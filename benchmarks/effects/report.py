@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells, spans
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 from ccsweep.results.study import occupancy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def compute() -> dict[str, str]:
     return {
         "effects.runs": str(len(rows)),
         "effects.busy-min": f"{occupancy(spans(rows)).busy_s / 60:.0f}",
-        "effects.table": "\n\n" + "\n".join(table(rows)) + "\n\n",
+        "effects.table": block(table(rows)),
     }
 
 

@@ -19,7 +19,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "benchmarks/results/2026-11-30-effects-theory"
@@ -123,8 +123,8 @@ def compute() -> dict[str, str]:
         "theory.command": command,
         "theory.machine": machine.removeprefix("machine: "),
         "theory.reps": str(len({r["rep"] for r in rows})),
-        "theory.table": "\n\n" + "\n".join(probe_table(rows)) + "\n\n",
-        "theory.tcp-table": "\n\n" + "\n".join(tcp_table(rows)) + "\n\n",
+        "theory.table": block(probe_table(rows)),
+        "theory.tcp-table": block(tcp_table(rows)),
         "theory.z-count": str(len(zs)),
         "theory.z-max": f"{largest_z(rows):.2f}",
         "theory.z-over-2": str(sum(1 for z in zs if abs(z) > 2)),

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "benchmarks/results/2026-11-30-emulator-peers"
@@ -130,8 +130,8 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
         "peers.command": f"`{meta['command']}`",
         "peers.versions": ", ".join(f"{name} {version.removeprefix(name).strip(' -')}"
                                     for name, version in meta["versions"].items()),
-        "peers.table": "\n\n" + "\n".join(table(rows, meta)) + "\n\n",
-        "peers.held": "\n\n" + "\n".join(held_table(rows, meta)) + "\n\n",
+        "peers.table": block(table(rows, meta)),
+        "peers.held": block(held_table(rows, meta)),
     }
     for emulator in EMULATORS:
         for rate in meta["rates_mbps"]:

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from benchmarks.cluster.argo_vs_local import read_cells, spans
-from benchmarks.quoted import regenerate_main
+from benchmarks.quoted import block, regenerate_main
 from ccsweep.checks.source_claims import REBBR_RATE_MBPS
 from ccsweep.expand import expand
 from ccsweep.results.cliff import HALF, Cliff, find_cliff
@@ -150,7 +150,7 @@ def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) ->
                     continue
                 pairs = [(read_cliff(main, losses, share), read_cliff(candidate, losses, share))
                          for share in (HALF, COLLAPSE)]
-                shown = [f"{_percent(a)} → {_percent(b)}" for a, b in pairs]
+                shown = [f"{a.where()} → {b.where()}" for a, b in pairs]
                 lines.append(f"| {experiment} | {cc} | {link} | {medians} | {shown[0]} | {shown[1]} "
                              f"| {moved_verdict(pairs)} |")
     return lines
@@ -158,11 +158,6 @@ def candidate_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) ->
 
 def _median(runs: list[float] | None) -> str:
     return f"{statistics.median(runs):.3g}" if runs else "–"
-
-
-def _percent(cliff: Cliff) -> str:
-    loss = cliff.loss()
-    return f"above {cliff.losses[-1] * 100:g} %" if loss is None else f"{loss * 100:g} %"
 
 
 def median_lines(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> list[str]:
@@ -263,7 +258,7 @@ def main_cliffs(by_link: dict[str, Curves], grid: dict[str, list[float]]) -> dic
             by_loss = found.get((MAIN, cc), {})
             if all(by_loss.get(loss) for loss in grid[MAIN]):
                 for name, share in (("half", HALF), ("tenth", COLLAPSE)):
-                    out[f"pacing.{name}.{cc}.{link}"] = read_cliff(by_loss, grid[MAIN], share).describe().split(" (")[0]
+                    out[f"pacing.{name}.{cc}.{link}"] = read_cliff(by_loss, grid[MAIN], share).with_interval()
     return out
 
 
@@ -277,11 +272,11 @@ def compute() -> dict[str, str]:
         "pacing.link-busy-min": busy_min(rows["ccsweep-link"]),
         "pacing.mm-busy-min": busy_min(rows["mahimahi"]),
         "pacing.runs": ", ".join(f"{len(link_rows)} on {link}" for link, link_rows in rows.items()),
-        "pacing.cliffs": "\n\n" + "\n".join(cliff_lines(by_link, grid)) + "\n\n",
-        "pacing.medians": "\n\n" + "\n".join(median_lines(by_link, grid)) + "\n\n",
-        "pacing.candidates": "\n\n" + "\n".join(candidate_lines(by_link, grid)) + "\n\n",
-        "pacing.comparisons": "\n\n" + "\n".join(compare_lines()) + "\n\n",
-        "pacing.rwnd": "\n\n" + "\n".join(rwnd_lines(rows["ccsweep-link"])) + "\n\n",
+        "pacing.cliffs": block(cliff_lines(by_link, grid)),
+        "pacing.medians": block(median_lines(by_link, grid)),
+        "pacing.candidates": block(candidate_lines(by_link, grid)),
+        "pacing.comparisons": block(compare_lines()),
+        "pacing.rwnd": block(rwnd_lines(rows["ccsweep-link"])),
     }
 
 

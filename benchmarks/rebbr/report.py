@@ -30,7 +30,7 @@ from benchmarks.bursty import report as bursty_report
 from benchmarks.cluster import argo_report
 from benchmarks.lateness import demo_report
 from benchmarks.pacing import report as pacing_report
-from benchmarks.quoted import fill
+from benchmarks.quoted import block, fill
 from ccsweep.results.study import Occupancy, occupancy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,11 +104,6 @@ def record_commits(sweep: str) -> dict[str, int]:
     section = section[:section.index("</table>")]
     found = re.findall(r"<tr><td>ccsweep_commit</td><td>([^<]*)</td><td class=\"num\">(\d+)</td>", section)
     return {html.unescape(commit): int(n) for commit, n in found}
-
-
-def block(table: list[str]) -> str:
-    """A Markdown table as a quoted value: on lines of its own between its markers, blank lines around it."""
-    return "\n\n" + "\n".join(table) + "\n\n"
 
 
 def g3(value: float) -> str:

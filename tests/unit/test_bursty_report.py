@@ -15,6 +15,7 @@ from benchmarks.bursty.report import (
     measured_loss_lines,
     preset_losses,
     report,
+    series_cliffs,
 )
 from benchmarks.quoted import fill, names
 from ccsweep.results.quantities import payload_ideal_mbps
@@ -59,7 +60,7 @@ def test_a_burst_series_moves_a_cliff_only_where_the_intervals_part():
     found = {("bbr", INDEPENDENT_NAME): {loss: [0.9 * payload_ideal_mbps(100, loss) if loss <= 0.15 else 0.5] * 5
                                          for loss in LOSSES}}
     found |= curves(curves_rows)
-    lines = cliff_lines(found, LOSSES)
+    lines = cliff_lines(series_cliffs(found, LOSSES))
     bbr = [line for line in lines if line.startswith("| bbr |")]
     assert bbr[0].startswith("| bbr | independent | 5 | 20 % [20, 20 %] | 20 % [20, 20 %] | – |"), bbr[0]
     assert bbr[1] == "| bbr | bursts of 2 | 5 | 20 % [20, 20 %] | 20 % [20, 20 %] | does not move the cliff |", bbr[1]

@@ -29,6 +29,7 @@ def test_a_clean_drop_is_one_grid_point_with_no_doubt():
     cliff = find_cliff(curve(0.2), RATE)
     assert (cliff.loss(), cliff.loss(cliff.low), cliff.loss(cliff.high)) == (0.2, 0.2, 0.2)
     assert cliff.describe() == "20 % [20, 20 %] (95 % bootstrap CI, 5 runs a cell)"
+    assert (cliff.where(), cliff.with_interval()) == ("20 %", "20 % [20, 20 %]")
 
 
 def test_a_bimodal_cell_at_the_edge_widens_the_interval_to_the_next_point():
@@ -43,6 +44,7 @@ def test_a_curve_that_never_falls_has_its_cliff_above_the_grid():
     cliff = find_cliff(curve(None), RATE)
     assert cliff.loss() is None and cliff.index == len(GRID)
     assert cliff.describe().startswith("above 50 % [above 50, above 50 %]")
+    assert cliff.where() == "above 50 %"
 
 
 def test_the_bound_is_half_the_payload_ideal_at_that_loss():
@@ -56,6 +58,7 @@ def test_one_run_a_cell_has_no_interval():
     cliff = find_cliff(curve(0.2, runs=1), RATE)
     assert cliff.loss() == 0.2 and cliff.low is None
     assert cliff.describe() == "20 % (no interval, 1 run a cell)"
+    assert cliff.with_interval() == "20 %"
 
 
 def test_two_cliffs_overlap_only_where_their_intervals_share_a_loss_rate():

@@ -57,6 +57,10 @@ class Cliff:
         loss = self.loss(index)
         return f"above {self.losses[-1] * 100:g}" if loss is None else f"{loss * 100:g}"
 
+    def where(self) -> str:
+        """'20 %', or 'above 50 %' past the grid: where the cliff is, without its interval."""
+        return f"{self._percent(self.index)} %"
+
     def span(self) -> tuple[int, int]:
         """The interval's ends as indexes; a cliff without an interval is its own point."""
         return (self.low, self.high) if self.low is not None and self.high is not None else (self.index, self.index)
@@ -67,13 +71,18 @@ class Cliff:
         (low, high), (other_low, other_high) = self.span(), other.span()
         return max(low, other_low) <= min(high, other_high)
 
+    def with_interval(self) -> str:
+        """'20 % [15, 25 %]', or '20 %' where there is no interval: a table cell's value."""
+        if self.low is None or self.high is None:
+            return self.where()
+        return f"{self.where()} [{self._percent(self.low)}, {self._percent(self.high)} %]"
+
     def describe(self) -> str:
         """'20 % [15, 25 %] (95 % bootstrap CI, 5-10 runs a cell)': what a table prints."""
         span = f"{min(self.runs)}" if min(self.runs) == max(self.runs) else f"{min(self.runs)}-{max(self.runs)}"
         if self.low is None or self.high is None:
-            return f"{self._percent(self.index)} % (no interval, {span} run a cell)"
-        return (f"{self._percent(self.index)} % [{self._percent(self.low)}, {self._percent(self.high)} %] "
-                f"({self.confidence * 100:g} % bootstrap CI, {span} runs a cell)")
+            return f"{self.where()} (no interval, {span} run a cell)"
+        return f"{self.with_interval()} ({self.confidence * 100:g} % bootstrap CI, {span} runs a cell)"
 
 
 def find_cliff(runs_by_loss: Mapping[float, Sequence[float]], rate_mbps: float, share: float = HALF) -> Cliff:
