@@ -237,8 +237,15 @@ def test_chart_components_run(release: Release):
     assert names == {"ccsweep-cell", "ccsweep-figures", "ccsweep-sweep"}
     deployment = release.get("deployment", f"{RELEASE}-operator")
     assert deployment["status"].get("availableReplicas") == 1
-    probe = release.get("daemonset", f"{RELEASE}-node-probe")
-    assert probe["status"]["numberReady"] == probe["status"]["desiredNumberScheduled"] == 1
+    # `helm install --wait` does not wait for this one: helm counts a DaemonSet ready when its ready
+    # pods reach desired less maxUnavailable, 1 - 1 = 0 on a one-node cluster. So the test waits.
+    release.wait_for("the node probe's pod ready", lambda: _ready_daemonset(release, f"{RELEASE}-node-probe"),
+                     timeout=120)
+
+
+def _ready_daemonset(release: Release, name: str) -> bool:
+    status = (release.get("daemonset", name) or {}).get("status", {})
+    return status.get("numberReady") == status.get("desiredNumberScheduled") == 1
 
 
 def test_node_probe_labels_the_node(release: Release):
