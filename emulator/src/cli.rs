@@ -54,6 +54,14 @@ pub struct Args {
     /// One-way downlink delay.
     #[arg(long, default_value = "0")]
     pub downlink_delay: String,
+    /// Uplink delay trace: a text file of `T_MS DELAY_MS` lines, the one-way delay (ms, 0 to
+    /// 10000) from T_MS (ms since the link started, non-decreasing, at most 10^7) on; --uplink-delay
+    /// before the first, the last delay after it. Packets keep their order (`#` lines are comments).
+    #[arg(long, value_name = "FILE")]
+    pub uplink_delay_trace: Option<String>,
+    /// Downlink delay trace (same format).
+    #[arg(long, value_name = "FILE")]
+    pub downlink_delay_trace: Option<String>,
     /// Uplink Bernoulli loss probability, a fraction in [0, 1].
     #[arg(long, default_value = "0")]
     pub uplink_loss: String,
@@ -151,6 +159,7 @@ pub struct DirectionArgs<'a> {
     pub rate: Option<&'a str>,
     pub trace: Option<&'a str>,
     pub delay: &'a str,
+    pub delay_trace: Option<&'a str>,
     pub loss: &'a str,
     pub gilbert_elliott: Option<&'a [String]>,
     pub policer: Option<&'a [String]>,
@@ -169,6 +178,7 @@ impl Args {
                 rate: self.uplink_rate.as_deref(),
                 trace: self.uplink_trace.as_deref(),
                 delay: &self.uplink_delay,
+                delay_trace: self.uplink_delay_trace.as_deref(),
                 loss: &self.uplink_loss,
                 gilbert_elliott: self.uplink_gilbert_elliott.as_deref(),
                 policer: self.uplink_policer.as_deref(),
@@ -183,6 +193,7 @@ impl Args {
                 rate: self.downlink_rate.as_deref(),
                 trace: self.downlink_trace.as_deref(),
                 delay: &self.downlink_delay,
+                delay_trace: self.downlink_delay_trace.as_deref(),
                 loss: &self.downlink_loss,
                 gilbert_elliott: self.downlink_gilbert_elliott.as_deref(),
                 policer: self.downlink_policer.as_deref(),

@@ -2,6 +2,7 @@
 //! argument error before any namespace or device exists, and the summary can echo what ran.
 
 use crate::cli::{Args, DirectionArgs};
+use crate::delaytrace::DelayTrace;
 use crate::error::Error;
 use crate::inject::{InjectSpec, Injector};
 use crate::jitter::{Jitter, JitterSpec};
@@ -25,6 +26,7 @@ pub struct DirectionConfig {
     pub side: Side,
     pub server: ServerConfig,
     pub delay_ns: u64,
+    pub delay_trace: Option<DelayTrace>,
     pub loss: LossModel,
     pub policer: Option<PolicerSpec>,
     pub jitter: Option<JitterSpec>,
@@ -87,6 +89,7 @@ impl DirectionConfig {
             side: args.side,
             server,
             delay_ns: parse_duration_ns(args.delay).map_err(option("delay"))?,
+            delay_trace: args.delay_trace.map(DelayTrace::load).transpose().map_err(option("delay-trace"))?,
             loss: match args.gilbert_elliott {
                 Some(values) => LossModel::gilbert_elliott(values).map_err(option("gilbert-elliott"))?,
                 None => LossModel::bernoulli(args.loss).map_err(option("loss"))?,
@@ -123,6 +126,9 @@ impl DirectionConfig {
         if let Some(policer) = &self.policer {
             out["policer"] = policer.to_json();
         }
+        if let Some(trace) = &self.delay_trace {
+            out["delay_trace"] = trace.to_json();
+        }
         if let Some(jitter) = &self.jitter {
             out["jitter"] = jitter.to_json();
         }
@@ -156,6 +162,7 @@ impl DirectionConfig {
                 server,
                 queue: Queue::new(self.queue.clone(), config.seed ^ salt.rotate_left(17)),
                 delay_ns: self.delay_ns,
+                delay_trace: self.delay_trace.clone(),
                 loss: self.loss,
                 loss_position: config.loss_position,
                 policer: self.policer.map(Policer::new),
@@ -341,6 +348,27 @@ mod tests {
         let error = config_argv(&["--uplink-jitter", "5ms", "normal", "keep", "--jitter-tables", "/nonexistent"])
             .err().unwrap().to_string();
         assert!(error.starts_with("--uplink-jitter: /nonexistent/normal.dist: "), "{error}");
+    }
+
+    #[test]
+    fn a_delay_trace_is_echoed_and_a_bad_one_names_its_option_file_and_line() {
+        assert!(config_argv(&[]).unwrap().to_json()["uplink"].get("delay_trace").is_none(), "none: as before");
+        let path = std::env::temp_dir().join(format!("ccsweep-config-delay-{}", std::process::id()));
+        let path_text = path.to_str().expect("a UTF-8 temp dir");
+        std::fs::write(&path, "# up, then down
+1000 30
+2000 5.5
+").unwrap();
+        let echoed = config_argv(&["--downlink-delay-trace", path_text]).unwrap().to_json()["downlink"]["delay_trace"].clone();
+        assert_eq!((echoed["path"].as_str(), echoed["steps"].as_u64()), (Some(path_text), Some(2)));
+        assert_eq!((echoed["min_delay_us"].as_f64(), echoed["max_delay_us"].as_f64()), (Some(5_500.0), Some(30_000.0)));
+        std::fs::write(&path, "1000 30
+2000 12000
+").unwrap();
+        let error = config_argv(&["--uplink-delay-trace", path_text]).err().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(error.exit_code(), 2);
+        assert_eq!(error.to_string(), format!("--uplink-delay-trace: {path_text}:2: delay 12000 ms is outside [0, 10000] ms"));
     }
 
     #[test]

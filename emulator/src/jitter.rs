@@ -161,16 +161,15 @@ impl Jitter {
     }
 
     /// The most a packet's delay may fall short of the direction's delay: a release is never
-    /// earlier than departure + delay - this.
-    pub fn max_advance_ns(&self, delay_ns: u64) -> u64 {
-        let reach = match &self.spec.table {
+    /// earlier than departure + max(delay - this, 0).
+    pub fn reach_ns(&self) -> u64 {
+        match &self.spec.table {
             None => self.spec.jitter_ns,
             Some((_, values)) => {
                 let lowest = values.iter().copied().min().unwrap_or(0).min(0);
                 (lowest.unsigned_abs() * self.spec.jitter_ns).div_ceil(DIST_SCALE as u64)
             }
-        };
-        reach.min(delay_ns)
+        }
     }
 
     /// When a packet that left the bottleneck at `departure_ns` is due, on a path of `delay_ns`.
@@ -294,8 +293,7 @@ mod tests {
             last_free = free;
         }
         assert!(overtakes > 1_000, "{overtakes}");
-        assert_eq!(reorder.max_advance_ns(10_000_000), 10_000_000); // the whole delay, never more
-        assert_eq!(reorder.max_advance_ns(100_000_000), 50_000_000);
+        assert_eq!(reorder.reach_ns(), 50_000_000);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod delaytrace;
 pub mod emulate;
 pub mod ecn;
 pub mod error;

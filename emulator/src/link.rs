@@ -1,8 +1,9 @@
 //! One direction of the emulated link: loss (Bernoulli or Gilbert-Elliott, `loss.rs`), an
 //! optional policer (a token bucket that drops, `policer.rs`), the bottleneck queue and its server
-//! (a constant rate or a Mahimahi trace), then a one-way delay, fixed or varied by a jitter
-//! (`jitter.rs`: drawn as netem draws it, with order kept or packets reordered), and releases
-//! at once or in slots (`slot.rs`: ACK aggregation, as netem's `slot`).
+//! (a constant rate or a Mahimahi trace), then a one-way delay, fixed or stepping over time as a
+//! delay trace gives it (`delaytrace.rs`), and varied by a jitter (`jitter.rs`: drawn as netem
+//! draws it, with order kept or packets reordered), and releases at once or in slots (`slot.rs`:
+//! ACK aggregation, as netem's `slot`).
 //!
 //! Order (documented, recorded in every summary): with loss "after" (the default, as in
 //! Mahimahi's `mm-delay D mm-loss uplink p mm-link ...` nesting) a packet is queued, served by
@@ -15,6 +16,7 @@
 //! plays every bottleneck event up to `now` at its exact scheduled time, so a late wake-up delays
 //! packets on the wire but never changes the link's arithmetic.
 
+use crate::delaytrace::DelayTrace;
 use crate::ecn;
 use crate::inject::Injector;
 use crate::jitter::Jitter;
@@ -124,6 +126,8 @@ pub struct Stages {
     pub server: Server,
     pub queue: Queue,
     pub delay_ns: u64,
+    /// The delay over time, if given: `delay_ns` applies before its first step.
+    pub delay_trace: Option<DelayTrace>,
     pub loss: LossModel,
     pub loss_position: LossPosition,
     /// A token bucket between the loss "before" and the queue, if given.
@@ -150,6 +154,7 @@ pub struct Direction {
     queue: Queue,
     server: Server,
     delay_ns: u64,
+    delay_trace: Option<DelayTrace>,
     jitter: Option<Jitter>,
     /// Packets on their way, in due order.
     delay_line: VecDeque<(u64, Packet)>,
@@ -188,6 +193,7 @@ impl Direction {
             queue: stages.queue,
             server: stages.server,
             delay_ns: stages.delay_ns,
+            delay_trace: stages.delay_trace,
             jitter: stages.jitter,
             delay_line: VecDeque::new(),
             slots: stages.slots,
@@ -367,14 +373,28 @@ impl Direction {
             self.spare.push(packet.data);
             return;
         }
+        let delay_ns = self.delay_at(t_ns);
         match self.jitter.as_mut() {
-            None => self.delay_line.push_back((t_ns + self.delay_ns, packet)),
+            None => {
+                // A FIFO: when a delay trace's delay falls, a packet waits for the one ahead of it,
+                // and is due when that one leaves (its wait is the path's, not the loop's lateness).
+                let ahead = self.delay_line.back().map_or(0, |(due, _)| *due);
+                self.delay_line.push_back(((t_ns + delay_ns).max(ahead), packet));
+            }
             Some(jitter) => {
-                let due = jitter.due_ns(t_ns, self.delay_ns);
+                let due = jitter.due_ns(t_ns, delay_ns);
                 // In due order: with order kept `due` is the latest yet, so the line's end.
                 let at = if jitter.reorders() { self.delay_line.partition_point(|(d, _)| *d <= due) } else { self.delay_line.len() };
                 self.delay_line.insert(at, (due, packet));
             }
+        }
+    }
+
+    /// The one-way delay of a packet that leaves the bottleneck at `t_ns`, before any jitter.
+    fn delay_at(&self, t_ns: u64) -> u64 {
+        match &self.delay_trace {
+            None => self.delay_ns,
+            Some(trace) => trace.delay_ns(t_ns, self.delay_ns),
         }
     }
 
@@ -522,8 +542,13 @@ impl Direction {
                 }
             }
         };
-        let shortest = self.delay_ns - self.jitter.as_ref().map_or(0, |j| j.max_advance_ns(self.delay_ns));
-        departure.map(|t| t + shortest)
+        // The earliest it can be due: a jitter may shorten its delay by up to its reach, and a
+        // delay trace may fall before it departs (a trace opportunity is the soonest it can).
+        let advance = self.jitter.as_ref().map_or(0, Jitter::reach_ns);
+        departure.map(|t| match &self.delay_trace {
+            None => t + self.delay_ns.saturating_sub(advance),
+            Some(trace) => trace.earliest_due_ns(t, self.delay_ns, advance),
+        })
     }
 
     /// When a trace played `--once` runs out, the link ends (as mm-link's shell does).
@@ -603,6 +628,7 @@ mod tests {
             server,
             queue,
             delay_ns,
+            delay_trace: None,
             loss: LossModel::Bernoulli { p: loss },
             loss_position: LossPosition::After,
             policer: None,
@@ -654,30 +680,40 @@ mod tests {
         assert_eq!(d.counters.bottleneck_bytes, 100 * 1504);
     }
 
+    fn uniform_jitter(spread: &str, order: &str) -> Jitter {
+        let values: Vec<String> = [spread, "uniform", order].iter().map(|v| v.to_string()).collect();
+        Jitter::new(crate::jitter::JitterSpec::parse(&values, None).unwrap(), 3)
+    }
+
+    /// Feeds `count` numbered 1500-byte packets at once and collects (release time, number),
+    /// looking every 10 us until `until_ns`.
+    fn numbered(d: &mut Direction, count: u16, until_ns: u64) -> Vec<(u64, u16)> {
+        for i in 0..count {
+            let mut data = vec![0; 1500];
+            data[..2].copy_from_slice(&i.to_be_bytes());
+            d.arrive(0, data);
+        }
+        let mut seen: Vec<(u64, u16)> = Vec::new();
+        let mut now = 0;
+        while now <= until_ns {
+            d.advance(now);
+            d.release(|| now, |data| {
+                seen.push((now, u16::from_be_bytes([data[0], data[1]])));
+                true
+            });
+            now += 10_000;
+        }
+        seen
+    }
+
     #[test]
     fn jitter_reorders_only_when_asked_and_every_packet_arrives() {
         // 200 numbered packets, 120 us apart at the bottleneck, 10 ms +- 2 ms of uniform jitter.
         for (order, reorders) in [("keep", false), ("reorder", true)] {
-            let values: Vec<String> = ["2ms", "uniform", order].iter().map(|v| v.to_string()).collect();
-            let spec = crate::jitter::JitterSpec::parse(&values, None).unwrap();
             let mut stages = stages(Server::rate(100e6), "infinite", 10_000_000, 0.0);
-            stages.jitter = Some(Jitter::new(spec, 3));
+            stages.jitter = Some(uniform_jitter("2ms", order));
             let mut d = Direction::new("uplink", stages);
-            for i in 0..200u16 {
-                let mut data = vec![0; 1500];
-                data[..2].copy_from_slice(&i.to_be_bytes());
-                d.arrive(0, data);
-            }
-            let mut seen: Vec<(u64, u16)> = Vec::new();
-            let mut now = 0;
-            while now <= 50_000_000 {
-                d.advance(now);
-                d.release(|| now, |data| {
-                    seen.push((now, u16::from_be_bytes([data[0], data[1]])));
-                    true
-                });
-                now += 10_000;
-            }
+            let seen = numbered(&mut d, 200, 50_000_000);
             let mut numbers: Vec<u16> = seen.iter().map(|(_, n)| *n).collect();
             assert_eq!(numbers.windows(2).any(|w| w[1] < w[0]), reorders, "{order}");
             // Never before its departure plus the shortest delay (8 ms), never after the longest.
@@ -691,6 +727,110 @@ mod tests {
             numbers.sort_unstable();
             assert_eq!(numbers, (0..200).collect::<Vec<_>>(), "{order}: each packet once");
         }
+    }
+
+    fn traced(server: Server, delay_ns: u64, trace: &str) -> Stages {
+        let delay_trace = Some(DelayTrace::parse(trace, "d.trace").unwrap());
+        Stages { delay_trace, ..stages(server, "infinite", delay_ns, 0.0) }
+    }
+
+    #[test]
+    fn a_delay_trace_delays_each_packet_by_the_step_of_its_departure_and_keeps_order() {
+        // At 12 Mbit/s a 1500-byte packet leaves every ms: packet i at i + 1 ms. 10 ms of delay,
+        // 50 from 5 ms, 5 from 20 ms: the ones leaving at 1-4 ms are due 10 ms later, at 5-19 ms
+        // 50 later (the last at 69 ms). From 20 ms on each would be due 5 ms later, but waits for
+        // the one ahead: those leaving at 20-64 ms all leave at 69 ms, right after the last slow
+        // one; once the line has drained (from 65 ms on) each leaves 5 ms after its departure.
+        let mut d = Direction::new("uplink", traced(Server::rate(12e6), 10_000_000, "5 50\n20 5\n"));
+        let released = run(&mut d, 100, 1500, 0, 200_000_000);
+        let expected: Vec<u64> = (1..=100u64)
+            .map(|ms| match ms {
+                1..=4 => ms + 10,
+                5..=19 => ms + 50,
+                _ => (ms + 5).max(69),
+            })
+            .map(|ms| ms * 1_000_000)
+            .collect();
+        assert_eq!(released, expected);
+        assert_eq!(released.iter().filter(|at| **at == 69_000_000).count(), 46, "the packets leaving at 19-64 ms leave together");
+        // Held packets are due when the one ahead leaves: the hold is the path's, not lateness.
+        assert_eq!(d.lateness.to_json()["max"], 0.0);
+    }
+
+    #[test]
+    fn a_delay_trace_with_jitter_keeps_order_or_lets_packets_overtake_after_a_fall() {
+        // 10 Mbit/s: packet n leaves the bottleneck at 1.2 (n + 1) ms; 10 ms of delay, 40 from
+        // 20 ms, 5 from 50 ms, +- 2 ms of uniform jitter around each.
+        let departure = |n: u16| 1_200_000 * (u64::from(n) + 1);
+        let delay = |n: u16| match departure(n) {
+            t if t < 20_000_000 => 10_000_000,
+            t if t < 50_000_000 => 40_000_000,
+            _ => 5_000_000,
+        };
+        let last_slow = (0..100).filter(|n| delay(*n) == 40_000_000).max().unwrap();
+        for order in ["keep", "reorder"] {
+            let mut stages = traced(Server::rate(10e6), 10_000_000, "20 40\n50 5\n");
+            stages.jitter = Some(uniform_jitter("2ms", order));
+            let mut d = Direction::new("uplink", stages);
+            let seen = numbered(&mut d, 100, 300_000_000);
+            let mut numbers: Vec<u16> = seen.iter().map(|(_, n)| *n).collect();
+            for (at, n) in &seen {
+                let due = departure(*n) + delay(*n);
+                assert!(*at + 2_000_000 >= due, "{order}: packet {n} at {at}, before its delay minus the jitter");
+                if order == "reorder" || departure(*n) >= 100_000_000 {
+                    // Reordered, each by its own draw; kept, each once the slow ones are out.
+                    assert!(*at <= due + 2_000_000 + 10_000, "{order}: packet {n} at {at}, due {due}");
+                }
+            }
+            let when = |n: u16| seen.iter().find(|(_, m)| *m == n).unwrap().0;
+            if order == "keep" {
+                assert!(numbers.windows(2).all(|w| w[0] < w[1]), "kept in order");
+                // The first fast packet waits for the last slow one, long after its own due time.
+                assert!(when(last_slow + 1) >= when(last_slow));
+                assert!(when(last_slow + 1) > departure(last_slow + 1) + 5_000_000 + 2_000_000 + 10_000);
+            } else {
+                assert!(when(last_slow + 1) < when(last_slow), "the fall lets the first fast packet overtake");
+            }
+            numbers.sort_unstable();
+            assert_eq!(numbers, (0..100).collect::<Vec<_>>(), "{order}: each packet once");
+        }
+    }
+
+    /// Serves `arrivals` (time, size) as the event loop does, waking only when `next_event_ns`
+    /// (or an arrival) says: the release times, with the lateness in `d.lateness`.
+    fn served_on_wake_ups(d: &mut Direction, arrivals: &[(u64, usize)]) -> Vec<u64> {
+        let (mut now, mut next, mut released) = (0, 0, Vec::new());
+        loop {
+            while let Some((_, size)) = arrivals.get(next).filter(|(at, _)| *at <= now) {
+                d.arrive(now, vec![0; *size]);
+                next += 1;
+            }
+            d.advance(now);
+            d.release(|| now, |_| {
+                released.push(now);
+                true
+            });
+            let wake = [d.next_event_ns(), arrivals.get(next).map(|(at, _)| *at)].into_iter().flatten().min();
+            match wake {
+                Some(at) => now = at.max(now + 1),
+                None => return released,
+            }
+        }
+    }
+
+    #[test]
+    fn the_loop_wakes_in_time_for_a_delay_that_falls_before_a_departure() {
+        // A constant rate: a packet leaves at 1 ms on a 50 ms delay; the delay falls to 1 ms at
+        // 55 ms, and a packet that arrives at 60 ms leaves at 61 and is due at 62 (not 111).
+        let mut d = Direction::new("uplink", traced(Server::rate(12e6), 50_000_000, "55 1\n"));
+        assert_eq!(served_on_wake_ups(&mut d, &[(0, 1500), (60_000_000, 1500)]), vec![51_000_000, 62_000_000]);
+        assert_eq!(d.lateness.to_json()["max"], 0.0);
+        // A trace: a 3000-byte packet needs the opportunities at 1 and 10 ms. At 0 its release is
+        // bounded by the fall at 5 ms (100 ms to 1), not by the 100 ms delay at its first opportunity.
+        let trace = Trace::parse("1\n10\n", "t", false).unwrap();
+        let mut d = Direction::new("uplink", traced(Server::trace(trace), 100_000_000, "5 1\n"));
+        assert_eq!(served_on_wake_ups(&mut d, &[(0, 3000)]), vec![11_000_000]);
+        assert_eq!(d.lateness.to_json()["max"], 0.0);
     }
 
     #[test]
