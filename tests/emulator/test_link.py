@@ -90,6 +90,43 @@ def test_uniform_jitter_spreads_the_rtt_over_the_delay_plus_minus_jitter(link):
                                                          "order": "reorder"}
 
 
+def test_a_delay_trace_steps_the_rtt_and_holds_order_when_the_delay_falls(link, tmp_path):
+    """10 ms each way, the uplink's 110 ms from 1 s after the link's start and 10 ms again from 2 s
+    (the trace's clock is the link's, from its ready line): ping every 20 ms reads 20 ms of RTT,
+    then 120, then 20. Each ping is placed on that clock by its reply's time stamp less its RTT
+    (the ready line is read within a few ms of the clock's start; 100 ms around each step are left
+    out). A window's median is within 1 ms above its delays' sum (test_min_rtt_is_twice_the_one_way_delay
+    sees 0.1-0.3 ms of scheduling) and nothing is early. When the delay falls, the requests sent
+    up to 100 ms after the last slow one would be due before it: they wait for it in the FIFO, and
+    those sent within 90 ms after it (pings leave 20-30 ms apart here: at least two) have their
+    replies right after its reply. A model that let them overtake would give 20 ms RTTs and
+    replies out of order; one without the trace, 20 ms throughout."""
+    trace = tmp_path / "delay.trace"
+    trace.write_text("# ms since the link started, one-way delay in ms\n1000 110\n2000 10\n")
+    with link("--uplink-rate", "100mbit", "--downlink-rate", "100mbit", "--uplink-delay", "10ms",
+              "--downlink-delay", "10ms", "--uplink-delay-trace", str(trace)) as emu:
+        started = time.time()
+        out = emu.run_in(emu.sender, "ping", "-D", "-c", "140", "-i", "0.02", "-n", "10.0.0.2").stdout
+    pings = [(int(seq), float(at) - started, float(rtt) / 1000) for at, seq, rtt in
+             re.findall(r"\[([\d.]+)\] .*icmp_seq=(\d+) .*time=([\d.]+) ms", out)]
+    assert len(pings) == 140, out[-300:]
+    assert [seq for seq, _, _ in pings] == sorted(seq for seq, _, _ in pings), "replies in the order sent"
+    sent = [(at - rtt, rtt * 1000) for _, at, rtt in pings]
+    for start, end, expected in ((0.0, 0.9, 20.0), (1.1, 1.9, 120.0), (2.1, 9.0, 20.0)):
+        rtts = [rtt for at, rtt in sent if start < at < end]
+        assert len(rtts) >= 20 and min(rtts) >= expected - 0.05, (start, rtts[:5])
+        assert expected <= statistics.median(rtts) <= expected + 1.0, (start, statistics.quantiles(rtts, n=4))
+    # The last request sent at 110 ms (at s0) is due at s0 + 110; the ones sent up to s0 + 100 would
+    # be due sooner and wait for it: those sent within 90 ms after it leave with it.
+    last_slow = max(i for i, (at, rtt) in enumerate(sent) if at < 2.05 and rtt >= 119.5)
+    held = [i for i, (at, _) in enumerate(sent) if sent[last_slow][0] < at < sent[last_slow][0] + 0.09]
+    assert len(held) >= 2 and sent[last_slow][0] > 1.95, sent[last_slow:last_slow + 6]
+    for i in held:  # each reply right after the last slow one's
+        assert 0 <= pings[i][1] - pings[last_slow][1] < 0.001, (pings[last_slow], pings[i])
+    assert emu.summary["config"]["uplink"]["delay_trace"] == {"path": str(trace), "steps": 2, "min_delay_us": 10000.0,
+                                                              "max_delay_us": 110000.0}
+
+
 def test_slots_hold_each_reply_until_a_slot_opens(link):
     """20 ms each way, the downlink released in slots 2-8 ms apart: a reply waits for the next
     opening, so ping's RTTs spread over 40 to 48 ms instead of sitting at 40. A reply due at a
