@@ -298,6 +298,20 @@ class RateStep(Frozen):
     factor: float = Field(gt=0)
 
 
+#: ccsweep-link's longest delay in a delay trace: 10 s (docs/emulator.md, "Delay trace").
+MAX_TRACE_DELAY_MS = 10_000
+
+
+class DelayStep(Frozen):
+    """From `at_s` seconds into the flow on, the one-way delay is `delay_ms`."""
+
+    at_s: float = Field(ge=0)
+    delay_ms: float = Field(ge=0, le=MAX_TRACE_DELAY_MS)
+
+    def label(self) -> str:
+        return f"{self.delay_ms:g} ms at {self.at_s:g} s"
+
+
 #: The effects a direction may carry beside its loss, each a model with `emulator_spec()` and
 #: `label()`: the fields of DirectionParams that the runner, the export and the figures walk alike.
 DIRECTION_EFFECTS: Final = ("policer", "jitter", "slot")
@@ -317,9 +331,12 @@ class DirectionParams(Frozen):
     policer: Policer | None = Field(default=None, description="a token bucket before the queue that drops")
     jitter: Jitter | None = Field(default=None, description="variation of the one-way delay, per packet")
     slot: Slot | None = Field(default=None, description="releases in slots (ACK aggregation)")
+    delay_schedule: tuple[DelayStep, ...] = Field(
+        default=(), description="the one-way delay from each step's time on (delay_ms before the first), in time order")
 
+    # Hashed as JSON, where an empty tuple is [].
     added_after_schema_1: ClassVar[Mapping[str, object]] = {
-        "gilbert_elliott": None, "policer": None, "jitter": None, "slot": None}
+        "gilbert_elliott": None, "policer": None, "jitter": None, "slot": None, "delay_schedule": []}
 
     @model_validator(mode="after")
     def _one_bottleneck(self) -> DirectionParams:
@@ -329,6 +346,10 @@ class DirectionParams(Frozen):
             raise ValueError("rate_schedule applies to a constant rate, not a trace")
         if self.gilbert_elliott is not None and self.loss:
             raise ValueError(f"a direction has one loss model: loss {self.loss:g} and gilbert_elliott both given")
+        # Of two steps at one time (a spec's, scaled) the later counts, as in the emulator's trace.
+        times = [step.at_s for step in self.delay_schedule]
+        if any(later < earlier for earlier, later in zip(times, times[1:], strict=False)):
+            raise ValueError(f"delay_schedule: at_s {times} must not decrease from step to step")
         return self
 
     @property
@@ -427,7 +448,7 @@ class CellParams(Frozen):
 
     @property
     def rtt_ms(self) -> float:
-        """Base (propagation) round-trip time."""
+        """Base (propagation) round-trip time (before a delay schedule's first step, where one is given)."""
         return self.uplink.delay_ms + self.downlink.delay_ms
 
     @property

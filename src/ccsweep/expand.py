@@ -24,6 +24,7 @@ from ccsweep.cell import (
     BufferParams,
     Cell,
     CellParams,
+    DelayStep,
     DirectionParams,
     FlowParams,
     GilbertElliottLoss,
@@ -163,7 +164,7 @@ MIN_SCALED_DURATION_S = 1.0
 def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> Iterator[Cell]:
     """The cells of one experiment; with `time_scale` < 1 every flow time is shortened by it.
 
-    Scaling touches only time (duration, warm-up, flow starts, rate steps), so a scaled cell tests
+    Scaling touches only time (duration, warm-up, flow starts, rate and delay steps), so a scaled cell tests
     the same path in less time; its parameters record the scale, so it is another cell than the
     full-length one and can never stand in for it.
     """
@@ -176,6 +177,9 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
                         f"{scaled(exp.duration_s):g} s, below {MIN_SCALED_DURATION_S:g} s: raise time_scale")
     links = _bottlenecks(exp)
     schedule = tuple(RateStep(at_s=scaled(step.at_s), factor=step.factor) for step in exp.rate_schedule)
+    delays = exp.delay_schedule
+    delay_steps = tuple(DelayStep(at_s=scaled(s.at_s), delay_ms=s.delay_ms) for s in delays.steps) if delays else ()
+    up_delays, down_delays = _on_directions(delay_steps, delays.direction) if delays else ((), ())
     buffers = BufferParams(tcp_rmem=exp.buffers.tcp_rmem, tcp_wmem=exp.buffers.tcp_wmem)
     reverses: list[ReversePath | None] = list(exp.reverse) if exp.reverse else [None]
     kernels: list[str | None] = list(exp.kernels) if exp.kernels else [None]
@@ -204,11 +208,11 @@ def expand_experiment(sweep: str, exp: Experiment, time_scale: float = 1.0) -> I
             flows=flows,
             uplink=DirectionParams(rate_mbps=rate, trace=trace, rate_schedule=schedule if rate else (),
                                    delay_ms=rtt / 2, loss=up_loss, gilbert_elliott=up_bursts, policer=up_policer,
-                                   jitter=up_jitter, slot=up_slot,
+                                   jitter=up_jitter, slot=up_slot, delay_schedule=up_delays or (),
                                    queue=_queue(queue, mean_mbps, rtt, where=f"experiments[{exp.name}].queue[{qi}]")),
             downlink=DirectionParams(rate_mbps=down_rate, trace=down_trace, delay_ms=down_delay, loss=down_loss,
                                      gilbert_elliott=down_bursts, policer=down_policer, jitter=down_jitter,
-                                     slot=down_slot),
+                                     slot=down_slot, delay_schedule=down_delays or ()),
             duration_s=scaled(exp.duration_s),
             warmup_s=scaled(exp.effective_warmup_s),
             loss_position=exp.loss_position,
@@ -242,8 +246,8 @@ def _refuse_what_the_link_lacks(exp: Experiment) -> None:
                         f"{link.offload_limit} (give {' or '.join(link.offloads)}, or leave it unset)")
 
 
-#: What a per-direction axis (policer, jitter, slot) places on a cell's directions.
-DirectionEffect = TypeVar("DirectionEffect", Policer, Jitter, Slot)
+#: What a per-direction setting (policer, jitter, slot, delay schedule) places on a cell's directions.
+DirectionEffect = TypeVar("DirectionEffect", Policer, Jitter, Slot, tuple[DelayStep, ...])
 
 
 def _on_directions(effect: DirectionEffect, direction: str) -> tuple[DirectionEffect | None, DirectionEffect | None]:

@@ -38,6 +38,7 @@ class Inexpressible:
     gilbert_elliott: str | None = None
     policer: str | None = None
     jitter: str | None = None
+    delay_schedule: str | None = None
     slot: str | None = None
     ecn_marking: str | None = None
     rate_schedule: str | None = None
@@ -150,6 +151,7 @@ MAHIMAHI: Final = LinkDescriptor(
         gilbert_elliott="mm-loss loses each packet independently",
         policer="mm-link has no token bucket",
         jitter="mm-delay holds every packet for one fixed delay",
+        delay_schedule="mm-delay's one delay is fixed for its whole life",
         slot="mm-delay releases each packet when its delay ends",
         ecn_marking="mm-link's queues drop and mark nothing",
         rate_schedule="mm-link replays a trace from its own start, not from the flows' start",

@@ -123,6 +123,9 @@ def cannot_express(p: CellParams) -> str | None:
             return f"police {name} packets (policer): {cannot.policer} (drop the policer, or use link {DEFAULT_LINK})"
         if cannot.jitter and direction.jitter is not None:
             return f"vary the {name} delay (jitter): {cannot.jitter} (drop the jitter, or use link {DEFAULT_LINK})"
+        if cannot.delay_schedule and direction.delay_schedule:
+            return (f"step the {name} delay (delay_schedule): {cannot.delay_schedule} (drop the delay_schedule, or "
+                    f"use link {DEFAULT_LINK})")
         if cannot.slot and direction.slot is not None:
             return (f"release {name} packets in slots (slot): {cannot.slot} (drop the slot, or use link "
                     f"{DEFAULT_LINK})")

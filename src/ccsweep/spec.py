@@ -26,6 +26,7 @@ from ccsweep.cell import (
     MAX_JITTER_MS,
     MAX_POLICER_BURST_BYTES,
     MAX_SLOT_MS,
+    MAX_TRACE_DELAY_MS,
     MIN_EFFECT_MS,
     MIN_POLICER_BURST_BYTES,
     BernoulliLoss,
@@ -374,6 +375,38 @@ class RateStepSetting(SpecModel):
     factor: float = Field(gt=0, le=1000)
 
 
+#: The latest a step may start: an experiment's longest duration_s.
+MAX_STEP_AT_S = 3600
+StepAtS = Annotated[float, _within(0, MAX_STEP_AT_S, "s"), _bounds(0, MAX_STEP_AT_S)]
+TraceDelayMs = Annotated[float, _within(0, MAX_TRACE_DELAY_MS, "ms"), _bounds(0, MAX_TRACE_DELAY_MS)]
+
+
+class DelayStepSetting(SpecModel):
+    """From `at_s` seconds into the flow on, the one-way delay is `delay_ms`."""
+
+    at_s: StepAtS = Field(description="seconds into the flow (before duration_s)")
+    delay_ms: TraceDelayMs = Field(description="the one-way delay from then on, ms")
+
+
+class DelayScheduleSetting(SpecModel):
+    """A delay that steps over time on the directions `direction` names: before the first step each
+    keeps its delay (half of rtt_ms, or reverse.delay_ms), from each step's `at_s` on its `delay_ms`,
+    after the last the last; packets keep their order when it falls (docs/emulator.md, "Delay
+    trace")."""
+
+    steps: list[DelayStepSetting] = Field(min_length=1, max_length=MAX_AXIS,
+                                          description="the steps, at_s increasing from step to step")
+    direction: LossDirection = Field(default="uplink", description="uplink (the data), downlink (the ACKs) or both")
+
+    @model_validator(mode="after")
+    def _in_time_order(self) -> DelayScheduleSetting:
+        for i, (earlier, later) in enumerate(zip(self.steps, self.steps[1:], strict=False), 1):
+            if later.at_s <= earlier.at_s:
+                raise ValueError(f"steps[{i}].at_s {later.at_s:g} is not after steps[{i - 1}].at_s {earlier.at_s:g} "
+                                 "(steps in time order, each at its own time)")
+        return self
+
+
 class BufferSetting(SpecModel):
     """Socket-buffer sysctls of the cell's namespaces: (min, default, max) bytes, in that order."""
 
@@ -501,6 +534,9 @@ class Experiment(SpecModel):
     bandwidth_mbps: list[RateMbps] | None = _axis()
     trace: list[TraceSetting] | None = Field(default=None, min_length=1, max_length=64)
     rate_schedule: list[RateStepSetting] = Field(default_factory=list, max_length=MAX_AXIS)
+    delay_schedule: DelayScheduleSetting | None = Field(
+        default=None, description="a one-way delay that steps over time on the directions it names, from the "
+                                  "flows' start (a delay trace); each cell gets the same schedule")
     queue: list[QueueSetting] = Field(default_factory=lambda: [QueueSetting()], min_length=1, max_length=64)
     reverse: list[ReversePath] | None = Field(default=None, min_length=1, max_length=64)
     duration_s: float = Field(gt=0, le=3600)
@@ -556,6 +592,10 @@ class Experiment(SpecModel):
         for i, step in enumerate(self.rate_schedule):
             if step.at_s >= self.duration_s:
                 raise ValueError(f"rate_schedule[{i}].at_s {step.at_s:g} is not before duration_s {self.duration_s:g}")
+        for i, delay_step in enumerate(self.delay_schedule.steps if self.delay_schedule else []):
+            if delay_step.at_s >= self.duration_s:
+                raise ValueError(f"delay_schedule.steps[{i}].at_s {delay_step.at_s:g} is not before duration_s "
+                                 f"{self.duration_s:g}")
         return self
 
     @model_validator(mode="after")
@@ -666,7 +706,8 @@ class SweepSpec(SpecModel):
                                      description="fields merged into every experiment of this file")
     experiments: list[Experiment] = Field(default_factory=list, max_length=256)
     time_scale: float = Field(default=1.0, gt=0, le=1,
-                              description="shorten every flow (duration, warm-up, starts, rate steps) by this factor, "
+                              description="shorten every flow (duration, warm-up, starts, rate and delay steps) by "
+                                          "this factor, "
                                           "for a quick pass over a big sweep; scaled cells are recorded as such and "
                                           "never stand in for full-length ones")
 

@@ -56,6 +56,8 @@ def test_a_limited_queue_becomes_mm_links_options():
     ({"reverse": [{"label": "slow-acks", "delay_ms": 10}]}, "mahimahi cannot delay the ACK direction (10 ms) unlike"),
     ({"rtt_ms": [25]}, "mahimahi cannot delay by 12.5 ms: mm-delay takes whole milliseconds"),
     ({"rate_schedule": [{"at_s": 5, "factor": 2}]}, "mahimahi cannot play a rate_schedule"),
+    ({"delay_schedule": {"steps": [{"at_s": 5, "delay_ms": 30}], "direction": "downlink"}},
+     "mahimahi cannot step the downlink delay (delay_schedule): mm-delay's one delay is fixed"),
     ({"queue": [{"kind": "codel", "packets": 10, "target_ms": 2.5}]},
      "mahimahi cannot take uplink queue.target_ms 2.5: mm-link takes whole numbers"),
 ])

@@ -4,7 +4,8 @@ The command line is built from the cell alone (a pure function, unit-tested), so
 says about its link is exactly what the emulator was told.  A step-response cell (a constant rate
 with a rate_schedule) has no rate option to express it: it becomes a Mahimahi trace generated
 into the workdir, with `lead_s` seconds of base rate in front so that the schedule's clock starts
-with the flows rather than with the emulator.
+with the flows rather than with the emulator. A delay schedule becomes a delay trace there the
+same way, its steps `lead_s` later than the flows' clock says.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ccsweep.cell import DIRECTION_EFFECTS, Cell, DirectionParams, RateStep
+from ccsweep.cell import DIRECTION_EFFECTS, Cell, DelayStep, DirectionParams, RateStep
 from ccsweep.linkdesc import CCSWEEP_LINK
 from ccsweep.linkrules import DIRECTIONS, LinkError
 from ccsweep.result import DirectionCounters, LatenessEvidence, LinkSummary, SelfCheck
@@ -75,6 +76,25 @@ def rate_schedule_trace(rate_mbps: float, schedule: tuple[RateStep, ...], lead_s
             yield f"{ms}\n" * whole
     if last != total_ms:
         yield f"{total_ms}\n"  # a trace must end at its period
+
+
+def delay_schedule_trace(schedule: tuple[DelayStep, ...], lead_s: float) -> str:
+    """ccsweep-link's delay trace of a schedule: a line `T_MS DELAY_MS` per step, each at its
+    `at_s` after the `lead_s` seconds the flows start after the emulator (whole ms of its clock).
+    Made of the cell's numbers alone (floats, formatted), never of text from a spec."""
+    return "".join(f"{round((lead_s + float(step.at_s)) * 1000)} {float(step.delay_ms)!r}\n" for step in schedule)
+
+
+def prepare_delay_traces(cell: Cell, workdir: Path, lead_s: float) -> dict[str, Path]:
+    """A delay trace file per direction with a delay schedule, written into the workdir."""
+    traces: dict[str, Path] = {}
+    for name in DIRECTIONS:
+        direction: DirectionParams = getattr(cell.params, name)
+        if direction.delay_schedule:
+            path = workdir / f"{name}.delay.trace"
+            path.write_text(delay_schedule_trace(direction.delay_schedule, lead_s))
+            traces[name] = path
+    return traces
 
 
 #: Folder of a cell's workdir holding trace files fetched from the store, named by their sha256.
@@ -159,8 +179,10 @@ def injected_lateness(attempt: int) -> str | None:
 
 def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: str, workdir: Path,
                  traces: dict[str, Path], duration_s: float, *, priority: int = 0,
-                 inject_lateness: str | None = None, release_window: float | None = None) -> list[str]:
+                 inject_lateness: str | None = None, release_window: float | None = None,
+                 delay_traces: Mapping[str, Path] | None = None) -> list[str]:
     """ccsweep-link's argv for the cell; stats go to stdout every 100 ms, logs into workdir.
+    `delay_traces` are the delay trace files of the directions with a delay schedule.
 
     `duration_s` is a safety net only: the runner stops the emulator with SIGTERM. `release_window`
     (us) is the emulator's --release-window; None leaves the emulator's own default (100 us).
@@ -177,6 +199,8 @@ def link_command(cell: Cell, binary: Path, sender_netns: str, receiver_netns: st
         loss_option, *loss_values = direction.loss_model.emulator_spec()
         argv += [f"--{name}-delay", f"{direction.delay_ms:g}ms", f"--{name}-{loss_option}", *loss_values,
                  f"--{name}-queue", direction.queue.emulator_spec(), f"--{name}-log", str(logs[f"{name}.log"])]
+        if delay_traces and name in delay_traces:
+            argv += [f"--{name}-delay-trace", str(delay_traces[name])]
         for field in DIRECTION_EFFECTS:
             if (effect := getattr(direction, field)) is not None:
                 option, *values = effect.emulator_spec()

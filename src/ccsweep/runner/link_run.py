@@ -2,9 +2,9 @@
 
 The emulator creates the TUN devices and addresses (10.0.0.1 in the sender namespace, 10.0.0.2
 in the receiver's) and prints `ready`, so it starts before the endpoints, which bind those
-addresses. Its `ready` is the zero of its logs' clock; a rate schedule's trace starts
-SCHEDULE_LEAD_S later (runner/link.py), so t0 is placed exactly there and the schedule's clock is
-the flows'. It measures itself: stopped with SIGTERM, it flushes its logs and prints its summary
+addresses. Its `ready` is the zero of its logs' clock; a rate schedule's trace, and a delay
+schedule's steps, start SCHEDULE_LEAD_S later (runner/link.py), so t0 is placed exactly there and
+the schedule's clock is the flows'. It measures itself: stopped with SIGTERM, it flushes its logs and prints its summary
 (counters and per-packet lateness), a failed attempt's too.
 """
 
@@ -24,6 +24,7 @@ from ccsweep.runner.link import (
     injected_lateness,
     link_command,
     link_summary,
+    prepare_delay_traces,
     prepare_traces,
     realtime_priority,
 )
@@ -32,7 +33,7 @@ from ccsweep.runner.netns import CellNamespaces, read_sysctls
 from ccsweep.runner.procs import Child, ChildError
 from ccsweep.runner.runqueue import RunQueueSummary
 
-#: A generated rate schedule starts this long after the emulator, so the flows can start on it.
+#: A generated rate or delay schedule starts this long after the emulator, so the flows can start on it.
 SCHEDULE_LEAD_S = 2.0
 
 
@@ -51,13 +52,15 @@ class EmulatorLink:
     def prepare(self, run: CellRun) -> None:
         p = run.cell.params
         binary = find_link_binary(self._binary)
-        self._lead_s = SCHEDULE_LEAD_S if p.uplink.rate_schedule or p.downlink.rate_schedule else 0.0
+        scheduled = any(d.rate_schedule or d.delay_schedule for d in (p.uplink, p.downlink))
+        self._lead_s = SCHEDULE_LEAD_S if scheduled else 0.0
         # The emulator's own time limit is a safety net only: the runner stops it with SIGTERM.
         limit_s = self._lead_s + READY_TIMEOUT_S * 2 + p.duration_s + END_GRACE_S
         traces = prepare_traces(run.cell, run.workdir, self._lead_s, limit_s)
         self._command = partial(link_command, run.cell, binary, workdir=run.workdir, traces=traces, duration_s=limit_s,
                                 priority=realtime_priority(), inject_lateness=injected_lateness(run.attempt),
-                                release_window=release_window_for(run.cell, run.threshold_us))
+                                release_window=release_window_for(run.cell, run.threshold_us),
+                                delay_traces=prepare_delay_traces(run.cell, run.workdir, self._lead_s))
 
     def start(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> None:
         assert self._command is not None, "prepared first"
