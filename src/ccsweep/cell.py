@@ -352,6 +352,15 @@ class DirectionParams(Frozen):
             raise ValueError(f"delay_schedule: at_s {times} must not decrease from step to step")
         return self
 
+    def delay_at_ms(self, t_s: float) -> float:
+        """The one-way delay `t_s` seconds into the flow: the last step started by then, else delay_ms."""
+        started = [step.delay_ms for step in self.delay_schedule if step.at_s <= t_s]
+        return started[-1] if started else self.delay_ms
+
+    def delay_schedule_label(self) -> str:
+        """'delay 80 ms at 10 s, 20 ms at 40 s'; '' without a schedule."""
+        return "delay " + ", ".join(step.label() for step in self.delay_schedule) if self.delay_schedule else ""
+
     @property
     def loss_model(self) -> LossModel:
         """The direction's loss as its model: Gilbert-Elliott where given, else Bernoulli `loss`."""
@@ -450,6 +459,18 @@ class CellParams(Frozen):
     def rtt_ms(self) -> float:
         """Base (propagation) round-trip time (before a delay schedule's first step, where one is given)."""
         return self.uplink.delay_ms + self.downlink.delay_ms
+
+    @property
+    def delay_scheduled(self) -> bool:
+        """Whether a delay schedule moves the path's delay: rtt_ms then holds only before its first step."""
+        return bool(self.uplink.delay_schedule or self.downlink.delay_schedule)
+
+    @property
+    def shortest_rtt_ms(self) -> float:
+        """The shortest base round-trip time the path has at any time: rtt_ms, unless a delay
+        schedule takes it lower (at one of its steps, or before them)."""
+        times = {0.0, *(step.at_s for d in (self.uplink, self.downlink) for step in d.delay_schedule)}
+        return min(self.uplink.delay_at_ms(t) + self.downlink.delay_at_ms(t) for t in times)
 
     @property
     def bandwidth_mbps(self) -> float | None:

@@ -215,7 +215,7 @@ def coarse_key(cc: str, loss: float, rtt_ms: float, rate_mbps: float | None) -> 
 
 
 def _coarse_of(params: CellParams) -> str | None:
-    if len(params.flows) != 1:
+    if len(params.flows) != 1 or params.delay_scheduled:  # a ReBBR row's RTT is fixed
         return None
     return coarse_key(params.flows[0].cc, params.loss, params.rtt_ms, params.uplink.rate_mbps)
 

@@ -33,7 +33,8 @@ LATENESS_CEILING_US = 1000.0
 
 
 def lateness_threshold_us(cell: Cell) -> float:
-    """The p99 lateness above which a cell's result is flagged `late`: 1% of its base RTT, 400 us-1 ms.
+    """The p99 lateness above which a cell's result is flagged `late`: 1% of its base RTT, 400 us-1 ms
+    (the shortest base RTT where a delay schedule moves it: the path is held to what it notices there).
 
     Measured, not assumed (`make bench-threshold`, docs/emulator.md "Why this lateness threshold"):
     lateness holds packets back and releases them in bursts, and BBR reads the bursts as bandwidth,
@@ -47,7 +48,7 @@ def lateness_threshold_us(cell: Cell) -> float:
     ceiling keeps long paths below the ~3 ms that moved
     every RTT measured.
     """
-    share = LATENESS_RTT_SHARE * cell.params.rtt_ms * 1000
+    share = LATENESS_RTT_SHARE * cell.params.shortest_rtt_ms * 1000
     return min(LATENESS_CEILING_US, max(LATENESS_FLOOR_US, share))
 
 
@@ -65,8 +66,9 @@ RELEASE_WINDOW_ENV = "CCSWEEP_LINK_RELEASE_WINDOW_US"
 def release_window_us(cell: Cell, threshold_us: float | None = None) -> float:
     """How long the emulator may hold a due packet to serve later ones in the same wake-up (us).
 
-    Precision follows what the path can notice: 0.25% of the base RTT, from 100 us (the emulator's
-    default, what every cell had before) to 250 us. The window is not a separate budget: the
+    Precision follows what the path can notice: 0.25% of the base RTT (its shortest, where a delay
+    schedule moves it), from 100 us (the emulator's default, what every cell had before) to
+    250 us. The window is not a separate budget: the
     emulator measures lateness against each packet's own due time, so a packet held by the window
     counts as late by what it waited (docs/emulator.md, "The release window per cell"). It must
     therefore leave room under the cell's lateness threshold (`threshold_us`, default the cell's
@@ -77,7 +79,7 @@ def release_window_us(cell: Cell, threshold_us: float | None = None) -> float:
     """
     if threshold_us is None:
         threshold_us = lateness_threshold_us(cell)
-    share = RELEASE_WINDOW_RTT_SHARE * cell.params.rtt_ms * 1000
+    share = RELEASE_WINDOW_RTT_SHARE * cell.params.shortest_rtt_ms * 1000
     window = min(share, threshold_us - MACHINE_LATENESS_ROOM_US, RELEASE_WINDOW_CEILING_US)
     return float(round(max(RELEASE_WINDOW_FLOOR_US, window)))
 

@@ -11,7 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from ccsweep.cell import CellParams, DelayStep, DirectionParams, FlowParams, canonical_json, cell_id
+from ccsweep.checks.claims import one_flow
+from ccsweep.compare import _coarse_of
 from ccsweep.expand import expand
+from ccsweep.figures.published import _key_of_params
+from ccsweep.linkrules import lateness_threshold_us, release_window_us
+from ccsweep.results.points import cell_summary, series_label, varying_facets
+from ccsweep.results.tidy import params_row
 from ccsweep.runner.link import delay_schedule_trace, link_command, prepare_delay_traces
 from ccsweep.runner.link_run import SCHEDULE_LEAD_S, EmulatorLink
 from ccsweep.spec import SpecError
@@ -101,6 +107,29 @@ def test_the_runner_starts_the_flows_a_lead_after_the_link_when_a_delay_steps(tm
             assert Path(trace).read_text() == f"{round((SCHEDULE_LEAD_S + 10) * 1000)} 80.0\n" \
                                               f"{round((SCHEDULE_LEAD_S + 40) * 1000)} 20.0\n"
     assert leads == {False: 0.0, True: SCHEDULE_LEAD_S}
+
+
+def test_labels_export_and_the_rules_that_follow_the_rtt():
+    (cell, _) = expand(parse_spec(spec({"steps": STEPS})))
+    (plain, _) = expand(parse_spec(spec(None)))
+    params = [cell.params, plain.params]
+    assert "delay schedule" in varying_facets(params)
+    assert series_label(cell.params, ["delay schedule"]) == "BBR (uplink delay 80 ms at 10 s, 20 ms at 40 s)"
+    assert series_label(plain.params, ["delay schedule"]) == "BBR (fixed delay)"
+    assert cell_summary(cell.params).endswith("uplink delay 80 ms at 10 s, 20 ms at 40 s, rep 0")
+    row = params_row(cell.params)
+    assert row["uplink_delay_schedule"] == '[{"at_s": 10.0, "delay_ms": 80.0}, {"at_s": 40.0, "delay_ms": 20.0}]'
+    assert row["downlink_delay_schedule"] is None and params_row(plain.params)["uplink_delay_schedule"] is None
+    # 40 ms of RTT, 20 + 20 at its lowest: the lateness a cell tolerates and its release window follow
+    # the shortest RTT the path has; claims weighed against a fixed RTT leave the cell out.
+    assert (cell.params.rtt_ms, cell.params.shortest_rtt_ms) == (40.0, 40.0)
+    (_, long) = expand(parse_spec(spec({"steps": [{"at_s": 30, "delay_ms": 1}]})))
+    assert (long.params.rtt_ms, long.params.shortest_rtt_ms) == (100.0, 51.0)
+    assert lateness_threshold_us(long) == 510.0 and release_window_us(long) == 128.0
+    assert one_flow(plain.params, "bbr") and not one_flow(cell.params, "bbr")
+    # Nor is it set beside a published number of a fixed RTT.
+    assert _coarse_of(plain.params) and _coarse_of(cell.params) is None
+    assert _key_of_params(plain.params) and _key_of_params(cell.params) is None
 
 
 def test_mahimahi_refuses_a_delay_schedule_in_one_line():

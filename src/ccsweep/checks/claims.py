@@ -223,9 +223,10 @@ STEADY = STEADY_GOODPUT.name
 
 
 def one_flow(params: CellParams, *ccs: str) -> bool:
-    """One flow of one of `ccs` over a constant-rate link without rate steps."""
+    """One flow of one of `ccs` over a constant-rate link without rate steps, on a fixed path: a
+    delay schedule moves the RTT the claims weigh against (rtt_ms, BDPs)."""
     return (len(params.flows) == 1 and params.flows[0].cc in ccs and params.bandwidth_mbps is not None
-            and not params.uplink.rate_schedule)
+            and not params.uplink.rate_schedule and not params.delay_scheduled)
 
 
 def per_point(data: ExperimentData, applies: Callable[[CellParams], bool],

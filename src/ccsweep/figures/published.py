@@ -64,7 +64,7 @@ def _key(cc: str, rtt_ms: float, rate_mbps: float | None) -> SeriesKey:
 
 
 def _key_of_params(params: CellParams) -> SeriesKey | None:
-    if len(params.flows) != 1:
+    if len(params.flows) != 1 or params.delay_scheduled:  # a published RTT is fixed
         return None
     return _key(params.flows[0].cc, params.rtt_ms, params.uplink.rate_mbps)
 

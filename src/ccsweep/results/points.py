@@ -227,11 +227,20 @@ def path_label(params: CellParams) -> str:
 EFFECT_FACETS = {"policer": "policer", "jitter": "jitter", "slot": "slots"}
 
 
+def _per_direction(params: CellParams, label: Callable[[DirectionParams], str]) -> str:
+    """Each direction's `label`, named ('uplink ...; downlink ...'), where it is not ''."""
+    return "; ".join(f"{name} {text}" for name in ("uplink", "downlink") if (text := label(getattr(params, name))))
+
+
 def effect_label(params: CellParams, field: str) -> str:
     """'uplink policer 10 Mbit/s, 30 kB' (or jitter, slots): both directions' where both have the
     effect `field`; '' for none."""
-    return "; ".join(f"{name} {effect.label()}" for name in ("uplink", "downlink")
-                     if (effect := getattr(getattr(params, name), field)) is not None)
+    return _per_direction(params, lambda d: effect.label() if (effect := getattr(d, field)) is not None else "")
+
+
+def delay_schedule_label(params: CellParams) -> str:
+    """'uplink delay 80 ms at 10 s, 20 ms at 40 s': each direction's delay schedule; '' for none."""
+    return _per_direction(params, DirectionParams.delay_schedule_label)
 
 
 def _effect_facet(field: str, facet: str) -> Callable[[CellParams], str]:
@@ -245,6 +254,7 @@ FACETS: dict[str, Callable[[CellParams], str]] = {
     "rtt": lambda p: f"{p.rtt_ms:g} ms",
     "bottleneck": bottleneck_label,
     "schedule": lambda p: "steps " + ", ".join(f"×{s.factor:g} at {s.at_s:g} s" for s in p.uplink.rate_schedule),
+    "delay schedule": lambda p: delay_schedule_label(p) or "fixed delay",
     "queue": queue_label,
     "path": path_label,
     "loss": lambda p: f"{p.loss * 100:g} % loss",
@@ -277,6 +287,8 @@ def cell_summary(params: CellParams, repetition: bool = True, loss: bool = True)
         parts.append(path_label(params))
     if params.uplink.rate_schedule:
         parts.append(FACETS["schedule"](params))
+    if delays := delay_schedule_label(params):
+        parts.append(delays)
     parts += [label for field in DIRECTION_EFFECTS if (label := effect_label(params, field))]
     if repetition:
         parts.append(f"rep {params.repetition}")

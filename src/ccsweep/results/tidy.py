@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TextIO
 
-from ccsweep.cell import DIRECTION_EFFECTS, CellParams, DirectionParams
+from ccsweep.cell import DIRECTION_EFFECTS, CellParams, DirectionParams, Frozen
 from ccsweep.result import CellResult, DirectionCounters, SelfCheck
 from ccsweep.results.data import SweepData
 from ccsweep.results.points import buffer_bdp, flows_label
@@ -42,14 +42,19 @@ QUEUE_FIELDS: tuple[str, ...] = ("kind", "packets", "bytes", "target_ms", "inter
 TRIPLE = ("min", "default", "max")
 
 
+def _steps_json(steps: tuple[Frozen, ...]) -> str | None:
+    """A schedule's steps as JSON (a list of their fields), None for none."""
+    return json.dumps([step.model_dump() for step in steps]) if steps else None
+
+
 def _direction(prefix: str, direction: DirectionParams) -> Row:
     row: Row = {
         f"{prefix}_rate_mbps": direction.rate_mbps,
         f"{prefix}_trace": direction.trace.name if direction.trace else None,
         f"{prefix}_trace_sha256": direction.trace.sha256 if direction.trace else None,
-        f"{prefix}_rate_schedule": json.dumps([s.model_dump() for s in direction.rate_schedule])
-        if direction.rate_schedule else None,
+        f"{prefix}_rate_schedule": _steps_json(direction.rate_schedule),
         f"{prefix}_delay_ms": direction.delay_ms,
+        f"{prefix}_delay_schedule": _steps_json(direction.delay_schedule),
         f"{prefix}_loss": direction.loss_model.mean_loss_rate,
         f"{prefix}_gilbert_elliott": direction.gilbert_elliott.model_dump_json() if direction.gilbert_elliott else None,
         **{f"{prefix}_{name}": effect.model_dump_json() if (effect := getattr(direction, name)) else None
