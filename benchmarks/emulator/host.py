@@ -44,11 +44,15 @@ def cores() -> tuple[list[str], list[str]]:
 EMULATOR_CPU, TRAFFIC_CPU = cores()
 
 
-def stop(process: subprocess.Popen | None) -> None:
-    """Ends a process this benchmark started, by PID."""
+def stop(process: subprocess.Popen | None, timeout_s: float = 20) -> None:
+    """Ends a process this benchmark started, by PID: SIGTERM, then SIGKILL after `timeout_s`."""
     if process and process.poll() is None:
         process.send_signal(signal.SIGTERM)
-        process.wait(10)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 class LinkCpu(ShellsCpu):

@@ -39,7 +39,6 @@ import contextlib
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.emulator.host import stop
 from benchmarks.lateness.demo_runs import MachineLog, cpu_model, write_csv
 from support.procstat import busy_jiffies
 
@@ -123,17 +123,6 @@ def build() -> dict[str, str]:
         if message.get("reason") == "compiler-artifact" and message.get("executable"):
             paths[message["target"]["name"]] = message["executable"]
     return paths
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Ends a process this bench started, by PID."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def read_ready(process: subprocess.Popen) -> None:
