@@ -4,7 +4,8 @@
     python -m benchmarks.cluster.argo_report --check  # exit 1 if a README differs from its data
 
 Each folder of FOLDERS (benchmarks/results/2026-11-29-argo-full/, three sittings;
-benchmarks/results/2026-11-30-argo-full/, one) holds `cells.csv` (`ccsweep export` of the run's store:
+benchmarks/results/2026-11-30-argo-full/, one; benchmarks/results/2026-11-30-argo-carried/, one, pods
+asking for what their cells carry) holds `cells.csv` (`ccsweep export` of the run's store:
 one row per stored record, with its start and end times), `records.csv` (every record the cells
 left, late ones kept under late/ included, with the cause their self-check named) and
 `attempts.csv` (every cell pod attempt of the kept Workflows, `benchmarks.cluster.attempts`). The
@@ -35,7 +36,8 @@ from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 #: Each full-length run's folder, oldest first; README.md's first paragraph quotes the newest.
-FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/results/2026-11-30-argo-full"]
+FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/results/2026-11-30-argo-full",
+           REPO / "benchmarks/results/2026-11-30-argo-carried"]
 NEWEST = FOLDERS[-1]
 
 
@@ -44,6 +46,20 @@ def late_causes(folder: Path) -> str:
     with (folder / "records.csv").open(newline="") as handle:
         causes = Counter(row["late_cause"] for row in csv.DictReader(handle) if row["status"] == "late")
     return ", ".join(f"{cause} {count}" for cause, count in causes.most_common())
+
+
+def late_by_time(folder: Path, bin_min: int = 10) -> list[str]:
+    """The records the cells left, stored and late, by when their runner started (`records.csv`),
+    in bins of `bin_min` minutes from the first: where in a run the late ones fall."""
+    with (folder / "records.csv").open(newline="") as handle:
+        rows = [(datetime.fromisoformat(row["started_at"]), row["status"] == "late") for row in csv.DictReader(handle)]
+    first = min(started for started, _ in rows)
+    bins: dict[int, Counter[bool]] = {}
+    for started, late in rows:
+        bins.setdefault(int((started - first).total_seconds() // (bin_min * 60)), Counter())[late] += 1
+    lines = [f"| minutes into the run (from {first:%H:%M} UTC) | records | late |", "|---|---|---|"]
+    lines += [f"| {b * bin_min}-{(b + 1) * bin_min} | {sum(c.values())} | {c[True]} |" for b, c in sorted(bins.items())]
+    return lines
 
 
 #: The local cluster's node: allocatable CPUs (the guest's 2 vCPUs).
@@ -110,6 +126,7 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
     quiet = demo_report.compute()
     return {
         "argo.late-causes": late_causes(folder),
+        "argo.late-by-time": block(late_by_time(folder)),
         "argo.estimate": block(estimate_lines),
         "argo.rerun-gain-min": f"{rerun_gain_min:.1f}",
         "argo.cells": str(len(cells)),
