@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.pacing.window_share import summarise, table
+from benchmarks.pacing.window_share import buffer_max, summarise, table
 from benchmarks.quoted import block, regenerate_main
 from ccsweep.gunzip import gunzip
 
@@ -33,8 +33,7 @@ def load(path: Path = SAMPLES) -> dict[str, Any]:
 def compute(record: dict[str, Any] | None = None) -> dict[str, str]:
     """Every value the README quotes."""
     record = record if record is not None else load()
-    rmem_max = int(record["rmem"].split()[2])
-    summaries = [summarise(flow, rmem_max) for flow in record["flows"]]
+    summaries = [summarise(flow, buffer_max(record["rmem"])) for flow in record["flows"]]
     shares = sorted(s["clamp_share_median"] for s in summaries)
     limited = sorted(s["rwnd_limited_share"] for s in summaries if s["loss_percent"] > 0)
     given = sorted(s["snd_wnd_median"] for s in summaries if s["loss_percent"] > 0)

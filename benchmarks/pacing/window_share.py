@@ -27,7 +27,6 @@ import json
 import os
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import threading
@@ -37,31 +36,33 @@ from typing import Any
 
 from benchmarks.emulator.host import stop
 from benchmarks.options import number_list
+from ccsweep.runner.flow import RCVLOWAT_BYTES
 from ccsweep.runner.link import find_link_binary
-from ccsweep.runner.tcpinfo import TCP_INFO, set_congestion_control
+from ccsweep.runner.tcpinfo import TCP_INFO, TCP_INFO_FIELDS, parse_tcp_info, set_congestion_control
+from ccsweep.spec import BufferSetting
 
 REPO = Path(__file__).resolve().parents[2]
 TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
-#: struct tcp_info up to tcpi_rehash (Linux 6.10), of which these fields (offset, format) are read.
+#: struct tcp_info up to tcpi_rehash (Linux 6.10), of which the fields below are read.
 INFO_BYTES = 240
-RECEIVER_FIELDS = {"rcv_mss": (20, "I"), "rcv_ssthresh": (64, "I"), "advmss": (84, "I"), "rcv_space": (96, "I"),
-                   "bytes_received": (128, "Q"), "rcv_ooopack": (224, "I"), "rcv_wnd": (232, "I")}
-SENDER_FIELDS = {"rtt_us": (68, "I"), "cwnd": (80, "I"), "bytes_acked": (120, "Q"), "busy_us": (168, "Q"),
-                 "rwnd_limited_us": (176, "Q"), "snd_wnd": (228, "I")}
+
+
+def _recorded(*names: str) -> tuple[tuple[str, int, str], ...]:
+    """The fields of `names` as a cell records them (ccsweep.runner.tcpinfo), at the same offsets."""
+    return tuple(field for field in TCP_INFO_FIELDS if field[0] in names)
+
+
+#: (name, offset, struct format): the receiver's side, and fields a cell does not record.
+RECEIVER_FIELDS = (("rcv_mss", 20, "I"), ("rcv_ssthresh", 64, "I"), ("advmss", 84, "I"), ("rcv_space", 96, "I"),
+                   *_recorded("bytes_received"), ("rcv_ooopack", 224, "I"), ("rcv_wnd", 232, "I"))
+SENDER_FIELDS = (*_recorded("rtt_us", "cwnd", "bytes_acked", "busy_us", "rwnd_limited_us"), ("snd_wnd", 228, "I"))
 #: ReBBR's buffers, as its presets give them to every cell (ccsweep.spec.BufferSetting's defaults).
-REBBR_RMEM = "4096 87380 6553600"
-REBBR_WMEM = "4096 65536 6553600"
-#: The receiver's wake-up threshold, as ccsweep's own receiver sets it (ccsweep.runner.flow).
-RCVLOWAT_BYTES = 16384
+REBBR_RMEM = " ".join(map(str, BufferSetting().tcp_rmem))
+REBBR_WMEM = " ".join(map(str, BufferSetting().tcp_wmem))
 INTERVAL_S = 0.1
 #: Samples before this many seconds into the flow are start-up, left out of the medians.
 STEADY_AFTER_S = 10.0
 PORT = 5201
-
-
-def _fields(info: bytes, fields: dict[str, tuple[int, str]]) -> dict[str, int]:
-    return {name: struct.unpack_from("=" + fmt, info, offset)[0] for name, (offset, fmt) in fields.items()
-            if offset + struct.calcsize("=" + fmt) <= len(info)}
 
 
 def _emit(**values: Any) -> None:
@@ -88,7 +89,8 @@ def receive(seconds: float) -> None:
             next_sample += INTERVAL_S
             info = conn.getsockopt(socket.IPPROTO_TCP, TCP_INFO, INFO_BYTES)
             _emit(t=round(now - start, 3), rcvbuf=conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
-                  window_clamp=conn.getsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP), **_fields(info, RECEIVER_FIELDS))
+                  window_clamp=conn.getsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP),
+                  **parse_tcp_info(info, RECEIVER_FIELDS))
     conn.close()
 
 
@@ -108,7 +110,7 @@ def send(seconds: float, cc: str) -> None:
         if now >= next_sample:
             next_sample += INTERVAL_S
             info = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, INFO_BYTES)
-            _emit(t=round(now - start, 3), **_fields(info, SENDER_FIELDS))
+            _emit(t=round(now - start, 3), **parse_tcp_info(info, SENDER_FIELDS))
     sock.close()
 
 
@@ -195,12 +197,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=40, help="each flow's length (default 40)")
     parser.add_argument("--cc", default="bbr", help="the sender's algorithm (default bbr: the window is the "
                         "receiver's, whatever sends)")
-    parser.add_argument("--rmem", default=REBBR_RMEM,
+    parser.add_argument("--rmem", type=_buffer_sysctl, default=REBBR_RMEM,
                         help=f"net.ipv4.tcp_rmem of both ends (default ReBBR's: {REBBR_RMEM})")
-    parser.add_argument("--wmem", default=REBBR_WMEM,
+    parser.add_argument("--wmem", type=_buffer_sysctl, default=REBBR_WMEM,
                         help=f"net.ipv4.tcp_wmem of both ends (default ReBBR's: {REBBR_WMEM})")
     parser.add_argument("--out", type=Path,
-                        help="write every sample and the summaries here (JSON; gzip if it ends in .gz)")
+                        help="write every sample and the summaries here after each flow (JSON; gzip if it ends in .gz)")
     parser.add_argument("--role", choices=["sender", "receiver"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not 5 <= args.seconds <= 600:
@@ -209,24 +211,37 @@ def main(argv: list[str] | None = None) -> None:
         return receive(args.seconds)
     if args.role == "sender":
         return send(args.seconds, args.cc)
-    try:
-        rmem_max = int(args.rmem.split()[2])
-    except (IndexError, ValueError):
-        parser.error(f"--rmem {args.rmem!r}: give three whole numbers of bytes, e.g. {REBBR_RMEM!r}")
-    flows = []
+    flows: list[dict[str, Any]] = []
     for loss in args.loss:
         print(f"[window_share] {args.cc}, {loss:g} % loss, {args.seconds:g} s", file=sys.stderr, flush=True)
         flows.append(one_flow(loss, args))
-    summaries = [summarise(flow, rmem_max) for flow in flows]
-    print("\n".join(table(summaries)))
-    if args.out:
-        command = ["python", "-m", "benchmarks.pacing.window_share", *sys.argv[1:]]
-        record = {"kernel": os.uname().release, "command": command,
-                  "rmem": args.rmem, "wmem": args.wmem, "cc": args.cc, "seconds": args.seconds,
-                  "summaries": summaries, "flows": flows}
-        text = (json.dumps(record, indent=1) + "\n").encode()
-        args.out.write_bytes(gzip.compress(text, mtime=0) if args.out.suffix == ".gz" else text)
+        if args.out:  # after each flow: a later one that fails loses none measured before it
+            _write(args, flows)
+    print("\n".join(table([summarise(flow, buffer_max(args.rmem)) for flow in flows])))
 
+
+def _buffer_sysctl(text: str) -> str:
+    """An argparse type: tcp_rmem's or tcp_wmem's three whole numbers of bytes (min default max)."""
+    words = text.split()
+    if len(words) != 3 or not all(word.isdigit() for word in words):
+        raise argparse.ArgumentTypeError(f"{text!r}: give three whole numbers of bytes (min default max), "
+                                         f"e.g. {REBBR_RMEM!r}")
+    return " ".join(words)
+
+
+def buffer_max(sysctl: str) -> int:
+    """The maximum (the third number) of a tcp_rmem or tcp_wmem value."""
+    return int(sysctl.split()[2])
+
+
+def _write(args: argparse.Namespace, flows: list[dict[str, Any]]) -> None:
+    """The run so far, every sample with the command and the machine's kernel."""
+    command = ["python", "-m", "benchmarks.pacing.window_share", *sys.argv[1:]]
+    record = {"kernel": os.uname().release, "command": command, "rmem": args.rmem, "wmem": args.wmem,
+              "cc": args.cc, "seconds": args.seconds,
+              "summaries": [summarise(flow, buffer_max(args.rmem)) for flow in flows], "flows": flows}
+    text = (json.dumps(record, indent=1) + "\n").encode()
+    args.out.write_bytes(gzip.compress(text, mtime=0) if args.out.suffix == ".gz" else text)
 
 if __name__ == "__main__":
     main()

@@ -48,10 +48,11 @@ TCP_INFO_FIELDS: tuple[tuple[str, int, str], ...] = (
 )
 
 
-def parse_tcp_info(data: bytes) -> dict[str, int]:
-    """The recorded fields of a struct tcp_info (native byte order), those the buffer holds."""
+def parse_tcp_info(data: bytes, fields: Iterable[tuple[str, int, str]] = TCP_INFO_FIELDS) -> dict[str, int]:
+    """The `fields` (by default those a cell records) of a struct tcp_info (native byte order),
+    those the buffer holds."""
     out: dict[str, int] = {}
-    for name, offset, fmt in TCP_INFO_FIELDS:
+    for name, offset, fmt in fields:
         end = offset + struct.calcsize("=" + fmt)
         if end <= len(data):
             out[name] = struct.unpack_from("=" + fmt, data, offset)[0]
