@@ -41,18 +41,22 @@ FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/
 NEWEST = FOLDERS[-1]
 
 
-def late_causes(folder: Path) -> str:
-    """The late records' causes, as their self-check named them, most frequent first."""
+def read_records(folder: Path) -> list[dict[str, str]]:
+    """Every record the run's cells left, stored and late (`records.csv`)."""
     with (folder / "records.csv").open(newline="") as handle:
-        causes = Counter(row["late_cause"] for row in csv.DictReader(handle) if row["status"] == "late")
+        return list(csv.DictReader(handle))
+
+
+def late_causes(records: list[dict[str, str]]) -> str:
+    """The late records' causes, as their self-check named them, most frequent first."""
+    causes = Counter(row["late_cause"] for row in records if row["status"] == "late")
     return ", ".join(f"{cause} {count}" for cause, count in causes.most_common())
 
 
-def late_by_time(folder: Path, bin_min: int = 10) -> list[str]:
-    """The records the cells left, stored and late, by when their runner started (`records.csv`),
-    in bins of `bin_min` minutes from the first: where in a run the late ones fall."""
-    with (folder / "records.csv").open(newline="") as handle:
-        rows = [(datetime.fromisoformat(row["started_at"]), row["status"] == "late") for row in csv.DictReader(handle)]
+def late_by_time(records: list[dict[str, str]], bin_min: int = 10) -> list[str]:
+    """The records, stored and late, by when their runner started, in bins of `bin_min` minutes from
+    the first: where in a run the late ones fall."""
+    rows = [(datetime.fromisoformat(row["started_at"]), row["status"] == "late") for row in records]
     first = min(started for started, _ in rows)
     bins: dict[int, Counter[bool]] = {}
     for started, late in rows:
@@ -122,11 +126,12 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
     cells = read_cells(folder / "cells.csv")
     used = occupancy(spans(cells))
     attempts = read_attempts(folder / "attempts.csv")
+    records = read_records(folder)
     estimate_lines, rerun_gain_min = estimate_check(cells, attempts)
     quiet = demo_report.compute()
     return {
-        "argo.late-causes": late_causes(folder),
-        "argo.late-by-time": block(late_by_time(folder)),
+        "argo.late-causes": late_causes(records),
+        "argo.late-by-time": block(late_by_time(records)),
         "argo.estimate": block(estimate_lines),
         "argo.rerun-gain-min": f"{rerun_gain_min:.1f}",
         "argo.cells": str(len(cells)),
