@@ -29,7 +29,6 @@ from benchmarks.lateness import demo_report
 from benchmarks.quoted import block, regenerate_all
 from ccsweep.clusterestimate import estimate_cluster
 from ccsweep.expand import expand
-from ccsweep.podrequests import EXECUTOR_CPU_MILLI
 from ccsweep.podspec import cpu_milli
 from ccsweep.results.study import occupancy
 from ccsweep.specload import load_spec
@@ -39,6 +38,9 @@ REPO = Path(__file__).resolve().parents[2]
 FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/results/2026-11-30-argo-full",
            REPO / "benchmarks/results/2026-11-30-argo-carried"]
 NEWEST = FOLDERS[-1]
+#: Argo's wait container's CPU request in each run, millicores: the local cluster's executor
+#: resources on its day (hack/cluster/argo.sh). attempts.csv holds the main container's requests only.
+WAIT_CPU_MILLI = {folder.name: 100 for folder in FOLDERS}
 
 
 def read_records(folder: Path) -> list[dict[str, str]]:
@@ -72,16 +74,16 @@ NODE_CORES = 2
 ESTIMATE_WITHIN = 0.20
 
 
-def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt]) -> tuple[list[str], float]:
+def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt], wait_cpu_milli: int) -> tuple[list[str], float]:
     """`ccsweep estimate --nodes 1 --cores 2` for the very cells the run stored, against the run's
     busy wall time; then the same with the run's own re-runs added. The estimate models no late
     re-run, so a run with many reads longer: each late or failed attempt of the sittings whose
     records are here (created while they ran), stored cell or not, is played again as one more
     run of its cell. Each pod asks what the run's first attempt of its cell asked (the cost model
-    of its day: the model has changed since), Argo's wait container included. Also returns the
+    of its day: the model has changed since), with `wait_cpu_milli` for Argo's wait container. Also returns the
     minutes the re-runs add to the estimate."""
     stored = {row["cell_id"] for row in cells}
-    asked = {a.cell: cpu_milli(a.cpu_request) + EXECUTOR_CPU_MILLI for a in attempts if a.attempt == 0}
+    asked = {a.cell: cpu_milli(a.cpu_request) + wait_cpu_milli for a in attempts if a.attempt == 0}
     # The preset's entries name a cell shared by two experiments twice; it ran once.
     every = {cell.id: cell for cell in expand(load_spec("full-sweep"))}
     planned = {cell_id: cell for cell_id, cell in every.items() if cell_id in stored}
@@ -127,7 +129,7 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
     used = occupancy(spans(cells))
     attempts = read_attempts(folder / "attempts.csv")
     records = read_records(folder)
-    estimate_lines, rerun_gain_min = estimate_check(cells, attempts)
+    estimate_lines, rerun_gain_min = estimate_check(cells, attempts, WAIT_CPU_MILLI[folder.name])
     quiet = demo_report.compute()
     return {
         "argo.late-causes": late_causes(records),

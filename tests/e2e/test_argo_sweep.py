@@ -140,7 +140,7 @@ def run_sweep(cluster: TestCluster, namespace: str, services: NodeServices, spec
 
 @pytest.fixture(scope="module")
 def sweep(argo: TestCluster, sweep_namespace: str, node_services: NodeServices) -> SweepRun:
-    # 2 cores on this node: 2 cells of 500m (+100m each for Argo's wait container) at once,
+    # 2 cores on this node: 2 cells of 500m (+10m each for Argo's wait container) at once,
     # so the emulators keep time (see SPEC's description).
     run = run_sweep(argo, sweep_namespace, node_services, SPEC, f"e2e-{uuid.uuid4().hex[:6]}",
                     parallelism=2, cell_cpu="500m")

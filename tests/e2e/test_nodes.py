@@ -7,7 +7,7 @@ allocatable; the first keeps its 2, as the rest of the suite uses it, so the sch
 cores on a 2-core machine. The cells are short and time-scaled, and judged by the bookkeeping
 tests' lateness threshold, so this overcommit does not decide any result here.
 
-Every cell pod asks for 900m (its main container) + 100m (Argo's wait container): the second
+Every cell pod asks for 990m (its main container) + 10m (Argo's wait container): the second
 node's 1000m holds one such pod at a time, the first node's 2000m two.
 
 One kernel serves both nodes, so the second cannot really lack an algorithm. Its node probe is
@@ -44,8 +44,8 @@ SECOND = "ccsweep-node-2"
 SECOND_CPU_MILLI = 1000
 #: What the second node's probe is told its kernel offers: not cubic (this kernel has it).
 SECOND_ALGORITHMS = ["bbr", "reno"]
-#: The cells' first CPU request: with the wait container's 100m, a pod of 1000m.
-CELL_CPU = "900m"
+#: The cells' first CPU request: with the wait container's 10m, a pod of 1000m.
+CELL_CPU = "990m"
 POD_CPU_MILLI = 1000
 #: The upstream taint that declares a node shut down for good (non-graceful node shutdown, GA in
 #: Kubernetes 1.28): the pod garbage collector then deletes its pods, and their cells are retried.
@@ -151,10 +151,10 @@ def test_cells_spread_over_both_nodes_by_their_requests(spread: SweepRun, two_no
     pods = cell_pods_of(spread)
     for events in pods.values():
         main = next(c for c in events[-1].pod["spec"]["containers"] if c["name"] == "main")
-        assert main["resources"]["requests"]["cpu"] in (CELL_CPU, "1800m"), main["resources"]  # first, retry
+        assert main["resources"]["requests"]["cpu"] in (CELL_CPU, "1980m"), main["resources"]  # first, retry
     at_once = most_at_once(pods)
     # Each node held as many pods as its allocatable fits, and no more: the second one pod, the
-    # first two (a retry, at 1800m, only ever fits the first, alone).
+    # first two (a retry, at 1980m, only ever fits the first, alone).
     assert at_once.get(SECOND) == SECOND_CPU_MILLI // POD_CPU_MILLI, at_once
     assert 1 <= at_once.get(FIRST, 0) <= 2, at_once
     stored = stored_results(spread.services, spread.store_prefix)

@@ -39,23 +39,23 @@ def preset_cell(name: str, link: str | None = None, **wanted: float) -> Cell:
 
 def test_a_100_mbits_100_ms_ccsweep_link_cell_asks_for_well_under_a_core():
     """figure8's cell: every pod asked for a whole core before; now a quarter, so a 2-core node
-    takes 6 such pods (Argo's wait container included) where it took 2."""
+    takes 8 such pods (Argo's wait container included) where it took 2."""
     cell = preset_cell("figure8", rate_mbps=100)
     assert cell.params.link == "ccsweep-link" and cell.params.uplink.delay_ms == 50
     first = modelled_requests(cell)
     assert (first.cpu, first.memory) == ("224m", "320Mi")
     assert first.cpu_milli < 300
-    assert TWO_CORES.cpu_milli is not None and TWO_CORES.cpu_milli // first.with_executor().cpu_milli == 6
+    assert TWO_CORES.cpu_milli is not None and TWO_CORES.cpu_milli // first.with_executor().cpu_milli == 8
 
 
 def test_a_cell_that_carries_little_asks_for_the_floor_and_one_at_the_line_rate_for_its_rate():
     """What a cell carries sets its request (ccsweep.carried): figure8's CUBIC at 1 % loss carried
-    1.5 Mbit/s of 100 through Argo, BBR 84 at the same loss; a 2-core node takes 8 of the one and 6 of the other."""
+    1.5 Mbit/s of 100 through Argo, BBR 84 at the same loss; a 2-core node takes 12 of the one and 8 of the other."""
     cubic, bbr = (next(c for c in expand(load_spec("figure8")) if c.params.cc_label == cc and c.params.loss == 0.01)
                   for cc in ("cubic", "bbr"))
     assert modelled_requests(cubic).cpu_milli == CPU_FLOOR_MILLI
     assert modelled_requests(bbr).cpu == "224m"
-    assert TWO_CORES.cpu_milli // modelled_requests(cubic).with_executor().cpu_milli == 8
+    assert TWO_CORES.cpu_milli // modelled_requests(cubic).with_executor().cpu_milli == 12
 
 
 def test_a_mahimahi_cell_at_100_mbits_fits_a_2_core_node():
@@ -82,9 +82,9 @@ def test_a_retry_asks_for_twice_as_much_within_the_largest_node():
     first = PodRequests(cpu_milli=224, memory_bytes=320 << 20)
     assert retry_requests(first) == PodRequests(448, 640 << 20)
     room = largest_room([TWO_CORES, Node("small", LABELS, cpu_milli=1000, memory_bytes=1 << 30)])
-    assert room == PodRequests(1900, (8 << 30) - (128 << 20))
-    assert retry_requests(PodRequests(1200, 320 << 20), room) == PodRequests(1900, 640 << 20)
-    assert retry_requests(PodRequests(1950, 320 << 20), room).cpu_milli == 1950  # never less than the first
+    assert room == PodRequests(1990, (8 << 30) - (128 << 20))
+    assert retry_requests(PodRequests(1200, 320 << 20), room) == PodRequests(1990, 640 << 20)
+    assert retry_requests(PodRequests(1995, 320 << 20), room).cpu_milli == 1995  # never less than the first
     assert largest_room([Node("unsized", LABELS)]) is None
 
 
@@ -92,11 +92,11 @@ def test_a_cell_whose_pod_no_node_can_hold_is_unplaceable_with_why():
     cells = expand(load_spec("figure8"))
     modelled = CellSizing()
     assert unplaceable_cells(cells, [TWO_CORES], modelled.pod) == {}
-    whole_node = CellSizing(cpu="1950m")  # with Argo's wait container, 2.05 cores: Pending for ever
+    whole_node = CellSizing(cpu="2")  # with Argo's wait container, 2.01 cores: Pending for ever
     reasons = unplaceable_cells(cells, [TWO_CORES], whole_node.pod)
     assert set(reasons) == {c.id for c in cells}
     assert next(iter(reasons.values())) == (
-        "no node can hold its pod's requests, 2.05 CPU and 448Mi (the cell's cost model and Argo's wait "
+        "no node can hold its pod's requests, 2.01 CPU and 448Mi (the cell's cost model and Argo's wait "
         "container); the largest node offering its algorithms: node-1 2 CPU, 8.0Gi allocatable")
     # A node whose size is not known refuses nothing; one lacking the algorithm is not the largest named.
     assert unplaceable_cells(cells, [Node("unsized", LABELS)], whole_node.pod) == {}
