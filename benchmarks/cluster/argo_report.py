@@ -74,7 +74,8 @@ NODE_CORES = 2
 ESTIMATE_WITHIN = 0.20
 
 
-def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt], wait_cpu_milli: int) -> tuple[list[str], float]:
+def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt],
+                   wait_cpu_milli: int) -> tuple[list[str], float]:
     """`ccsweep estimate --nodes 1 --cores 2` for the very cells the run stored, against the run's
     busy wall time; then the same with the run's own re-runs added. The estimate models no late
     re-run, so a run with many reads longer: each late or failed attempt of the sittings whose

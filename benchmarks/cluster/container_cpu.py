@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kubernetes
@@ -52,7 +52,7 @@ class Sample:
 
 def poll(api: kubernetes.client.CoreV1Api, namespace: str) -> Iterator[Sample]:
     """Every container of `namespace`'s pods on every node, as the kubelets account them now."""
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     for node in api.list_node(_request_timeout=REQUEST_TIMEOUT_S).items:
         summary = api.connect_get_node_proxy_with_path(node.metadata.name, "stats/summary",
                                                        _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False)
@@ -105,10 +105,12 @@ def summary(samples: Path) -> list[str]:
             last[(row["pod"], row["container"])] = row  # rows come in poll order: the last one stays
     by_container: dict[str, list[tuple[float, float]]] = {}
     for row in last.values():
-        life_s = (datetime.fromisoformat(row["polled_at"]) - datetime.fromisoformat(row["pod_started_at"])).total_seconds()
+        polled, started = datetime.fromisoformat(row["polled_at"]), datetime.fromisoformat(row["pod_started_at"])
+        life_s = (polled - started).total_seconds()
         if life_s > 0:
             by_container.setdefault(row["container"], []).append((float(row["cpu_s"]), float(row["cpu_s"]) / life_s))
-    lines = ["| container | pods | CPU time, median / p90 / max (s) | mean rate over the pod's life, median / p90 / max (millicores) |",
+    lines = ["| container | pods | CPU time, median / p90 / max (s) "
+             "| mean rate over the pod's life, median / p90 / max (millicores) |",
              "|---|---|---|---|"]
     for name, rows in sorted(by_container.items()):
         cpu = sorted(c for c, _ in rows)

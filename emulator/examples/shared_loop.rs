@@ -26,7 +26,7 @@ use ccsweep_link::lateness::{Durations, Lateness};
 use ccsweep_link::link::Direction;
 use ccsweep_link::netdev::Devices;
 use ccsweep_link::pacing::Pacer;
-use ccsweep_link::sched::LoopPriority;
+use ccsweep_link::sched::{LoopPriority, DEFAULT_DEADLINE_RUNTIME_NS};
 use ccsweep_link::sys;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -152,7 +152,7 @@ fn run(configs: Vec<Config>) -> Result<(), Error> {
     }
     epoll.add(signals.fd(), TOKEN_SIGNAL)?;
     sys::minimal_timer_slack();
-    let mut priority = LoopPriority::raise(asked);
+    let mut priority = LoopPriority::raise(asked, DEFAULT_DEADLINE_RUNTIME_NS);
     if let Some(warning) = priority.warning(asked) {
         eprintln!("shared_loop: warning: {warning}");
     }

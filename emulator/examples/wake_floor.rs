@@ -10,7 +10,7 @@
 //! Usage: cargo run --release --example wake_floor -- [PERIOD_US [SECONDS [REALTIME_PRIORITY]]]
 //! (defaults 250, 10, 10; priority 0 keeps normal priority).
 
-use ccsweep_link::sched::LoopPriority;
+use ccsweep_link::sched::{LoopPriority, DEFAULT_DEADLINE_RUNTIME_NS};
 use ccsweep_link::sys;
 
 fn arg(position: usize, default: u64) -> u64 {
@@ -27,7 +27,7 @@ fn main() -> Result<(), ccsweep_link::error::Error> {
     let seconds = arg(2, 10).clamp(1, 600);
     let priority = arg(3, 10).min(99) as i32;
     sys::minimal_timer_slack();
-    let mut granted = LoopPriority::raise((priority > 0).then_some(priority));
+    let mut granted = LoopPriority::raise((priority > 0).then_some(priority), DEFAULT_DEADLINE_RUNTIME_NS);
     let idle = sys::Epoll::new()?;
     let mut tokens = Vec::new();
     let (user_before, system_before) = sys::cpu_seconds();

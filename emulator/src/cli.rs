@@ -146,6 +146,12 @@ pub struct Args {
     /// once on stderr and as `sched` in the ready line and the summary. Caps --spin at 1ms.
     #[arg(long, value_name = "N")]
     pub realtime_priority: Option<String>,
+    /// Where SCHED_FIFO is refused (a pod's cgroup without a real-time budget) and the loop gets
+    /// SCHED_DEADLINE instead: the time it reserves in every 1 ms, 50us to 1ms. The kernel admits
+    /// reservations while they sum to at most 95 % of the cores, so on a crowded node each cell
+    /// asks for its own share of a core (the cell runner gives its pod's CPU request).
+    #[arg(long, value_name = "DURATION", default_value = "300us")]
+    pub deadline_runtime: String,
     /// Debug: hold releases back on purpose, to see the self-check flag a late link. KIND:ARGS
     /// with fixed:D, uniform:A-B or exp:MEAN (durations), then optionally ,p=P, the share of
     /// packets held (default 1); seeded by --seed. A held packet holds those behind it.

@@ -12,7 +12,7 @@ use crate::loss::LossModel;
 use crate::policer::{Policer, PolicerSpec};
 use crate::netdev::{check_device_name, check_netns_name, parse_address, Endpoint};
 use crate::queue::{Queue, QueueSpec};
-use crate::sched::parse_priority;
+use crate::sched::{parse_priority, DEADLINE_PERIOD_NS, MIN_DEADLINE_RUNTIME_NS};
 use crate::slot::{SlotSpec, Slots};
 use crate::trace::Trace;
 use crate::units::{parse_duration_ns, parse_rate};
@@ -57,6 +57,7 @@ pub struct Config {
     pub spin_ns: u64,
     pub release_window_ns: u64,
     pub realtime_priority: Option<i32>,
+    pub deadline_runtime_ns: u64,
     pub inject_lateness: Option<InjectSpec>,
     pub command_line: String,
 }
@@ -240,6 +241,14 @@ impl Config {
             None => None,
         };
         let (spin_ns, release_window_ns, realtime_priority) = timing(args)?;
+        let deadline_runtime_ns =
+            parse_duration_ns(&args.deadline_runtime).map_err(Error::argument("deadline-runtime"))?;
+        if !(MIN_DEADLINE_RUNTIME_NS..=DEADLINE_PERIOD_NS).contains(&deadline_runtime_ns) {
+            return Err(Error::argument("deadline-runtime")(format!(
+                "{:?} is outside 50us to 1ms (the reservation's period)",
+                args.deadline_runtime
+            )));
+        }
         let inject_lateness = match &args.inject_lateness {
             Some(text) => Some(InjectSpec::parse(text).map_err(Error::argument("inject-lateness"))?),
             None => None,
@@ -260,6 +269,7 @@ impl Config {
             spin_ns,
             release_window_ns,
             realtime_priority,
+            deadline_runtime_ns,
             inject_lateness,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
@@ -277,6 +287,7 @@ impl Config {
             "spin_us": self.spin_ns as f64 / 1e3,
             "release_window_us": self.release_window_ns as f64 / 1e3,
             "realtime_priority": self.realtime_priority,
+            "deadline_runtime_us": self.deadline_runtime_ns as f64 / 1e3,
             "inject_lateness": self.inject_lateness.as_ref().map(|spec| spec.text.clone()),
         })
     }
@@ -405,6 +416,17 @@ mod tests {
     fn a_direction_needs_exactly_one_server() {
         let both = ["--uplink-rate", "10mbit", "--uplink-trace", "/dev/null"];
         assert_eq!(error(&both), "give exactly one of --uplink-rate and --uplink-trace");
+    }
+
+    #[test]
+    fn the_deadline_reservation_is_50us_to_its_1ms_period() {
+        assert_eq!(config(&[]).unwrap().deadline_runtime_ns, 300_000);
+        assert_eq!(config(&["--deadline-runtime", "150us"]).unwrap().to_json()["deadline_runtime_us"], 150.0);
+        assert_eq!(config(&["--deadline-runtime", "1ms"]).unwrap().deadline_runtime_ns, 1_000_000);
+        for bad in ["49us", "2ms", "0us"] {
+            let message = error(&["--deadline-runtime", bad]);
+            assert!(message.starts_with("--deadline-runtime:") && message.contains("50us to 1ms"), "{message}");
+        }
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl<'a> Link<'a> {
         epoll.add(devices.receiver.as_raw_fd(), TOKEN_RECEIVER)?;
         epoll.add(signals.fd(), TOKEN_SIGNAL)?;
         sys::minimal_timer_slack();
-        let priority = LoopPriority::raise(config.realtime_priority);
+        let priority = LoopPriority::raise(config.realtime_priority, config.deadline_runtime_ns);
         if let Some(warning) = priority.warning(config.realtime_priority) {
             eprintln!("ccsweep-link: warning: {warning}");
         }

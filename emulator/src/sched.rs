@@ -6,7 +6,7 @@
 //! from every normal task the moment a release is due. That needs CAP_SYS_NICE (root, or the
 //! capability in a pod) or an RLIMIT_RTPRIO of at least N, and, in a cgroup with real-time group
 //! scheduling, a real-time budget. Where SCHED_FIFO is refused the loop asks for SCHED_DEADLINE
-//! (a reservation of DEADLINE_RUNTIME_NS in every DEADLINE_PERIOD_NS, reclaiming idle time
+//! (a reservation of `--deadline-runtime` in every DEADLINE_PERIOD_NS, reclaiming idle time
 //! beyond it), then nice -10, and where all are refused it keeps normal priority: the emulator
 //! never fails for want of priority, and says what it got.
 //!
@@ -28,11 +28,17 @@ use std::io;
 
 /// The nice value asked for when SCHED_FIFO and SCHED_DEADLINE are refused.
 pub const FALLBACK_NICE: i32 = -10;
-/// The SCHED_DEADLINE reservation: 300 us of every 1 ms (30 % of a core, twice what the loop
-/// uses at 100 Mbit/s with 250 us windows) is guaranteed, and SCHED_FLAG_RECLAIM lets the loop
-/// run on into idle time beyond it. The period bounds how long an overrun can be throttled.
-pub const DEADLINE_RUNTIME_NS: u64 = 300_000;
+/// The SCHED_DEADLINE reservation by default: 300 us of every 1 ms (30 % of a core, twice what
+/// the loop uses at 100 Mbit/s with 250 us windows) is guaranteed, and SCHED_FLAG_RECLAIM lets the
+/// loop run on into idle time beyond it. The period bounds how long an overrun can be throttled.
+/// The kernel admits reservations while they sum to at most 95 % of the cores
+/// (sched_rt_runtime_us), so a node of 2 cores takes 6 loops at 300 us: a cell on a crowded node
+/// asks for less (`--deadline-runtime`, its pod's share of a core), and the node's reservations
+/// then stay within what its pods requested.
+pub const DEFAULT_DEADLINE_RUNTIME_NS: u64 = 300_000;
 pub const DEADLINE_PERIOD_NS: u64 = 1_000_000;
+/// The smallest reservation `--deadline-runtime` takes: below it a loop at any rate overruns it.
+pub const MIN_DEADLINE_RUNTIME_NS: u64 = 50_000;
 /// `struct sched_attr` of sched_setattr(2), version 0 (48 bytes); libc does not declare it.
 #[repr(C)]
 struct SchedAttr {
@@ -128,22 +134,23 @@ fn set_nice(nice: i32) -> io::Result<()> {
 
 impl LoopPriority {
     /// Raises the calling thread to SCHED_FIFO `priority` (None: leaves it alone), falling back
-    /// to SCHED_DEADLINE, then nice FALLBACK_NICE, then normal.
-    pub fn raise(priority: Option<i32>) -> Self {
+    /// to SCHED_DEADLINE with `deadline_runtime_ns` of every DEADLINE_PERIOD_NS, then nice
+    /// FALLBACK_NICE, then normal.
+    pub fn raise(priority: Option<i32>, deadline_runtime_ns: u64) -> Self {
         let mut this = Self { granted: Granted::Normal, refused: Vec::new(), restored: false };
         let Some(priority) = priority else { return this };
         match set_scheduler(libc::SCHED_FIFO, priority) {
             Ok(()) => this.granted = Granted::Fifo(priority),
             Err(error) => {
                 this.refused.push(format!("fifo: {}", errno_name(&error)));
-                this.raise_deadline_or_nice();
+                this.raise_deadline_or_nice(deadline_runtime_ns);
             }
         }
         this
     }
 
-    fn raise_deadline_or_nice(&mut self) {
-        let (runtime_ns, period_ns) = (DEADLINE_RUNTIME_NS, DEADLINE_PERIOD_NS);
+    fn raise_deadline_or_nice(&mut self, runtime_ns: u64) {
+        let period_ns = DEADLINE_PERIOD_NS;
         // SCHED_FLAG_RECLAIM is Linux 4.13+; an older kernel refuses the flag with EINVAL.
         let granted = set_deadline(runtime_ns, period_ns, true).or_else(|error| match error.raw_os_error() {
             Some(libc::EINVAL) => set_deadline(runtime_ns, period_ns, false),
@@ -247,7 +254,7 @@ mod tests {
 
     #[test]
     fn no_request_leaves_the_thread_alone() {
-        let priority = LoopPriority::raise(None);
+        let priority = LoopPriority::raise(None, DEFAULT_DEADLINE_RUNTIME_NS);
         assert_eq!(priority.describe(), "normal");
         assert_eq!(priority.warning(None), None);
     }
@@ -274,7 +281,7 @@ mod tests {
     fn the_calling_thread_gets_fifo_where_permitted_and_returns_to_normal() {
         // Run on a thread of its own, so the test harness's threads keep their priority.
         std::thread::spawn(|| {
-            let mut priority = LoopPriority::raise(Some(5));
+            let mut priority = LoopPriority::raise(Some(5), DEFAULT_DEADLINE_RUNTIME_NS);
             // SAFETY: sched_getscheduler of the calling thread.
             let policy = || unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
             match priority.granted() {
@@ -288,6 +295,43 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The kernel admits deadline reservations while they sum to at most sched_rt_runtime_us of
+    /// every period on each core (95 %): on this machine's cores, loops at the default 300 us
+    /// stop being admitted (EBUSY, then nice) where loops at a smaller share still are. As root
+    /// only (SCHED_DEADLINE needs CAP_SYS_NICE), and with no other deadline task on the machine.
+    #[test]
+    fn deadline_reservations_are_admitted_while_they_fit_the_cores() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: SCHED_DEADLINE needs root here");
+            return;
+        }
+        let runtime_us: u64 = std::fs::read_to_string(RT_RUNTIME_PATH).unwrap().trim().parse().unwrap_or(950_000);
+        // SAFETY: sysconf with a constant argument.
+        let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as u64;
+        let admitted = |runtime_ns: u64, threads: u64| -> u64 {
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads as usize));
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let barrier = barrier.clone();
+                    std::thread::spawn(move || {
+                        let mut this = LoopPriority { granted: Granted::Normal, refused: Vec::new(), restored: false };
+                        this.raise_deadline_or_nice(runtime_ns);
+                        let got = matches!(this.granted, Granted::Deadline { .. });
+                        barrier.wait(); // every thread asks while the others hold what they got
+                        this.restore();
+                        got
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap() as u64).sum()
+        };
+        // Capacity in reservations: cores x runtime share / the reservation's share of a period.
+        let fits = |runtime_ns: u64| cores * runtime_us * 1000 / (DEADLINE_PERIOD_NS / 1000) / runtime_ns;
+        let crowd = fits(DEFAULT_DEADLINE_RUNTIME_NS) * 2;
+        assert_eq!(admitted(DEFAULT_DEADLINE_RUNTIME_NS, crowd), fits(DEFAULT_DEADLINE_RUNTIME_NS));
+        assert_eq!(admitted(DEFAULT_DEADLINE_RUNTIME_NS / 2, crowd), crowd.min(fits(DEFAULT_DEADLINE_RUNTIME_NS / 2)));
     }
 
     /// A cgroup-v1 `cpu` group with real-time group scheduling and no budget, as a pod's cgroup
@@ -311,7 +355,7 @@ mod tests {
             move || {
                 // SAFETY: gettid has no arguments.
                 std::fs::write(&tasks, unsafe { libc::gettid() }.to_string()).unwrap();
-                let mut priority = LoopPriority::raise(Some(10));
+                let mut priority = LoopPriority::raise(Some(10), DEFAULT_DEADLINE_RUNTIME_NS);
                 // SAFETY: sched_getscheduler of the calling thread.
                 let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
                 let described = (priority.describe(), policy, priority.warning(Some(10)));

@@ -73,7 +73,7 @@ class CellOutcome:
 
 def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None, pushgateway: str | None = None,
                   namespace: str | None = None, lateness_threshold_us: float | None = None, executor: str = "local",
-                  attempt: int = 1, err: TextIO | None = None) -> CellOutcome:
+                  attempt: int = 1, err: TextIO | None = None, cpu_milli: int | None = None) -> CellOutcome:
     """Run `cell` unless `store` has its result, and store what it measured (or keep it durably).
 
     An unreachable store neither stops the cell (its result is spooled) nor loses a result
@@ -82,6 +82,7 @@ def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None
     it as `interrupted`; one while its result is stored waits until the result is kept.
     Warnings (store unreachable, a trace looked for on this machine) are one line each on `err`
     (default: stderr). Live metrics go to `pushgateway`, in groups of `namespace` (a pod's own).
+    `cpu_milli`: a cell pod's CPU request (None elsewhere), which sizes the emulator's reservation.
     """
     from ccsweep.runner import CellUnavailable, run_cell
     from ccsweep.runner.netns import deferred_interrupts
@@ -102,7 +103,7 @@ def run_and_store(cell: Cell, store: ResultStore, *, workdir: Path | None = None
         _stage_traces(store, cell, scratch, err)
         try:
             output = run_cell(cell, scratch, observer=observer, lateness_threshold_us=lateness_threshold_us,
-                              executor=executor, attempt=attempt)
+                              executor=executor, attempt=attempt, cpu_milli=cpu_milli)
         except CellUnavailable as exc:
             return CellOutcome(cell, "unavailable", error=str(exc), attempts=attempt)
         except KeyboardInterrupt:

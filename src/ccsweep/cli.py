@@ -577,7 +577,8 @@ def cell(cell_arg: str | None, sweep_name: str | None, cell_id: str | None, stor
     if node_selector_json is not None and (refused := node_selector_refusal(node_selector_json, the_cell)):
         fail(refused)
     outcome = run_and_store(the_cell, store, workdir=workdir, pushgateway=pushgateway, namespace=_pod_namespace(),
-                            lateness_threshold_us=lateness_threshold_us, executor=executor, attempt=attempt)
+                            lateness_threshold_us=lateness_threshold_us, executor=executor, attempt=attempt,
+                            cpu_milli=pod_cpu_milli)
     click.echo(json.dumps(outcome.report()))
     sys.exit(_cell_exit(outcome, executor))
 

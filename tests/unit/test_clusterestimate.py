@@ -57,7 +57,8 @@ def test_equal_cells_on_one_node_take_their_holds_one_after_the_other_per_slot()
 
 def test_pods_no_node_holds_are_counted_not_run():
     cells = cells_of("figure8")
-    result = estimate_cluster(cells, nodes=2, cores=2, sizing=CellSizing(cpu="2"))  # 2.01 cores with Argo's wait container
+    # 2.01 cores with Argo's wait container
+    result = estimate_cluster(cells, nodes=2, cores=2, sizing=CellSizing(cpu="2"))
     assert (result.unplaceable, result.wall_s) == (len(cells), FIXED_STEPS_S)
 
 

@@ -98,7 +98,7 @@ def test_the_runner_starts_the_flows_a_lead_after_the_link_when_a_delay_steps(tm
         link = EmulatorLink(binary)
         workdir = tmp_path / str(len(leads))
         workdir.mkdir()
-        link.prepare(SimpleNamespace(cell=cell, workdir=workdir, attempt=1, threshold_us=400.0))
+        link.prepare(SimpleNamespace(cell=cell, workdir=workdir, attempt=1, threshold_us=400.0, cpu_milli=None))
         assert link._command is not None
         argv = link._command(sender_netns="s", receiver_netns="r")
         leads[bool(schedule)] = link._lead_s

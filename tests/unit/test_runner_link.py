@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from ccsweep.cell import Cell, CellParams, DirectionParams, FlowParams, QueueParams, RateStep
-from ccsweep.runner.link import LinkError, find_link_binary, link_command, link_summary, rate_schedule_trace
+from ccsweep.runner.link import (
+    LinkError,
+    deadline_runtime_us,
+    find_link_binary,
+    link_command,
+    link_summary,
+    rate_schedule_trace,
+)
 from ccsweep.runner.netns import namespace_names, sysctl_settings
 
 
@@ -219,3 +226,15 @@ def test_fast_cells_writing_small_messages_get_one_note_naming_the_fix():
     assert note.startswith("note: 3 cell(s) at 400, 1000 Mbit/s") and "message_bytes: 65536" in note
     assert small_writes_note(small_writes_rates([at(100), at(400, 65_536), at(199.9)])) is None
     assert small_writes_note(small_writes_rates([])) is None
+
+
+def test_a_cell_given_a_share_of_a_core_reserves_no_more_of_each_millisecond(tmp_path: Path):
+    """A pod's request bounds its emulator's deadline reservation (us per 1 ms), within the
+    emulator's 50-300 us; with no share given, the emulator keeps its default."""
+    assert [deadline_runtime_us(m) for m in (None, 20, 150, 224, 300, 1000)] == [None, 50, 150, 224, 300, 300]
+    argv = link_command(cell(), Path("/x/ccsweep-link"), "ns-s", "ns-r", tmp_path, {}, 60, priority=10,
+                        deadline_runtime=150)
+    assert (option(argv, "--realtime-priority"), option(argv, "--deadline-runtime")) == ("10", "150us")
+    # Without a real-time request there is no reservation to size.
+    assert "--deadline-runtime" not in link_command(cell(), Path("/x/ccsweep-link"), "ns-s", "ns-r", tmp_path, {}, 60,
+                                                    deadline_runtime=150)

@@ -54,6 +54,9 @@ class CellRun:
     attempt: int
     #: The link's p99 lateness (us) above which a measured result is `late`.
     threshold_us: float
+    #: The CPU the cell was given, in millicores (a cell pod's request), or None where nobody
+    #: gave it a share (the local executor): it sizes the emulator's deadline reservation.
+    cpu_milli: int | None = None
     #: Processes in start order; stop_all stops them in reverse (senders first, emulator last).
     started: list[Child] = field(default_factory=list)
     receiver: Child | None = None

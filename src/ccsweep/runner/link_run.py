@@ -20,6 +20,7 @@ from ccsweep.result import LinkSummary
 from ccsweep.runner.attempt import END_GRACE_S, READY_TIMEOUT_S, CellRun, LinkClock
 from ccsweep.runner.endpoints import receiver_args, sender_args
 from ccsweep.runner.link import (
+    deadline_runtime_us,
     find_link_binary,
     injected_lateness,
     link_command,
@@ -60,7 +61,8 @@ class EmulatorLink:
         self._command = partial(link_command, run.cell, binary, workdir=run.workdir, traces=traces, duration_s=limit_s,
                                 priority=realtime_priority(), inject_lateness=injected_lateness(run.attempt),
                                 release_window=release_window_for(run.cell, run.threshold_us),
-                                delay_traces=prepare_delay_traces(run.cell, run.workdir, self._lead_s))
+                                delay_traces=prepare_delay_traces(run.cell, run.workdir, self._lead_s),
+                                deadline_runtime=deadline_runtime_us(run.cpu_milli))
 
     def start(self, run: CellRun, ns: CellNamespaces, live: LiveFeed) -> None:
         assert self._command is not None, "prepared first"

@@ -70,13 +70,14 @@ GO_MARGIN_S = 0.1
 
 def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
              lateness_threshold_us: float | None = None, executor: str = "local", attempt: int = 1,
-             link: Link | None = None) -> CellOutput:
+             link: Link | None = None, cpu_milli: int | None = None) -> CellOutput:
     """Run `cell` with scratch files in `workdir`; see the module docstring for what happens.
 
     A measured result has status `late`, not `ok`, when the link's p99 lateness exceeds
     `lateness_threshold_us` (default: the cell's own, from its RTT: see lateness_threshold_us):
     its numbers are kept as an attempt, and the executor runs the cell again. `link`: the link to
-    run it on (default: the one the cell names, runner.links), a fresh one per attempt.
+    run it on (default: the one the cell names, runner.links), a fresh one per attempt. `cpu_milli`:
+    the CPU the cell was given (a cell pod's request), where something gave it a share.
     """
     started_at = _now()
     if lateness_threshold_us is None:
@@ -89,7 +90,7 @@ def run_cell(cell: Cell, workdir: Path, *, observer: CellObserver | None = None,
                               bpf_programs=list(cell.params.bpf_programs))  # as check_runnable found them registered
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    run = CellRun(cell, workdir, environment, started_at, attempt, lateness_threshold_us)
+    run = CellRun(cell, workdir, environment, started_at, attempt, lateness_threshold_us, cpu_milli)
     try:
         with _sigterm_as_interrupt(), idle_wake_bound(requested_bound()) as bound:
             run.idle_wake_us = bound
