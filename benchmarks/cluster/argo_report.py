@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -34,13 +35,26 @@ from ccsweep.results.study import occupancy
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
-#: Each full-length run's folder, oldest first; README.md's first paragraph quotes the newest.
-FOLDERS = [REPO / "benchmarks/results/2026-11-29-argo-full", REPO / "benchmarks/results/2026-11-30-argo-full",
-           REPO / "benchmarks/results/2026-11-30-argo-carried"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A full-length run's folder and the node it ran on, as the local cluster was set up that day."""
+
+    folder: Path
+    #: Argo's wait container's CPU request (hack/cluster/argo.sh's executor resources), millicores:
+    #: attempts.csv holds the main container's requests only.
+    wait_cpu_milli: int
+    #: The node's allocatable CPU, millicores: its 2 cores, less what CCSWEEP_CONTROL_PLANE_CPU_MILLI held back.
+    node_cpu_milli: int
+
+
+#: Each full-length run, oldest first; README.md's first paragraph quotes the newest.
+RUNS = [Run(REPO / "benchmarks/results/2026-11-29-argo-full", 100, 2000),
+        Run(REPO / "benchmarks/results/2026-11-30-argo-full", 100, 2000),
+        Run(REPO / "benchmarks/results/2026-11-30-argo-carried", 100, 2000)]
+FOLDERS = [run.folder for run in RUNS]
 NEWEST = FOLDERS[-1]
-#: Argo's wait container's CPU request in each run, millicores: the local cluster's executor
-#: resources on its day (hack/cluster/argo.sh). attempts.csv holds the main container's requests only.
-WAIT_CPU_MILLI = {folder.name: 100 for folder in FOLDERS}
 
 
 def read_records(folder: Path) -> list[dict[str, str]]:
@@ -68,23 +82,20 @@ def late_by_time(records: list[dict[str, str]], bin_min: int = 10) -> list[str]:
     return lines
 
 
-#: The local cluster's node: allocatable CPUs (the guest's 2 vCPUs).
-NODE_CORES = 2
 #: How close `ccsweep estimate --nodes` must come to the measured busy wall time (issue 38).
 ESTIMATE_WITHIN = 0.20
 
 
-def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt],
-                   wait_cpu_milli: int) -> tuple[list[str], float]:
-    """`ccsweep estimate --nodes 1 --cores 2` for the very cells the run stored, against the run's
+def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt], run: Run) -> tuple[list[str], float]:
+    """`ccsweep estimate --nodes 1` on the run's node for the very cells the run stored, against the run's
     busy wall time; then the same with the run's own re-runs added. The estimate models no late
     re-run, so a run with many reads longer: each late or failed attempt of the sittings whose
     records are here (created while they ran), stored cell or not, is played again as one more
     run of its cell. Each pod asks what the run's first attempt of its cell asked (the cost model
-    of its day: the model has changed since), with `wait_cpu_milli` for Argo's wait container. Also returns the
+    of its day: the model has changed since), with the run's wait container. Also returns the
     minutes the re-runs add to the estimate."""
     stored = {row["cell_id"] for row in cells}
-    asked = {a.cell: cpu_milli(a.cpu_request) + wait_cpu_milli for a in attempts if a.attempt == 0}
+    asked = {a.cell: cpu_milli(a.cpu_request) + run.wait_cpu_milli for a in attempts if a.attempt == 0}
     # The preset's entries name a cell shared by two experiments twice; it ran once.
     every = {cell.id: cell for cell in expand(load_spec("full-sweep"))}
     planned = {cell_id: cell for cell_id, cell in every.items() if cell_id in stored}
@@ -98,9 +109,10 @@ def estimate_check(cells: list[dict[str, str]], attempts: list[Attempt],
              "|---|---|---|---|---|"]
     once = list(planned.values())
     predicted_s = []
-    for name, played in (("`ccsweep estimate --nodes 1 --cores 2`", once),
+    cores = run.node_cpu_milli / 1000
+    for name, played in ((f"`ccsweep estimate --nodes 1 --cores {cores:g}`", once),
                          ("the same, with the run's late and failed attempts played again", [*once, *again])):
-        predicted = estimate_cluster(played, nodes=1, cores=NODE_CORES, pod_cpu_milli=lambda c: asked[c.id]).wall_s
+        predicted = estimate_cluster(played, nodes=1, cores=cores, pod_cpu_milli=lambda c: asked[c.id]).wall_s
         predicted_s.append(predicted)
         lines.append(f"| {name} | {len(played)} | {predicted / 60:.1f} min | {measured / 60:.1f} min | "
                      f"{predicted / measured:.2f} |")
@@ -126,11 +138,12 @@ def waited(folder: Path) -> dict[str, str]:
 
 def compute(folder: Path = NEWEST) -> dict[str, str]:
     """Every value a folder's README quotes."""
+    run = next(r for r in RUNS if r.folder == folder)
     cells = read_cells(folder / "cells.csv")
     used = occupancy(spans(cells))
     attempts = read_attempts(folder / "attempts.csv")
     records = read_records(folder)
-    estimate_lines, rerun_gain_min = estimate_check(cells, attempts, WAIT_CPU_MILLI[folder.name])
+    estimate_lines, rerun_gain_min = estimate_check(cells, attempts, run)
     quiet = demo_report.compute()
     return {
         "argo.late-causes": late_causes(records),

@@ -36,7 +36,7 @@ class ClusterEstimate:
     """The simulated run of a sweep's cells through Argo on `nodes` nodes of `cores` cores each."""
 
     nodes: int
-    cores: int
+    cores: float
     cells: int
     wall_s: float
     #: Most cell pods running at once.
@@ -45,7 +45,7 @@ class ClusterEstimate:
     unplaceable: int
 
 
-def estimate_cluster(cells: Sequence[Cell], nodes: int, cores: int, *, sizing: CellSizing | None = None,
+def estimate_cluster(cells: Sequence[Cell], nodes: int, cores: float, *, sizing: CellSizing | None = None,
                      parallelism: int = DEFAULT_PARALLELISM, slot_overhead_s: float = SLOT_OVERHEAD_S,
                      hold_s: Callable[[Cell], float] | None = None,
                      pod_cpu_milli: Callable[[Cell], int] | None = None) -> ClusterEstimate:
@@ -56,7 +56,7 @@ def estimate_cluster(cells: Sequence[Cell], nodes: int, cores: int, *, sizing: C
     if nodes < 1 or cores < 1 or parallelism < 1:
         raise ValueError(f"nodes, cores and parallelism must be at least 1, got {nodes}, {cores}, {parallelism}")
     sizing = sizing or CellSizing()
-    capacity = cores * 1000
+    capacity = round(cores * 1000)
     request = {c.id: sizing.pod(c).cpu_milli if pod_cpu_milli is None else pod_cpu_milli(c) for c in cells}
     placeable = [c for c in cells if request[c.id] <= capacity]
     hold = hold_s or (lambda cell: cell.params.duration_s + slot_overhead_s)
