@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import LOCAL, SEEDS, read_cells, report, spans
 from benchmarks.cluster.attempts import Attempt, read_attempts, summary_lines
+from benchmarks.cluster.container_cpu import summary as container_summary
 from benchmarks.lateness import demo_report
 from benchmarks.quoted import block, regenerate_all
 from ccsweep.clusterestimate import estimate_cluster
@@ -52,7 +53,8 @@ class Run:
 #: Each full-length run, oldest first; README.md's first paragraph quotes the newest.
 RUNS = [Run(REPO / "benchmarks/results/2026-11-29-argo-full", 100, 2000),
         Run(REPO / "benchmarks/results/2026-11-30-argo-full", 100, 2000),
-        Run(REPO / "benchmarks/results/2026-11-30-argo-carried", 100, 2000)]
+        Run(REPO / "benchmarks/results/2026-11-30-argo-carried", 100, 2000),
+        Run(REPO / "benchmarks/results/2026-12-01-argo-deadline", 10, 1600)]
 FOLDERS = [run.folder for run in RUNS]
 NEWEST = FOLDERS[-1]
 
@@ -67,6 +69,25 @@ def late_causes(records: list[dict[str, str]]) -> str:
     """The late records' causes, as their self-check named them, most frequent first."""
     causes = Counter(row["late_cause"] for row in records if row["status"] == "late")
     return ", ".join(f"{cause} {count}" for cause, count in causes.most_common())
+
+
+def granted_sched(records: list[dict[str, str]]) -> str:
+    """What scheduling the records' emulator loops got (`sched`: fifo, deadline, nice or normal),
+    each with how many of those records came back late; "" where records.csv predates the column."""
+    kinds: Counter[str] = Counter()
+    late: Counter[str] = Counter()
+    reserved_us: list[int] = []
+    for row in records:
+        if row.get("sched"):
+            granted = row["sched"].split(" ")[0]  # e.g. deadline:150/1000us, then what was refused
+            kind = granted.split(":")[0]
+            kinds[kind] += 1
+            late[kind] += row["status"] == "late"
+            if kind == "deadline":
+                reserved_us.append(int(granted.split(":")[1].split("/")[0]))
+    span = f", {min(reserved_us)}-{max(reserved_us)} us of every 1 ms" if reserved_us else ""
+    return ", ".join(f"{kind} {count} ({late[kind]} late{span if kind == 'deadline' else ''})"
+                     for kind, count in kinds.most_common())
 
 
 def late_by_time(records: list[dict[str, str]], bin_min: int = 10) -> list[str]:
@@ -147,6 +168,7 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
     quiet = demo_report.compute()
     return {
         "argo.late-causes": late_causes(records),
+        "argo.sched": granted_sched(records),
         "argo.late-by-time": block(late_by_time(records)),
         "argo.estimate": block(estimate_lines),
         "argo.rerun-gain-min": f"{rerun_gain_min:.1f}",
@@ -161,6 +183,8 @@ def compute(folder: Path = NEWEST) -> dict[str, str]:
         "argo.quiet-ratio": f"{used.busy_s / 60 / float(quiet['quiet.wall-min']):.2f}",
         "argo.quiet-mean-at-once": quiet["quiet.mean-at-once"],
         **waited(folder),
+        **({"argo.container-cpu": block(container_summary(folder / "container-cpu.csv"))}
+           if (folder / "container-cpu.csv").exists() else {}),
     }
 
 

@@ -62,7 +62,8 @@ def attempt_row(run: int, record: CellResult) -> dict[str, Any]:
         "lateness_p99_us": check.lateness_p99_us if check else None,
         "lateness_max_us": check.lateness_max_us if check else None,
         "runqueue_p99_us": check.runqueue_p99_us if check else None,
-        "late_cause": check.late_cause if check else None, "error": record.error}
+        "late_cause": check.late_cause if check else None,
+        "sched": check.sched if check else None, "error": record.error}
     for name in EVIDENCE_FIELDS:
         row[name] = getattr(evidence, name) if evidence else None
     # What the cell cost against what it carried: the emulator's CPU follows the packets it carries,

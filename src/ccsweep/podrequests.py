@@ -52,7 +52,8 @@ MEMORY_STEP_BYTES = 64 << 20
 RETRY_FACTOR = 2
 #: What a cell pod holds beside its main container: Argo's wait container, at the executor
 #: resources the local cluster's controller gives it (hack/cluster/argo.sh: 10m, since the emissary
-#: only waits while the cell runs; 100m held a 2-core node to 8 pods). A controller with none
+#: only waits while the cell runs, 1.6m median over a pod's life; 100m held a 2-core node to 8
+#: pods). A controller with none
 #: configured asks nothing for it, and then this is a margin on the safe side.
 EXECUTOR_CPU_MILLI = 10
 EXECUTOR_MEMORY_BYTES = 128 << 20

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cluster.argo_report import FOLDERS, compute
+from benchmarks.cluster.argo_report import FOLDERS, compute, granted_sched
 from benchmarks.quoted import fill, names
 
 
@@ -26,3 +26,12 @@ def test_a_quoted_number_changed_by_hand_no_longer_matches_its_data(folder: Path
     assert quoted is not None
     edited = text.replace(quoted.group(0), "<!-- value: argo.busy-min -->1.0<!-- /value -->", 1)
     assert edited != text and fill(edited, compute(folder)) == text
+
+
+def test_the_loops_scheduling_is_counted_by_what_they_got_with_the_reservations_span() -> None:
+    records = [{"sched": "deadline:150/1000us (fifo: EPERM)", "status": "ok"},
+               {"sched": "deadline:300/1000us (fifo: EPERM)", "status": "late"},
+               {"sched": "nice:-10 (fifo: EPERM, deadline: EBUSY)", "status": "late"},
+               {"sched": "", "status": "ok"}]
+    assert granted_sched(records) == "deadline 2 (1 late, 150-300 us of every 1 ms), nice 1 (1 late)"
+    assert granted_sched([{"status": "ok"}]) == ""  # a records.csv from before the column
