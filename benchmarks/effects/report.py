@@ -3,8 +3,9 @@
     python -m benchmarks.effects.report          # rewrite the numbers between the markers
     python -m benchmarks.effects.report --check  # exit 1 if the README differs from its data
 
-benchmarks/results/2026-11-29-link-effects/ holds the `ccsweep export` cell table of the preset
-(`link-effects-cells.csv`, one row per stored run). From it: per experiment, effect setting,
+Each folder of FOLDERS (benchmarks/results/2026-11-29-link-effects/, the preset's first 96 runs;
+2026-12-01-link-effects/, all 144 cells' runs, with ECN and the delay step) holds the `ccsweep export`
+cell table of the preset (`link-effects-cells.csv`, one row per stored run). From it: per experiment, effect setting,
 algorithm and loss rate, the median steady-state goodput of the runs and what the link dropped
 or held, so each effect reads beside its own control on BBR and CUBIC.
 """
@@ -14,16 +15,16 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells, spans
-from benchmarks.quoted import block, regenerate_main
+from benchmarks.quoted import block, regenerate_all
 from ccsweep.results.study import occupancy
 
 REPO = Path(__file__).resolve().parents[2]
-FOLDER = REPO / "benchmarks/results/2026-11-29-link-effects"
-README = FOLDER / "README.md"
-TABLE = FOLDER / "link-effects-cells.csv"
+#: Each run's folder, oldest first.
+FOLDERS = [REPO / "benchmarks/results/2026-11-29-link-effects", REPO / "benchmarks/results/2026-12-01-link-effects"]
 
 Row = dict[str, str]
 
@@ -44,25 +45,34 @@ def setting(row: Row) -> str:
         slot = json.loads(row["downlink_slot"])
         room = f"{slot['packets']} packets" if slot["packets"] else "any number"
         return f"ACK slots {slot['min_ms']:g}-{slot['max_ms']:g} ms, {room}"
-    return "none"
+    if row.get("uplink_delay_schedule"):  # a table exported before the column has none
+        steps = json.loads(row["uplink_delay_schedule"])
+        return f"delay {float(row['uplink_delay_ms']):g} ms, then " + ", ".join(
+            f"{step['delay_ms']:g} ms at {step['at_s']:g} s" for step in steps)
+    if row["uplink_queue_kind"] == "codel":
+        return "CoDel marking ECN" if row["uplink_queue_ecn"] == "true" else "CoDel dropping"
+    return f"delay {float(row['uplink_delay_ms']):g} ms fixed"
 
 
 def table(rows: list[Row]) -> list[str]:
     grouped: dict[tuple[str, str, str, float], list[Row]] = defaultdict(list)
     for row in rows:
         grouped[row["experiments"], setting(row), row["cc"], float(row["loss"])].append(row)
-    lines = ["| experiment | effect | algorithm | loss % | median goodput, Mbit/s (runs) | drops by the effect "
-             "(median per run) |", "|---|---|---|---|---|---|"]
+    lines = ["| experiment | effect | algorithm | loss % | median goodput, Mbit/s (runs) "
+             "| dropped or marked by the effect (median per run) |", "|---|---|---|---|---|---|"]
     for (experiment, effect, cc, loss), runs in sorted(grouped.items()):
         goodput = statistics.median(float(r["goodput_steady_mbps"]) for r in runs)
         policed = statistics.median(float(r["uplink_drops_policer"] or 0) for r in runs)
-        dropped = f"{policed:.0f} by the policer" if effect.startswith("policer") else "–"
+        marked = statistics.median(float(r.get("uplink_marks_aqm") or 0) for r in runs)
+        dropped = (f"{policed:.0f} by the policer" if effect.startswith("policer")
+                   else f"{marked:.0f} marked CE" if effect.startswith("CoDel marking") else "–")
         lines.append(f"| {experiment} | {effect} | {cc} | {loss * 100:.3g} | {goodput:.3g} ({len(runs)}) | {dropped} |")
     return lines
 
 
-def compute() -> dict[str, str]:
-    rows = read_cells(TABLE)
+def compute(folder: Path = FOLDERS[-1]) -> dict[str, str]:
+    """Every value a folder's README quotes."""
+    rows = read_cells(folder / "link-effects-cells.csv")
     return {
         "effects.runs": str(len(rows)),
         "effects.busy-min": f"{occupancy(spans(rows)).busy_s / 60:.0f}",
@@ -71,7 +81,7 @@ def compute() -> dict[str, str]:
 
 
 def main() -> None:
-    regenerate_main(README, compute, __doc__)
+    regenerate_all([(folder / "README.md", partial(compute, folder)) for folder in FOLDERS], __doc__)
 
 
 if __name__ == "__main__":

@@ -294,6 +294,7 @@ def settings_numbers(preset: str) -> set[float]:
         values |= {v for g in exp.gilbert_elliott or [] for v in (g.mean_loss_percent, g.mean_burst_packets)
                    if v is not None}
         values |= {p.rate_mbps for p in exp.policer or []}
+        values |= {v for s in (exp.delay_schedule.steps if exp.delay_schedule else []) for v in (s.at_s, s.delay_ms)}
     return values
 
 
