@@ -27,6 +27,12 @@ The expectations, per effect (docs/emulator.md states each model):
   the floor.
 - Step marker: an ECT(1) probe is marked exactly when it waited at least the step, which the
   probe's own one-way delay tells (less the path's delay and its own service time); ECT(0) never.
+- Delay trace (a step up of S and back down after T): a probe's delay is the trace's at the moment
+  it reaches the delay line, so a stretch's delay is the step's own, and nothing is reordered. When
+  the delay falls, the probes sent in the S that follow leave behind the last slow one (order is
+  kept), so the first probe less than S/2 above the floor is sent S/2 after the fall: T + S/2
+  after the first probe more than S/2 above it. The emulator's clock starts before the first probe,
+  so the rise, read from the probes, places the trace on their clock.
 """
 
 from __future__ import annotations
@@ -328,3 +334,23 @@ def mathis_mbps(mss_bytes: int, rtt_s: float, loss_event_rate: float) -> float:
     reduction) per packet. CUBIC's Reno-friendly region (RFC 9438: alpha = 3 (1 - beta) / (1 + beta),
     beta = 0.7) has the same constant, and at these windows that region is the one that sets it."""
     return mss_bytes * 8 / rtt_s * math.sqrt(1.5 / loss_event_rate) / 1e6
+
+
+def delay_trace_stats(probes: list[list[int]], delay_ns: int, service_ns: int, step_ns: int, hold_ns: int,
+                      floor_ns: list[int], edge_ns: int = 100_000_000) -> list[Stat]:
+    """A delay trace that adds `step_ns` for `hold_ns` and falls back: each stretch's added delay
+    (p50, ms, away from its edges by `edge_ns`) against the step and the floor, the time from the
+    rise to the first probe back under half the step (ms), and the neighbours overtaken (%)."""
+    by_send = sorted((sent, received - sent - delay_ns - service_ns) for _, sent, received, _ in probes)
+    half = step_ns / 2
+    rise = next(sent for sent, added in by_send if added > half)
+    back = next(sent for sent, added in by_send if sent > rise + edge_ns and added < half)
+    high = [added / 1e6 for sent, added in by_send if rise + edge_ns <= sent <= rise + hold_ns - edge_ns]
+    low = [added / 1e6 for sent, added in by_send if sent >= rise + hold_ns + step_ns + edge_ns]
+    floor_p50 = quantile([f / 1e6 for f in floor_ns], 0.5)
+    inverted, gaps = overtaken_pairs(probes)
+    return [Stat("the step's stretch: added delay p50", "ms", quantile(high, 0.5), step_ns / 1e6 + floor_p50, None),
+            Stat("after the fall: added delay p50", "ms", quantile(low, 0.5), floor_p50, None),
+            Stat("rise to the first probe back under half the step", "ms", (back - rise) / 1e6,
+                 (hold_ns + half) / 1e6, None),
+            Stat("neighbours overtaken", "%", 100 * inverted / len(gaps), 0.0, None)]

@@ -16,6 +16,8 @@ effects, so theory is the reference (benchmarks/effects/measures.py states each 
 - a 10 Mbit/s, 15 kB policer offered 20 Mbit/s: what passed against burst + rate x time;
 - the step marker (10 ms) over a standing queue and over a sawtooth one: the share of ECT(1)
   probes marked against the share that waited the step, and ECT(0) never marked;
+- a delay trace stepping the probes' way from 20 to 60 ms for 2 s: each stretch's added delay
+  against the step, the probes held behind the last slow one when it falls, and nothing overtaken;
 - one TCP row: CUBIC's goodput under Gilbert-Elliott loss and Bernoulli loss at the same mean
   (1 %), beside Mathis' formula with the loss-event rate each implies.
 
@@ -82,6 +84,9 @@ class Row:
     floor: bool = False
     #: How long the receiver listens after the sender stops, for what is still in flight or queued.
     drain_s: float = 2.5
+    #: A delay trace for the probes' way, as (ms on the emulator's clock, one-way delay in ms)
+    #: steps: written to a file beside the probes and given as --uplink-delay-trace.
+    delay_trace: tuple[tuple[int, int], ...] = ()
 
 
 def service_ns(ip_bytes: int, rate_bps: float) -> int:
@@ -130,6 +135,13 @@ def rows() -> list[Row]:
                                              "--filler-on-ms", str(on_ms), "--filler-off-ms", str(off_ms)])
 
     policed_ip = 1028
+    # The trace's rise comes well after the first probe (the emulator starts about 0.6 s before it)
+    # and its fall leaves 3 s of probes after it.
+    trace_step_ms, trace_hold_ms = 40, 2000
+    traced = Row(f"delay trace 20 -> {20 + trace_step_ms} -> 20 ms, {trace_hold_ms} ms up", path,
+                 lambda probes, sent, seed, floor: measures.delay_trace_stats(
+                     probes, delay, probe, trace_step_ms * 1_000_000, trace_hold_ms * 1_000_000, floor),
+                 seconds=8.0, delay_trace=((2500, 20 + trace_step_ms), (2500 + trace_hold_ms, 20)))
     return [
         Row("Gilbert-Elliott 2 %, bursts of mean 3",
             [*path, "--uplink-gilbert-elliott", f"{p:.6g}", f"{r:.6g}", "1", "0"],
@@ -153,6 +165,7 @@ def rows() -> list[Row]:
             rate_pps=20e6 / 8 / policed_ip, seconds=5.0, traffic=["--payload", str(policed_ip - 28)]),
         stepped("standing", 1000, 0),
         stepped("sawtooth", 200, 200),
+        traced,
     ]
 
 
@@ -228,6 +241,12 @@ def tcp_rows() -> list[tuple[str, list[str], float]]:
             (f"CUBIC, Bernoulli {TCP_LOSS:.0%}", ["--uplink-loss", str(TCP_LOSS)], TCP_LOSS)]
 
 
+def described(row: Row) -> str:
+    """A row's link options as runs.csv records them, a delay trace by its steps (not its file)."""
+    steps = ", ".join(f"{at_ms} ms: {delay_ms} ms" for at_ms, delay_ms in row.delay_trace)
+    return " ".join(row.link) + (f" --uplink-delay-trace [{steps}]" if steps else "")
+
+
 def counters(line: dict[str, Any]) -> dict[str, Any]:
     """The uplink counters a row's statistics can be checked against."""
     uplink = line.get("uplink", {})
@@ -240,12 +259,18 @@ def run_rep(rep: int, seed: int, stats: list[dict[str, Any]], runs: list[dict[st
     floor: list[int] = []
     for index, row in enumerate(rows()):
         tag = f"ccth{os.getpid() % 10000}x{rep}x{index}"
-        with tempfile.TemporaryDirectory() as tmp, running_link(tag, row.link, seed) as link:
-            probes, sent = probe_run(tag, row, Path(tmp))
+        with tempfile.TemporaryDirectory() as tmp:
+            options = list(row.link)
+            if row.delay_trace:
+                trace = Path(tmp) / "delay.trace"
+                trace.write_text("".join(f"{at_ms} {delay_ms}\n" for at_ms, delay_ms in row.delay_trace))
+                options += ["--uplink-delay-trace", str(trace)]
+            with running_link(tag, options, seed) as link:
+                probes, sent = probe_run(tag, row, Path(tmp))
         if row.floor:
             floor = measures.added_delays_ns(probes, PATH_DELAY_NS, service_ns(PROBE_IP_BYTES, FAST_BPS))
         found = row.analyse(probes, sent, seed, floor)
-        runs.append({"row": row.name, "rep": rep, "seed": seed, "options": " ".join(row.link), "probes_sent": sent,
+        runs.append({"row": row.name, "rep": rep, "seed": seed, "options": described(row), "probes_sent": sent,
                      "probes_received": len(probes), **counters(summary(link))})
         stats += [{"row": row.name, "rep": rep, "seed": seed, **asdict(stat)} for stat in found]
         print(f"rep {rep} {row.name}: " + ", ".join(f"{s.statistic} {s.measured:.4g} ({s.expected:.4g})"

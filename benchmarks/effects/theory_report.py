@@ -3,8 +3,9 @@
     python -m benchmarks.effects.theory_report          # rewrite the numbers between the markers
     python -m benchmarks.effects.theory_report --check  # exit 1 if the README differs from its data
 
-benchmarks/results/2026-11-30-effects-theory/ holds what `python -m benchmarks.effects.theory`
-wrote: `stats.csv` (per run and statistic: measured, expected, sigma), `runs.csv` (per run, the
+Each folder of FOLDERS (benchmarks/results/2026-11-30-effects-theory/; 2026-12-01-effects-theory/,
+the same with the delay trace's row) holds what `python -m benchmarks.effects.theory` wrote:
+`stats.csv` (per run and statistic: measured, expected, sigma), `runs.csv` (per run, the
 emulator's counters) and `command.txt`. From them: per effect and statistic, the runs' median and
 range beside the expectation, and, where the statistic is random, the runs pooled as a z-score
 (the mean of the measured values less the mean expectation, over the standard error of that
@@ -17,16 +18,14 @@ import csv
 import math
 import statistics
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
-from benchmarks.quoted import block, regenerate_main
+from benchmarks.quoted import block, regenerate_all
 
 REPO = Path(__file__).resolve().parents[2]
-FOLDER = REPO / "benchmarks/results/2026-11-30-effects-theory"
-README = FOLDER / "README.md"
-STATS = FOLDER / "stats.csv"
-RUNS = FOLDER / "runs.csv"
-COMMAND = FOLDER / "command.txt"
+#: Each run's folder, oldest first.
+FOLDERS = [REPO / "benchmarks/results/2026-11-30-effects-theory", REPO / "benchmarks/results/2026-12-01-effects-theory"]
 #: A TCP row's one statistic; every other row is a probe row.
 GOODPUT = "goodput"
 STEP_FAR = "a disagreeing probe's wait from the step, largest"
@@ -109,13 +108,14 @@ def tcp_loss_percent(runs: list[Row]) -> list[float]:
     return [100 * float(r["drops_loss"]) / float(r["in_packets"]) for r in runs if r["row"].startswith("CUBIC")]
 
 
-def compute() -> dict[str, str]:
-    with STATS.open() as handle:
+def compute(folder: Path = FOLDERS[-1]) -> dict[str, str]:
+    """Every value a folder's README quotes."""
+    with (folder / "stats.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    with RUNS.open() as handle:
+    with (folder / "runs.csv").open() as handle:
         runs = list(csv.DictReader(handle))
     tcp_loss = tcp_loss_percent(runs)
-    command, machine = COMMAND.read_text().splitlines()[:2]
+    command, machine = (folder / "command.txt").read_text().splitlines()[:2]
     goodputs = list(tcp_medians(rows).values())
     bursty, independent = goodputs[0], goodputs[1]
     zs = [z for runs in grouped(rows).values() if (z := pooled_z(runs)) is not None]
@@ -141,7 +141,7 @@ def compute() -> dict[str, str]:
 
 
 def main() -> None:
-    regenerate_main(README, compute, __doc__)
+    regenerate_all([(folder / "README.md", partial(compute, folder)) for folder in FOLDERS], __doc__)
 
 
 if __name__ == "__main__":

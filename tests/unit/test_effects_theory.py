@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from benchmarks.effects import measures
-from benchmarks.effects.theory_report import README, compute
+from benchmarks.effects.theory_report import FOLDERS, compute
 from benchmarks.quoted import fill, names
 
 
@@ -76,13 +76,41 @@ def test_mathis_at_one_percent() -> None:
     assert measures.mathis_mbps(1448, 0.040, 0.01) == pytest.approx(3.547, abs=0.001)
 
 
-def test_regenerating_reproduces_the_readme_byte_for_byte() -> None:
-    text = README.read_text()
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
+def test_regenerating_reproduces_the_readme_byte_for_byte(folder) -> None:
+    text = (folder / "README.md").read_text()
     assert {"theory.table", "theory.tcp-table", "theory.z-max"} <= set(names(text))
-    assert fill(text, compute()) == text
+    assert fill(text, compute(folder)) == text
 
 
-def test_a_quoted_number_changed_by_hand_no_longer_matches_its_data() -> None:
-    text = README.read_text()
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
+def test_a_quoted_number_changed_by_hand_no_longer_matches_its_data(folder) -> None:
+    text = (folder / "README.md").read_text()
     edited = text.replace("<!-- value: theory.z-max -->", "<!-- value: theory.z-max -->9", 1)
-    assert edited != text and fill(edited, compute()) == text
+    assert edited != text and fill(edited, compute(folder)) == text
+
+
+def traced_probes(keep_order: bool) -> list[list[int]]:
+    """Probes every 1 ms from 0.7 s on the emulator's clock through 20 ms that steps up 40 ms from
+    2.5 to 4.5 s, with order kept (ccsweep-link's delay trace) or not; arrival order, as recorded."""
+    due_before, probes = 0, []
+    for seq in range(7000):
+        sent = 700_000_000 + seq * 1_000_000
+        due = sent + (60 if 2_500_000_000 <= sent < 4_500_000_000 else 20) * 1_000_000
+        due = max(due, due_before) if keep_order else due
+        due_before = max(due, due_before)
+        probes.append([seq, sent, due + 5_000, 0])
+    return sorted(probes, key=lambda probe: (probe[2], probe[0]))
+
+
+def test_a_delay_trace_s_stretches_and_its_held_probes_read_as_the_model_says() -> None:
+    found = {s.statistic: s for s in measures.delay_trace_stats(traced_probes(True), 20_000_000, 5_000, 40_000_000,
+                                                                 2_000_000_000, [0] * 100)}
+    assert all(abs(s.measured - s.expected) < 1.01 for s in found.values()), found  # ms, and % of neighbours
+    assert found["rise to the first probe back under half the step"].expected == 2020
+    assert found["neighbours overtaken"].measured == 0
+    # Without the FIFO hold the fast probes leave first: back under half at once, and overtaking.
+    loose = {s.statistic: s for s in measures.delay_trace_stats(traced_probes(False), 20_000_000, 5_000, 40_000_000,
+                                                                 2_000_000_000, [0] * 100)}
+    assert loose["rise to the first probe back under half the step"].measured == pytest.approx(2000, abs=1)
+    assert loose["neighbours overtaken"].measured > 0  # the last slow probe and the first fast one
