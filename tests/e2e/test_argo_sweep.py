@@ -183,12 +183,18 @@ def test_cell_pods_are_least_privilege_guaranteed_and_placed(sweep: SweepRun):
             m for m in main["volumeMounts"] if m["name"] == "tun").items()
         assert main["imagePullPolicy"] == "Never"
         # The cell requests its CPU with no CPU limit (a CFS quota stalls the emulator), memory is
-        # capped; Argo's own containers keep requests == limits.
+        # capped; Argo's init container keeps requests == limits; its wait container asks for 10m,
+        # since it only waits while the cell runs, with room to 100m for its work when the cell ends
+        # (hack/cluster/argo.sh).
         assert main["resources"]["requests"]["cpu"] and "cpu" not in main["resources"].get("limits", {})
         assert main["resources"]["limits"]["memory"] == main["resources"]["requests"]["memory"]
         for container in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
-            if container["name"] != "main":
-                assert container["resources"]["requests"] == container["resources"]["limits"], container["name"]
+            resources = container["resources"]
+            if container["name"] == "wait":
+                assert (resources["requests"]["cpu"], resources["limits"]["cpu"]) == ("10m", "100m"), resources
+                assert resources["requests"]["memory"] == resources["limits"]["memory"], resources
+            elif container["name"] != "main":
+                assert resources["requests"] == resources["limits"], container["name"]
         assert pod["status"]["qosClass"] == "Burstable"
         # Only nodes whose kernel offers the cell's algorithm.
         assert pod["spec"]["nodeSelector"] == planned[cell_id]
