@@ -62,8 +62,8 @@ data:
   # The wait container (and init, where a template gives it nothing of its own). It asks for 10m:
   # the emissary only waits while a cell runs (1.6m median over a pod's life, 7.1m p90:
   # benchmarks/results/2026-12-01-argo-deadline), and each pod's request counts whole against the
-  # node, so at 100m it held a 2-core node to 8 cell pods whatever the cells carried. Its limit stays at 100m, so the work it does
-  # when the cell ends goes no slower than in the runs measured before.
+  # node, so at 100m it held a 2-core node to 8 cell pods whatever the cells carried. Its limit
+  # stays at 100m, so the work it does when the cell ends goes no slower than in the runs before.
   executor: |
     imagePullPolicy: Never
     resources:

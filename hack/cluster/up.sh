@@ -29,8 +29,10 @@ fi
 # machines of its own; here, unreserved, it takes its CPU from the cells the scheduler placed by
 # their requests. Default 0: the node offers the machine's cores, as the e2e tests expect.
 CONTROL_PLANE_CPU_MILLI=${CCSWEEP_CONTROL_PLANE_CPU_MILLI:-0}
-if [[ ! $CONTROL_PLANE_CPU_MILLI =~ ^[0-9]+$ ]] || ((CONTROL_PLANE_CPU_MILLI > $(getconf _NPROCESSORS_ONLN) * 1000 / NODES - 100)); then
-  echo "up.sh: CCSWEEP_CONTROL_PLANE_CPU_MILLI must be an integer from 0 to $(($(getconf _NPROCESSORS_ONLN) * 1000 / NODES - 100)) (the first node's share less 100m), got '$CONTROL_PLANE_CPU_MILLI'" >&2
+MAX_CONTROL_PLANE_CPU_MILLI=$(($(machine_cpu_milli) / NODES - 100))   # the first node's share less 100m
+if [[ ! $CONTROL_PLANE_CPU_MILLI =~ ^[0-9]+$ ]] || ((CONTROL_PLANE_CPU_MILLI > MAX_CONTROL_PLANE_CPU_MILLI)); then
+  echo "up.sh: CCSWEEP_CONTROL_PLANE_CPU_MILLI must be an integer from 0 to $MAX_CONTROL_PLANE_CPU_MILLI" \
+    "(the first node's share less 100m), got '$CONTROL_PLANE_CPU_MILLI'" >&2
   exit 2
 fi
 

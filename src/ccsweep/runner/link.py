@@ -162,7 +162,8 @@ def realtime_priority() -> int:
 
 #: The emulator's SCHED_DEADLINE reservation per 1 ms where SCHED_FIFO is refused (a pod's cgroup
 #: without a real-time budget): its own default, and the least it takes (emulator/src/sched.rs).
-DEADLINE_RUNTIME_US = (300, 50)
+DEFAULT_DEADLINE_RUNTIME_US = 300
+MIN_DEADLINE_RUNTIME_US = 50
 
 
 def deadline_runtime_us(cpu_milli: int | None) -> int | None:
@@ -176,8 +177,7 @@ def deadline_runtime_us(cpu_milli: int | None) -> int | None:
     reservation, so a node's reservations never sum to more than its pods requested."""
     if cpu_milli is None:
         return None
-    default, least = DEADLINE_RUNTIME_US
-    return max(least, min(default, cpu_milli))
+    return max(MIN_DEADLINE_RUNTIME_US, min(DEFAULT_DEADLINE_RUNTIME_US, cpu_milli))
 
 
 def injected_lateness(attempt: int) -> str | None:
