@@ -60,15 +60,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,lint,data,release]'
 	touch $@
 
+# The pinned tools' builds (hack/tools/NAME.sh each), longest first, two at a time: a cold Go build
+# leaves a core idle while it fetches modules and links, and the other build fills it. Each line
+# of their output names its tool. Their Debian packages come first (apt takes one caller at a time).
+TOOL_BUILDS := kubernetes argo minio helm helm-docs mahimahi
+
 .PHONY: tools
-tools: ## Pinned tools into ./bin: Kubernetes, Helm, MinIO, Argo (Go module proxy; cold ~25 min), Mahimahi.
+tools: ## Pinned tools into ./bin: Kubernetes, Argo, MinIO, Helm (Go module proxy; cold ~20 min), Mahimahi.
 	hack/tools/apt.sh
-	hack/tools/kubernetes.sh
-	hack/tools/helm.sh
-	hack/tools/helm-docs.sh
-	hack/tools/minio.sh
-	hack/tools/argo.sh
-	hack/tools/mahimahi.sh
+	$(MAKE) --no-print-directory -j2 $(TOOL_BUILDS:%=tool-%)
+
+.PHONY: $(TOOL_BUILDS:%=tool-%)
+$(TOOL_BUILDS:%=tool-%): tool-%:
+	hack/tools/$*.sh
 
 .PHONY: mahimahi
 mahimahi: ## Upstream Mahimahi (pinned commit; setuid mm-delay, mm-loss, mm-link), the second link backend.

@@ -6,7 +6,8 @@
 #   cell      images/cell/Dockerfile (the default): cells, operator and node probe; TAG is the
 #             build identity VERSION-gCOMMIT (ccsweep/buildinfo.py; -dirty: uncommitted changes),
 #             so every build has a tag of its own, and the commit is stamped into the package
-#   argoexec  images/argoexec/Dockerfile: Argo's executor, TAG its release (ARGO_WORKFLOWS_VERSION)
+#   argoexec  images/argoexec/Dockerfile: Argo's executor, TAG its release (ARGO_WORKFLOWS_VERSION);
+#             its context is the static argoexec hack/tools/argo.sh built (bin/argoexec)
 #   pause     images/pause/Dockerfile: the test cluster's pod sandbox, TAG KUBERNETES_VERSION; its
 #             context is the static pause binary hack/tools/kubernetes.sh built (bin/pause)
 #   --push REGISTRY  push it there (`buildah login REGISTRY` first where the registry needs it)
@@ -38,7 +39,7 @@ while (($#)); do
     --push) registry=${2:-}; [[ -n $registry ]] || usage "--push needs a registry host, e.g. registry.example.org"; shift 2 ;;
     --archive) archive=${2:-}; [[ -n $archive ]] || usage "--archive needs a file name"; shift 2 ;;
     --local-base) pull=(--pull=never); shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     cell|argoexec|pause) name=$1; shift ;;
     *) usage "unknown argument $1 (allowed: --push REGISTRY, --local-base, --archive FILE, cell|argoexec|pause)" ;;
   esac
@@ -48,6 +49,15 @@ if [[ -n $registry && ! $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]]; then
 fi
 command -v buildah >/dev/null || { echo "images/build.sh: buildah not found (apt-get install buildah)" >&2; exit 1; }
 
+# built_binary_folder NAME SCRIPT: the folder SCRIPT built the static binary NAME into (./bin links
+# it), the whole build context of the argoexec and pause images.
+built_binary_folder() {
+  local binary
+  binary=$(readlink -f "${CCSWEEP_BIN:-$REPO_ROOT/bin}/$1") || usage "no $1 in ${CCSWEEP_BIN:-$REPO_ROOT/bin}: run $2"
+  [[ -x $binary ]] || usage "$binary missing: run $2"
+  dirname "$binary"
+}
+
 context=$REPO_ROOT
 build_args=()
 case $name in
@@ -55,13 +65,8 @@ case $name in
     buildinfo() { PYTHONPATH=$REPO_ROOT/src python3 -m ccsweep.buildinfo "$@"; }
     tag=$(buildinfo)
     build_args=(--build-arg "CCSWEEP_COMMIT=$(buildinfo --commit)" --build-arg "CCSWEEP_BUILD=$tag") ;;
-  argoexec) tag=$ARGO_WORKFLOWS_VERSION ;;
-  pause)
-    tag=$KUBERNETES_VERSION
-    pause=$(readlink -f "${CCSWEEP_BIN:-$REPO_ROOT/bin}/pause") \
-      || usage "no static pause binary in ${CCSWEEP_BIN:-$REPO_ROOT/bin}: run hack/tools/kubernetes.sh"
-    [[ -x $pause ]] || usage "$pause missing: run hack/tools/kubernetes.sh"
-    context=$(dirname "$pause") ;;
+  argoexec) tag=$ARGO_WORKFLOWS_VERSION; context=$(built_binary_folder argoexec hack/tools/argo.sh) ;;
+  pause) tag=$KUBERNETES_VERSION; context=$(built_binary_folder pause hack/tools/kubernetes.sh) ;;
 esac
 image=${registry:-localhost}/ccsweep/$name:$tag
 

@@ -9,13 +9,11 @@
 #   rust:1-bookworm       (cell)            that root file system plus gcc and libc6-dev (apt) and
 #                                           this machine's Rust toolchain (rustc --print sysroot),
 #                                           at /usr/local/rust, CARGO_HOME /usr/local/cargo
-#   golang:1.N-bookworm   (argoexec)        that root file system plus this machine's Go toolchain
-#                                           (go env GOROOT) at /usr/local/go; 1.N is its release
 #   gcr.io/distroless/static-debian12 (argoexec)  what the distroless image gives a static binary:
 #                                           this machine's CA bundle, /etc/passwd and /etc/group
 #                                           with root, nobody and nonroot (65532), /tmp
 # The pause image starts FROM scratch and needs none. RUN steps of a build still reach Debian's
-# packages, PyPI, crates.io and the Go module proxy as usual, trusting what this machine trusts:
+# packages, PyPI and crates.io as usual, trusting what this machine trusts:
 # its CA bundle goes into the base images as /etc/ssl/host-ca-bundle.crt (a path apt's
 # ca-certificates leaves alone) and SSL_CERT_FILE, PIP_CERT and CARGO_HTTP_CAINFO name it (where
 # the registries are reached through a TLS-inspecting proxy, that CA is in it). A machine that can
@@ -92,23 +90,6 @@ rust() {
   log "rust:1-bookworm with $(rustc --version)"
 }
 
-golang() {
-  command -v go >/dev/null || die "go not found (the Go toolchain hack/tools builds with)"
-  local release name ctr mnt
-  release=$(go env GOVERSION | sed -n 's/^go\(1\.[0-9]*\).*/\1/p')
-  name=golang:$release-bookworm
-  present "$name" && return
-  ctr=$(buildah from --pull=never debian:bookworm)
-  mnt=$(buildah mount "$ctr")
-  mkdir -p "$mnt/usr/local/go"
-  cp -a "$(go env GOROOT)/." "$mnt/usr/local/go/"
-  buildah umount "$ctr" >/dev/null
-  buildah config --env GOPATH=/root/go \
-    --env PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
-  buildah commit -q --rm "$ctr" "$name" >/dev/null
-  log "$name with $(go env GOVERSION)"
-}
-
 distroless_static() {
   local name=gcr.io/distroless/static-debian12:latest ctr mnt
   present "$name" && return
@@ -131,9 +112,9 @@ main() {
   command -v buildah >/dev/null || die "buildah not found (hack/tools/apt.sh installs it)"
   case ${1:-} in
     cell) debian; rust ;;
-    argoexec) debian; golang; distroless_static ;;
+    argoexec) distroless_static ;;
     pause) ;;  # FROM scratch
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 main "$@"

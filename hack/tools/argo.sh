@@ -11,8 +11,8 @@ shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 
 MODULE=github.com/argoproj/argo-workflows/v3
-# ARGO_BINARIES picks a subset (images/argoexec/Dockerfile builds only argoexec).
-read -ra BINARIES <<< "${ARGO_BINARIES:-argo workflow-controller argoexec}"
+# argoexec is also the executor image's whole content (images/argoexec/Dockerfile copies it).
+BINARIES=(argo workflow-controller argoexec)
 DEST=$TOOLS_CACHE/argo-$ARGO_WORKFLOWS_VERSION
 WORK=$TOOLS_CACHE/build/argo-$ARGO_WORKFLOWS_VERSION
 
@@ -102,7 +102,7 @@ main() {
   fi
   "$DEST/${BINARIES[0]}" version --short
   link_into_bin "$DEST" "${BINARIES[@]}"
-  [[ -n ${ARGO_BINARIES:-} ]] || build_render
+  build_render
   ln -sfn "$DEST/schema.json" "$REPO_BIN/argo-workflows-schema.json"
   done_msg "Argo Workflows $ARGO_WORKFLOWS_VERSION"
 }
