@@ -66,7 +66,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 TOOL_BUILDS := kubernetes argo minio helm helm-docs mahimahi
 
 .PHONY: tools
-tools: ## Pinned tools into ./bin: Kubernetes, Argo, MinIO, Helm (Go module proxy; cold ~20 min), Mahimahi.
+tools: ## Pinned tools into ./bin: Kubernetes, Argo, MinIO, Helm (Go module proxy; cold ~11 min on 2 cores), Mahimahi.
 	hack/tools/apt.sh
 	$(MAKE) --no-print-directory -j2 $(TOOL_BUILDS:%=tool-%)
 
