@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ccsweep.cell import Cell
 from ccsweep.expand import expand
@@ -107,9 +107,14 @@ class Comparison:
     bbr_relative: float = BBR_RELATIVE
     #: Single runs only: CUBIC under loss also agrees within this factor (None: the bench's rule alone).
     cubic_lossy_factor: float | None = None
+    #: What a backend's repetitions are summed up by: their mean (the bench), or their median (the
+    #: test, where a pair run again after one disagreeing pair must not carry that one run).
+    summary: Literal["mean", "median"] = "mean"
 
-    def mean(self, backend: str) -> float:
-        return statistics.fmean(self.goodput[backend])
+    def typical(self, backend: str) -> float:
+        """The backend's goodput over the repetitions: their mean or median (`summary`)."""
+        values = self.goodput[backend]
+        return statistics.fmean(values) if self.summary == "mean" else statistics.median(values)
 
     def spread(self, backend: str) -> float:
         """Sample standard deviation over the repetitions (0 with one)."""
@@ -118,12 +123,12 @@ class Comparison:
 
     @property
     def difference(self) -> float:
-        """Mahimahi's mean minus ccsweep-link's, Mbit/s."""
-        return self.mean("mahimahi") - self.mean("ccsweep-link")
+        """Mahimahi's typical goodput minus ccsweep-link's, Mbit/s."""
+        return self.typical("mahimahi") - self.typical("ccsweep-link")
 
     @property
     def relative(self) -> float:
-        base = self.mean("ccsweep-link")
+        base = self.typical("ccsweep-link")
         return abs(self.difference) / base if base > 0 else float("inf")
 
     @property
@@ -132,8 +137,8 @@ class Comparison:
 
     @property
     def ratio(self) -> float:
-        """The larger backend's mean over the smaller's."""
-        low, high = sorted((self.mean("ccsweep-link"), self.mean("mahimahi")))
+        """The larger backend's typical goodput over the smaller's."""
+        low, high = sorted((self.typical("ccsweep-link"), self.typical("mahimahi")))
         return high / low if low > 0 else float("inf")
 
     @property
@@ -153,18 +158,18 @@ class Comparison:
 
     def line(self) -> str:
         cc, loss, bottleneck = self.key
-        return (f"{cc} {loss:.0%} loss {bottleneck}: ccsweep-link {self.mean('ccsweep-link'):.2f} "
-                f"± {self.spread('ccsweep-link'):.2f}, mahimahi {self.mean('mahimahi'):.2f} "
+        return (f"{cc} {loss:.0%} loss {bottleneck}: ccsweep-link {self.typical('ccsweep-link'):.2f} "
+                f"± {self.spread('ccsweep-link'):.2f}, mahimahi {self.typical('mahimahi'):.2f} "
                 f"± {self.spread('mahimahi'):.2f} Mbit/s, difference {self.relative:.1%} "
                 f"({self.difference:+.2f} Mbit/s), rule {self.rule}: {'agrees' if self.agrees else 'DISAGREES'}")
 
 
 def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE,
-            cubic_lossy_factor: float | None = None) -> list[Comparison]:
+            cubic_lossy_factor: float | None = None, summary: Literal["mean", "median"] = "mean") -> list[Comparison]:
     """Group measured results by cell and backend; a failed or still late result fails loudly.
 
     `bbr_relative` widens BBR's margin, and `cubic_lossy_factor` CUBIC's under loss, where fewer or
-    shorter runs than the bench's scatter more.
+    shorter runs than the bench's scatter more; `summary` sums a backend's runs up (Comparison).
     """
     goodput: dict[tuple[str, float, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for result in results:
@@ -172,5 +177,5 @@ def compare(results: list[CellResult], bbr_relative: float = BBR_RELATIVE,
             raise AssertionError(f"{result.cell.params.link} cell {result.cell.id} {pair_key(result.cell)}: "
                                  f"{result.status} {result.error}")
         goodput[pair_key(result.cell)][result.cell.params.link].append(result.goodput_mbps)
-    return [Comparison(key, dict(by_backend), bbr_relative, cubic_lossy_factor)
+    return [Comparison(key, dict(by_backend), bbr_relative, cubic_lossy_factor, summary)
             for key, by_backend in goodput.items()]
