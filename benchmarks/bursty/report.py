@@ -4,12 +4,13 @@ independent loss, from committed cell tables alone.
     python -m benchmarks.bursty.report           # rewrite the committed result's quoted numbers
     python -m benchmarks.bursty.report --check   # change nothing; exit 1 if they differ
 
-The committed result (FOLDER) holds `ccsweep export --sweep figure8-bursty`'s cell table (one row
-per stored run); `report(read_cells(CELLS.csv), preset_losses())` gives the same tables for a run
-so far. The independent-loss curves it is read against were committed before it, on the same grid (Figure 8's
-path, queue, socket buffers and 60 s flows): the kernel's `bbr` and `bbr_unpaced` from the
-rebbr-pacing result (5-10 runs a cell), CUBIC from the full study's Figure 8 and figure8-seeds
-(one run a cell, ten at eight of the loss rates). Each curve's cliff (`ccsweep.results.cliff`, on
+Each committed result (a folder of FOLDERS) holds `ccsweep export --sweep figure8-bursty`'s cell
+table (one row per stored run); `report(read_cells(CELLS.csv), preset_losses())` gives the same
+tables for a run so far. The independent-loss curves it is read against were committed before it,
+on the same grid (Figure 8's path, queue, socket buffers and 60 s flows): the kernel's `bbr` and
+`bbr_unpaced` from the rebbr-pacing result (5-10 runs a cell), CUBIC from the full study's Figure 8
+and figure8-seeds (one run a cell, ten at eight of the loss rates), joined by the preset's own
+`independent` experiment (CUBIC, 3-8 runs a cell) where a folder has it. Each curve's cliff (`ccsweep.results.cliff`, on
 steady-state goodput) is read below half the payload-rate ideal and below a tenth of it, with its
 bootstrap interval; bursts move a cliff when its interval and the independent curve's share no loss
 rate. The measured loss rate of each run (the link's loss drops over the packets it took in) is set
@@ -23,20 +24,23 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from benchmarks.cluster.argo_vs_local import read_cells
 from benchmarks.pacing.report import COLLAPSE, busy_min, cliff_or_gap, moved_verdict, runs_span
-from benchmarks.quoted import block, regenerate_main
+from benchmarks.quoted import block, regenerate_all
 from ccsweep.expand import expand
 from ccsweep.results.cliff import HALF, Cliff
 from ccsweep.specload import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks/results"
-#: The committed run of the preset, and its cell table.
-FOLDER = RESULTS / "2026-11-30-figure8-bursty"
-CELLS = FOLDER / "figure8-bursty-cells.csv"
+#: The committed runs of the preset, oldest first, each folder with the cell table of its store
+#: (`figure8-bursty-cells.csv`) and a README of its own: the bursts alone, then with CUBIC's
+#: independent-loss experiment settled beside them.
+FOLDERS = [RESULTS / "2026-11-30-figure8-bursty", RESULTS / "2026-12-01-figure8-bursty"]
+CELLS_FILE = "figure8-bursty-cells.csv"
 #: The independent-loss curves: (table, experiment, algorithms taken from it).
 INDEPENDENT = [
     (RESULTS / "2026-11-29-rebbr-pacing/rebbr-pacing-cells.csv", "pacing", ("bbr", "bbr_unpaced")),
@@ -71,11 +75,20 @@ def curves(rows: Iterable[Row]) -> Curves:
     return out
 
 
-def independent_curves() -> Curves:
-    """The committed independent-loss curves of Figure 8's grid, each algorithm from its table."""
-    rows = [row for path, experiment, algorithms in INDEPENDENT for row in read_cells(path)
+def independent_rows() -> list[Row]:
+    """The runs of the committed independent-loss curves of Figure 8's grid, each algorithm from its table."""
+    return [row for path, experiment, algorithms in INDEPENDENT for row in read_cells(path)
             if experiment in row["experiments"].split(";") and row["cc"] in algorithms]
-    return curves(rows)
+
+
+def independent_curves() -> Curves:
+    return curves(independent_rows())
+
+
+def with_references(rows: list[Row]) -> Curves:
+    """The preset's runs `rows` beside the committed independent-loss references: the preset's own
+    independent runs (CUBIC's) join their reference's, a cell id counted once (the reference's first)."""
+    return curves([*independent_rows(), *rows])
 
 
 def series_order(found: Curves) -> list[str]:
@@ -169,9 +182,23 @@ def measured_loss_lines(rows: Iterable[Row]) -> list[str]:
     lines = ["| loss | runs | measured / asked, median [min, max] |", "|---|---|---|"]
     for series in sorted(ratios, key=lambda s: float(s) if s != INDEPENDENT_NAME else 0.0):
         values = ratios[series]
-        lines.append(f"| bursts of {series} | {len(values)} | {statistics.median(values):.3f} "
+        label = INDEPENDENT_NAME if series == INDEPENDENT_NAME else f"bursts of {series}"
+        lines.append(f"| {label} | {len(values)} | {statistics.median(values):.3f} "
                      f"[{min(values):.3f}, {max(values):.3f}] |")
     return lines
+
+
+def pooled_loss_values(rows: Iterable[Row]) -> dict[str, str]:
+    """Per algorithm, bursts of 1 from 2 to 50 %: loss drops over the asked share of the packets
+    taken in, pooled over runs (`bursty.pooled-loss.cubic`): whether a flow's own reaction to loss
+    shows in the count."""
+    drops: dict[str, float] = defaultdict(float)
+    expected: dict[str, float] = defaultdict(float)
+    for row in rows:
+        if burst_of(row) == "1" and 0.02 <= float(row["loss"]) <= 0.5:
+            drops[row["cc"]] += float(row["uplink_drops_loss"] or 0)
+            expected[row["cc"]] += float(row["uplink_in_packets"] or 0) * float(row["loss"])
+    return {f"bursty.pooled-loss.{cc}": f"{drops[cc] / expected[cc]:.3f}" for cc in drops if expected[cc] > 0}
 
 
 def preset_losses() -> list[float]:
@@ -182,18 +209,18 @@ def preset_losses() -> list[float]:
 def report(rows: list[Row], losses: list[float]) -> list[str]:
     """The tables for the bursty runs `rows` over the mean loss rates `losses`, beside the committed
     independent curves."""
-    found = {**independent_curves(), **curves(rows)}
+    found = with_references(rows)
     out = ["## Where each curve falls", "", *cliff_lines(series_cliffs(found, losses)), ""]
     for cc in ALGORITHMS:
         out += [f"## {cc}: median steady-state goodput (Mbit/s, runs)", "", *median_lines(found, losses, cc), ""]
     return out + ["## The loss the links drew", "", *measured_loss_lines(rows)]
 
 
-def compute() -> dict[str, str]:
-    """Every value the committed result's README quotes, from its cell table."""
-    rows = read_cells(CELLS)
+def compute(folder: Path = FOLDERS[-1]) -> dict[str, str]:
+    """Every value a committed result's README quotes, from its cell table."""
+    rows = read_cells(folder / CELLS_FILE)
     losses = preset_losses()
-    found = {**independent_curves(), **curves(rows)}
+    found = with_references(rows)
     every_curve = series_cliffs(found, losses)
     return {
         "bursty.runs": f"{len(rows)}",
@@ -202,11 +229,29 @@ def compute() -> dict[str, str]:
         **{f"bursty.medians.{cc}": block(median_lines(found, losses, cc)) for cc in ALGORITHMS},
         "bursty.loss-drawn": block(measured_loss_lines(rows)),
         **cliff_values(every_curve),
+        **median_values(found),
+        **pooled_loss_values(rows),
     }
 
 
+def median_values(found: Curves) -> dict[str, str]:
+    """Each curve's median at each mean loss (`bursty.median.cubic.8.1`: CUBIC in bursts of 8 at 1 %),
+    how many runs it is over (`bursty.runs.cubic.8.1`), and a burst series' median over independent
+    loss's at the same mean (`bursty.ratio.cubic.8.1`), to quote beside the tables."""
+    out = {}
+    for (cc, series), by_loss in found.items():
+        for loss, runs in by_loss.items():
+            name = f"{cc}.{series}.{loss * 100:g}"
+            out[f"bursty.median.{name}"] = f"{statistics.median(runs):.3g}"
+            out[f"bursty.runs.{name}"] = str(len(runs))
+            independent = found.get((cc, INDEPENDENT_NAME), {}).get(loss)
+            if series != INDEPENDENT_NAME and independent and statistics.median(independent) > 0:
+                out[f"bursty.ratio.{name}"] = f"{statistics.median(runs) / statistics.median(independent):.2g}"
+    return out
+
+
 def main() -> None:
-    regenerate_main(FOLDER / "README.md", compute, __doc__)
+    regenerate_all([(folder / "README.md", partial(compute, folder)) for folder in FOLDERS], __doc__)
 
 
 if __name__ == "__main__":

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.bursty.report import (
-    FOLDER,
+    FOLDERS,
     INDEPENDENT_NAME,
     cliff_lines,
     compute,
     curves,
     independent_curves,
+    independent_rows,
     measured_loss_lines,
     preset_losses,
     report,
     series_cliffs,
+    with_references,
 )
 from benchmarks.quoted import fill, names
 from ccsweep.results.quantities import payload_ideal_mbps
-
-README = FOLDER / "README.md"
 
 LOSSES = [0.001, 0.01, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]
 
@@ -83,12 +85,24 @@ def test_a_chain_that_drew_the_wrong_share_shows():
     assert measured_loss_lines(rows("cubic", 4, 0.1, drawn=0.8))[2].startswith("| bursts of 4 | 35 | 0.800")
 
 
-def test_the_committed_readme_quotes_what_its_cell_table_gives():
-    """benchmarks/results/2026-11-30-figure8-bursty: regenerating reproduces it byte for byte, and a
-    verdict changed by hand is put back."""
-    text = README.read_text()
+def test_the_presets_own_independent_runs_join_the_reference_each_cell_once():
+    """CUBIC's independent experiment in the preset adds its runs to the committed reference's; a run
+    whose cell id the reference has already is counted once."""
+    reference = independent_curves()["cubic", INDEPENDENT_NAME][0.01]
+    known = next(row for row in independent_rows() if row["cc"] == "cubic" and float(row["loss"]) == 0.01)
+    new_runs = [{**known, "experiments": "independent", "goodput_steady_mbps": "1.0"},  # the same cell
+                {**known, "cell_id": "f" * 16, "experiments": "independent", "goodput_steady_mbps": "2.0"}]
+    joined = with_references(new_runs)["cubic", INDEPENDENT_NAME][0.01]
+    assert joined == [*reference, 2.0]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
+def test_the_committed_readme_quotes_what_its_cell_table_gives(folder):
+    """Each committed result: regenerating reproduces it byte for byte, and a verdict changed by
+    hand is put back."""
+    text = (folder / "README.md").read_text()
     assert {"bursty.runs", "bursty.cliffs", "bursty.verdict.bbr.8"} <= set(names(text))
-    values = compute()
+    values = compute(folder)
     assert fill(text, values) == text
     quoted = "<!-- value: bursty.verdict.bbr.8 -->"
     start = text.index(quoted) + len(quoted)

@@ -7,7 +7,8 @@ began writing iperf3's 128 KiB (message_bytes 131072), as ThousandEyes' iperf3 d
 link-effects, never run before, when it gained its jitter and ACK-aggregation experiments (its
 first 48 cells kept their ids; 2026-11-29), its ECN experiment (its first 96 kept theirs;
 2026-11-30), its delay-step experiment with its control (its first 120 kept theirs; 2026-12-01), and the
-same step 5 s later (its first 144 kept theirs; 2026-12-01).
+same step 5 s later (its first 144 kept theirs; 2026-12-01); and figure8-bursty, when it gained CUBIC's
+independent-loss experiment (its first 1,248 kept theirs; 2026-12-01).
 
 A cell of a BPF congestion control is pinned to its object's digest, which the machine's clang and
 kernel BTF decide; so the ids here are those of fixed stand-in objects (STAND_INS), and what is

@@ -126,7 +126,8 @@ REBBR_GRID = {
     ("rebbr-buffers", "buffers-rebbr"): "rebbr-figure8", ("rebbr-queue", "queue-infinite-vs-bdp"): "rebbr-figure8",
     ("rebbr-rtt-buffers", "rtt-linux-default-buffers"): "rebbr-rtt",
     **{("rebbr-pacing", name): "rebbr-figure8" for name in ("pacing", "pacing-loss-before", "pacing-single-packets")},
-    **{("figure8-bursty", f"bursts-{burst}"): "rebbr-figure8" for burst in (1, 2, 4, 8)},
+    **{("figure8-bursty", name): "rebbr-figure8"
+       for name in ("bursts-1", "bursts-2", "bursts-4", "bursts-8", "independent")},
     **{("full-sweep", name): f"rebbr-{name}" for name in ("figure8", "bandwidth", "algorithms", "rtt", "cellular")},
 }
 SUBSET = {"quick", "figure8-seeds"}
