@@ -6,8 +6,9 @@
 FOLDER (benchmarks/results/2026-12-01-delay-step/) holds what `python -m benchmarks.effects.delay_step`
 wrote: the runs of delay-step, delay-step-late and fixed-delay, and every BBR run's samples. From
 them: each setting's median steady goodput, and per BBR run when its min_rtt estimate took the
-longer path's RTT after the step, and what it delivered until then, beside what a cwnd of twice its
-bandwidth times the old min_rtt allows over the new RTT.
+longer path's RTT after the step, what it delivered in the first second and until then, and its
+bandwidth estimate then, beside what a cwnd of twice its bandwidth times the old min_rtt allows
+over the new RTT.
 """
 
 from __future__ import annotations
