@@ -189,16 +189,24 @@ def measured_loss_lines(rows: Iterable[Row]) -> list[str]:
 
 
 def pooled_loss_values(rows: Iterable[Row]) -> dict[str, str]:
-    """Per algorithm, bursts of 1 from 2 to 50 %: loss drops over the asked share of the packets
-    taken in, pooled over runs (`bursty.pooled-loss.cubic`): whether a flow's own reaction to loss
-    shows in the count."""
+    """From 2 to 50 % mean loss, loss drops over the asked share of the packets taken in, pooled over
+    runs: per algorithm in bursts of 1 (`bursty.pooled-loss.cubic`), whether a flow's own reaction to
+    loss shows in the count; and per seed for CUBIC, independent and in bursts of 1
+    (`bursty.pooled-loss.seed.independent.3`): a seed's draws are the same at every loss rate, so
+    its runs at different rates are not independent samples of the count."""
     drops: dict[str, float] = defaultdict(float)
     expected: dict[str, float] = defaultdict(float)
     for row in rows:
-        if burst_of(row) == "1" and 0.02 <= float(row["loss"]) <= 0.5:
-            drops[row["cc"]] += float(row["uplink_drops_loss"] or 0)
-            expected[row["cc"]] += float(row["uplink_in_packets"] or 0) * float(row["loss"])
-    return {f"bursty.pooled-loss.{cc}": f"{drops[cc] / expected[cc]:.3f}" for cc in drops if expected[cc] > 0}
+        if not 0.02 <= float(row["loss"]) <= 0.5:
+            continue
+        series = burst_of(row)
+        keys = [f"{row['cc']}"] if series == "1" else []
+        if row["cc"] == "cubic" and series in ("1", INDEPENDENT_NAME):
+            keys.append(f"seed.{series}.{row['seed']}")
+        for key in keys:
+            drops[key] += float(row["uplink_drops_loss"] or 0)
+            expected[key] += float(row["uplink_in_packets"] or 0) * float(row["loss"])
+    return {f"bursty.pooled-loss.{key}": f"{drops[key] / expected[key]:.3f}" for key in drops if expected[key] > 0}
 
 
 def preset_losses() -> list[float]:
