@@ -81,10 +81,6 @@ def independent_rows() -> list[Row]:
             if experiment in row["experiments"].split(";") and row["cc"] in algorithms]
 
 
-def independent_curves() -> Curves:
-    return curves(independent_rows())
-
-
 def with_references(rows: list[Row]) -> Curves:
     """The preset's runs `rows` beside the committed independent-loss references: the preset's own
     independent runs (CUBIC's) join their reference's, a cell id counted once (the reference's first)."""

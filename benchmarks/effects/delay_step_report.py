@@ -131,11 +131,16 @@ def setting(row: Row) -> str:
     return f"RTT {step.base_rtt_ms:g} → {step.stepped_rtt_ms:g} ms at {step.at_s:g} s"
 
 
-def goodput_table(rows: list[Row]) -> list[str]:
+def goodputs_by_setting(rows: list[Row]) -> dict[tuple[str, str, str, float], list[float]]:
+    """Each setting's steady goodputs: (experiment, path, algorithm, loss) -> its runs'."""
     grouped: dict[tuple[str, str, str, float], list[float]] = defaultdict(list)
     for row in rows:
         key = row["experiment"], setting(row), row["cc"], float(row["loss"])
         grouped[key].append(float(row["goodput_steady_mbps"]))
+    return grouped
+
+
+def goodput_table(grouped: dict[tuple[str, str, str, float], list[float]]) -> list[str]:
     lines = ["| experiment | path | algorithm | loss % | median steady goodput, Mbit/s (runs) | range |",
              "|---|---|---|---|---|---|"]
     for (experiment, path, cc, loss), goodputs in sorted(grouped.items()):
@@ -172,7 +177,8 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
     rows = read_cells(folder / CELLS_FILE)
     series = read_series(folder / SERIES_FILE)
     found = runs_taken(rows, series)
-    values = {"delay-step.runs": str(len(rows)), "delay-step.goodput": block(goodput_table(rows)),
+    by_setting = goodputs_by_setting(rows)
+    values = {"delay-step.runs": str(len(rows)), "delay-step.goodput": block(goodput_table(by_setting)),
               "delay-step.taken": block(taken_table(found))}
     for experiment in ("delay-step", "delay-step-late"):
         mine = [t for t in found if t.experiment == experiment]
@@ -185,11 +191,8 @@ def compute(folder: Path = FOLDER) -> dict[str, str]:
     values["delay-step.example-estimates"] = ", ".join(f"{bw:.3g}" for bw in estimates_until_taken(
         example, series[example["cell_id"]]))
     values["delay-step.cwnd-bound"] = f"{found[0].step.cwnd_bound_mbps():.3g}" if found else "–"
-    goodputs: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        goodputs[f"delay-step.goodput.{row['experiment']}.{row['cc']}.{float(row['loss']) * 100:g}"].append(
-            float(row["goodput_steady_mbps"]))
-    values.update({name: shown(statistics.median(runs)) for name, runs in goodputs.items()})
+    values.update({f"delay-step.goodput.{experiment}.{cc}.{loss * 100:g}": shown(statistics.median(runs))
+                   for (experiment, _, cc, loss), runs in by_setting.items()})
     return values
 
 

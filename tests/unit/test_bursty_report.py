@@ -13,7 +13,6 @@ from benchmarks.bursty.report import (
     cliff_lines,
     compute,
     curves,
-    independent_curves,
     independent_rows,
     measured_loss_lines,
     preset_losses,
@@ -50,7 +49,7 @@ def rows(cc: str, burst: float, holds_to: float, runs: int = 5, drawn: float = 1
 def test_the_independent_references_are_the_committed_curves():
     """bbr and bbr_unpaced from rebbr-pacing, CUBIC from the full study and its seeds: every algorithm
     has all 13 of Figure 8's loss rates, and run 0 of figure8-seeds is counted once."""
-    found = independent_curves()
+    found = curves(independent_rows())
     for cc in ("bbr", "bbr_unpaced", "cubic"):
         assert len(found[cc, INDEPENDENT_NAME]) == 13, cc
     assert len(found["cubic", INDEPENDENT_NAME][0.1]) == 10  # figure8's run and nine more seeds
@@ -76,7 +75,7 @@ def test_a_series_with_a_missing_loss_rate_is_not_read():
 
 
 def test_the_grid_is_the_presets_thirteen_mean_loss_rates():
-    assert preset_losses() == sorted(independent_curves()["bbr", INDEPENDENT_NAME])
+    assert preset_losses() == sorted(curves(independent_rows())["bbr", INDEPENDENT_NAME])
 
 
 def test_a_chain_that_drew_the_wrong_share_shows():
@@ -88,7 +87,7 @@ def test_a_chain_that_drew_the_wrong_share_shows():
 def test_the_presets_own_independent_runs_join_the_reference_each_cell_once():
     """CUBIC's independent experiment in the preset adds its runs to the committed reference's; a run
     whose cell id the reference has already is counted once."""
-    reference = independent_curves()["cubic", INDEPENDENT_NAME][0.01]
+    reference = curves(independent_rows())["cubic", INDEPENDENT_NAME][0.01]
     known = next(row for row in independent_rows() if row["cc"] == "cubic" and float(row["loss"]) == 0.01)
     new_runs = [{**known, "experiments": "independent", "goodput_steady_mbps": "1.0"},  # the same cell
                 {**known, "cell_id": "f" * 16, "experiments": "independent", "goodput_steady_mbps": "2.0"}]
